@@ -1,0 +1,26 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/forgedaemon/forged/internal/version"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit and build date of forgectl",
+		Args:  cobra.NoArgs,
+	}
+	asJSON := jsonFlag(c)
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		info := version.Get()
+		if *asJSON {
+			return writeJSON(cmd.OutOrStdout(), info)
+		}
+		_, err := fmt.Fprintln(cmd.OutOrStdout(), "forgectl", info)
+		return err
+	}
+	addCommand(c)
+}

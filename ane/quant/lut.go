@@ -1,0 +1,170 @@
+package quant
+
+import "fmt"
+
+// LUT is a scalar (CD = 1) or vector (CD = 2 or 4) codebook matrix: index
+// idx[g, j] selects codebook entry e, and output row g·CD+t at column j is
+// lut[e][t], times scale[row] when a per-channel scale is present.
+type LUT struct {
+	rows, cols, cd, entries int
+	// The codebook is padded to 256 entries (zeros past the stored ones) so
+	// any uint8 index is in range without a check or a validation pass.
+	lut1  *[256]float32
+	lut2  *[256][2]float32
+	lut4  *[256][4]float32
+	idx   []uint8
+	scale []float32
+	name  string
+}
+
+// NewLUT wraps idx ((rows/cd) × cols) and scale (rows, or nil) without
+// copying; lut holds entries × cd values (entry-major) and is copied.
+func NewLUT(format string, rows, cols, cd int, lut []float32, idx []uint8, scale []float32) (*LUT, error) {
+	if err := checkDims(format, rows, cols); err != nil {
+		return nil, err
+	}
+	if cd != 1 && cd != 2 && cd != 4 {
+		return nil, fmt.Errorf("%s: vector length %d is not 1, 2 or 4", format, cd)
+	}
+	if rows%cd != 0 {
+		return nil, fmt.Errorf("%s: %d output rows are not a multiple of the vector length %d", format, rows, cd)
+	}
+	if len(lut) == 0 || len(lut)%cd != 0 || len(lut)/cd > 256 {
+		return nil, fmt.Errorf("%s: codebook of %d values is not 1..256 entries of %d", format, len(lut), cd)
+	}
+	if len(idx) != rows/cd*cols {
+		return nil, fmt.Errorf("%s: %d indices, want %d×%d", format, len(idx), rows/cd, cols)
+	}
+	if err := checkScale(format, rows, scale); err != nil {
+		return nil, err
+	}
+	m := &LUT{rows: rows, cols: cols, cd: cd, entries: len(lut) / cd, idx: idx, scale: scale, name: format}
+	switch cd {
+	case 1:
+		m.lut1 = new([256]float32)
+		copy(m.lut1[:], lut)
+	case 2:
+		m.lut2 = new([256][2]float32)
+		for e := 0; e < m.entries; e++ {
+			m.lut2[e] = [2]float32{lut[2*e], lut[2*e+1]}
+		}
+	case 4:
+		m.lut4 = new([256][4]float32)
+		for e := 0; e < m.entries; e++ {
+			copy(m.lut4[e][:], lut[4*e:4*e+4])
+		}
+	}
+	return m, nil
+}
+
+func (m *LUT) Rows() int      { return m.rows }
+func (m *LUT) Cols() int      { return m.cols }
+func (m *LUT) Group() int     { return m.cd }
+func (m *LUT) Format() string { return m.name }
+func (m *LUT) Bytes() int64 {
+	return int64(len(m.idx)) + int64(m.entries*m.cd)*2 + int64(len(m.scale))*2
+}
+
+func (m *LUT) rowScale(r int) float32 {
+	if m.scale == nil {
+		return 1
+	}
+	return m.scale[r]
+}
+
+func (m *LUT) mulVec(y, x []float32, r0, r1 int) {
+	switch m.cd {
+	case 1:
+		m.mulVec1(y, x, r0, r1)
+	case 2:
+		m.mulVec2(y, x, r0, r1)
+	default:
+		m.mulVec4(y, x, r0, r1)
+	}
+}
+
+func (m *LUT) mulVec1(y, x []float32, r0, r1 int) {
+	lut := m.lut1
+	for r := r0; r < r1; r++ {
+		row := m.idx[r*m.cols : (r+1)*m.cols]
+		xs := x[:len(row)]
+		var s0, s1, s2, s3 float32
+		j := 0
+		for ; j+4 <= len(row); j += 4 {
+			s0 += lut[row[j]] * xs[j]
+			s1 += lut[row[j+1]] * xs[j+1]
+			s2 += lut[row[j+2]] * xs[j+2]
+			s3 += lut[row[j+3]] * xs[j+3]
+		}
+		for ; j < len(row); j++ {
+			s0 += lut[row[j]] * xs[j]
+		}
+		y[r] = ((s0 + s1) + (s2 + s3)) * m.rowScale(r)
+	}
+}
+
+func (m *LUT) mulVec2(y, x []float32, r0, r1 int) {
+	lut := m.lut2
+	for g := r0 / 2; g < r1/2; g++ {
+		row := m.idx[g*m.cols : (g+1)*m.cols]
+		xs := x[:len(row)]
+		var a0, a1, b0, b1 float32
+		j := 0
+		for ; j+2 <= len(row); j += 2 {
+			e, f := &lut[row[j]], &lut[row[j+1]]
+			a0 += e[0] * xs[j]
+			b0 += e[1] * xs[j]
+			a1 += f[0] * xs[j+1]
+			b1 += f[1] * xs[j+1]
+		}
+		for ; j < len(row); j++ {
+			e := &lut[row[j]]
+			a0 += e[0] * xs[j]
+			b0 += e[1] * xs[j]
+		}
+		y[2*g] = (a0 + a1) * m.rowScale(2*g)
+		y[2*g+1] = (b0 + b1) * m.rowScale(2*g+1)
+	}
+}
+
+func (m *LUT) mulVec4(y, x []float32, r0, r1 int) {
+	lut := m.lut4
+	for g := r0 / 4; g < r1/4; g++ {
+		row := m.idx[g*m.cols : (g+1)*m.cols]
+		xs := x[:len(row)]
+		var s0, s1, s2, s3 float32
+		for j, i := range row {
+			e := &lut[i]
+			v := xs[j]
+			s0 += e[0] * v
+			s1 += e[1] * v
+			s2 += e[2] * v
+			s3 += e[3] * v
+		}
+		y[4*g] = s0 * m.rowScale(4*g)
+		y[4*g+1] = s1 * m.rowScale(4*g+1)
+		y[4*g+2] = s2 * m.rowScale(4*g+2)
+		y[4*g+3] = s3 * m.rowScale(4*g+3)
+	}
+}
+
+func (m *LUT) decodeGroup(g int, dst []float32) {
+	row := m.idx[g*m.cols : (g+1)*m.cols]
+	for t := 0; t < m.cd; t++ {
+		r := g*m.cd + t
+		s := m.rowScale(r)
+		out := dst[t*m.cols : (t+1)*m.cols]
+		for j, i := range row {
+			var v float32
+			switch m.cd {
+			case 1:
+				v = m.lut1[i]
+			case 2:
+				v = m.lut2[i][t]
+			default:
+				v = m.lut4[i][t]
+			}
+			out[j] = v * s
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Request is a decoded request envelope; Args is decoded later, per op,
+// with DecodeArgs.
+type Request struct {
+	ID   uint64
+	Op   string
+	Args msgpack.RawMessage
+}
+
+// DecodeRequest validates a frame body and decodes its envelope. On error it
+// returns a bad_request *Error and, when it could be read, the request id.
+func DecodeRequest(body []byte, lim Limits) (Request, error) {
+	var req Request
+	if err := Validate(body, lim); err != nil {
+		return req, &Error{Code: CodeBadRequest, Message: err.Error()}
+	}
+	var fields map[string]msgpack.RawMessage
+	if err := msgpack.Unmarshal(body, &fields); err != nil {
+		return req, Errorf(CodeBadRequest, "request is not a map with string keys: %v", err)
+	}
+	if raw, ok := fields["id"]; ok {
+		id, err := decodeUint(raw)
+		if err != nil || id == 0 {
+			return req, Errorf(CodeBadRequest, "request field \"id\" must be an unsigned integer ≥ 1, got %s", describeRaw(raw))
+		}
+		req.ID = id
+	} else {
+		return req, Errorf(CodeBadRequest, "request has no \"id\"")
+	}
+	for k := range fields {
+		if k != "id" && k != "op" && k != "args" {
+			return req, Errorf(CodeBadRequest, "unknown request field %q (allowed: id, op, args)", k)
+		}
+	}
+	rawOp, ok := fields["op"]
+	if !ok {
+		return req, Errorf(CodeBadRequest, "request has no \"op\"")
+	}
+	if err := msgpack.Unmarshal(rawOp, &req.Op); err != nil || len(rawOp) == 0 || rawOp[0] == 0xc0 {
+		return req, Errorf(CodeBadRequest, "request field \"op\" must be a string, got %s", describeRaw(rawOp))
+	}
+	if raw, ok := fields["args"]; ok && !isNil(raw) {
+		if !isMapCode(raw[0]) {
+			return req, Errorf(CodeBadRequest, "request field \"args\" must be a map, got %s", describeRaw(raw))
+		}
+		req.Args = raw
+	}
+	return req, nil
+}
+
+// DecodeArgs decodes an op's args map into the struct dst points to. Every
+// key must name a field (by its msgpack tag); errors name the field and say
+// which type was expected. Absent or nil args leave dst unchanged.
+func DecodeArgs(op string, raw msgpack.RawMessage, dst any) error {
+	if isNil(raw) {
+		return nil
+	}
+	var fields map[string]msgpack.RawMessage
+	if err := msgpack.Unmarshal(raw, &fields); err != nil {
+		return Errorf(CodeBadRequest, "%s: args must be a map with string keys: %v", op, err)
+	}
+	v := reflect.ValueOf(dst).Elem()
+	index := fieldIndex(v.Type())
+	for name, fraw := range fields {
+		i, ok := index[name]
+		if !ok {
+			return Errorf(CodeBadRequest, "%s: unknown field args.%s", op, name)
+		}
+		f := v.Field(i)
+		if isNil(fraw) {
+			continue
+		}
+		if isUnsigned(f.Type()) && isNegativeInt(fraw) {
+			return Errorf(CodeBadRequest, "%s: args.%s must not be negative", op, name)
+		}
+		if err := unmarshalStrict(fraw, f.Addr().Interface()); err != nil {
+			return Errorf(CodeBadRequest, "%s: args.%s must be %s, got %s (%v)", op, name, describeType(f.Type()), describeRaw(fraw), err)
+		}
+	}
+	return nil
+}
+
+func unmarshalStrict(raw []byte, dst any) error {
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(bytes.NewReader(raw))
+	dec.DisallowUnknownFields(true)
+	return dec.Decode(dst)
+}
+
+var fieldIndexes sync.Map // reflect.Type → map[string]int
+
+func fieldIndex(t reflect.Type) map[string]int {
+	if m, ok := fieldIndexes.Load(t); ok {
+		return m.(map[string]int)
+	}
+	m := make(map[string]int)
+	for i := range t.NumField() {
+		tag := t.Field(i).Tag.Get("msgpack")
+		name, _, _ := strings.Cut(tag, ",")
+		if name != "" && name != "-" {
+			m[name] = i
+		}
+	}
+	fieldIndexes.Store(t, m)
+	return m
+}
+
+func isNil(raw []byte) bool { return len(raw) == 0 || raw[0] == 0xc0 }
+
+func decodeUint(raw []byte) (uint64, error) {
+	if len(raw) == 0 || isNegativeInt(raw) {
+		return 0, fmt.Errorf("not an unsigned integer")
+	}
+	c := raw[0]
+	if !(c <= 0x7f || (c >= 0xcc && c <= 0xcf) || (c >= 0xd0 && c <= 0xd3)) {
+		return 0, fmt.Errorf("not an integer")
+	}
+	var n uint64
+	err := msgpack.Unmarshal(raw, &n)
+	return n, err
+}
+
+// isNegativeInt reports whether raw is a msgpack integer below zero
+// (msgpack/v5 silently wraps those into huge unsigned values).
+func isNegativeInt(raw []byte) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	c := raw[0]
+	switch {
+	case c >= 0xe0:
+		return true
+	case c >= 0xd0 && c <= 0xd3 && len(raw) > 1:
+		return raw[1]&0x80 != 0
+	}
+	return false
+}
+
+func isUnsigned(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+func describeType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an unsigned integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(describeType(t.Elem()), "an "), "a ") + "s"
+	case reflect.Map, reflect.Struct:
+		return "a map"
+	}
+	return t.String()
+}
+
+// describeRaw names the msgpack type of an encoded value, for error messages.
+func describeRaw(raw []byte) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	c := raw[0]
+	switch {
+	case c <= 0x7f || c >= 0xe0 || (c >= 0xcc && c <= 0xd3):
+		return "an integer"
+	case c <= 0x8f || c == 0xde || c == 0xdf:
+		return "a map"
+	case c <= 0x9f || c == 0xdc || c == 0xdd:
+		return "an array"
+	case c <= 0xbf || (c >= 0xd9 && c <= 0xdb):
+		return "a string"
+	case c == 0xc0:
+		return "nil"
+	case c == 0xc2 || c == 0xc3:
+		return "a boolean"
+	case c == 0xca || c == 0xcb:
+		return "a float"
+	case c >= 0xc4 && c <= 0xc6:
+		return "binary data"
+	}
+	return "an extension value"
+}

@@ -1,0 +1,339 @@
+// Package wire holds the forged socket protocol's message types, framing and
+// the pre-decode validator, shared by the daemon and the Go client.
+// docs/PROTOCOL.md is the normative description; this package follows it.
+package wire
+
+import "fmt"
+
+// ProtocolVersion is the protocol this package speaks.
+const ProtocolVersion = 1
+
+// Error codes (docs/PROTOCOL.md §3).
+const (
+	CodeBadRequest      = "bad_request"
+	CodeTooLarge        = "too_large"
+	CodeUnauthorized    = "unauthorized"
+	CodeNotFound        = "not_found"
+	CodeBusy            = "busy"
+	CodeContextExceeded = "context_exceeded"
+	CodeUnavailable     = "unavailable"
+	CodeCancelled       = "cancelled"
+	CodeProtocolVersion = "protocol_version"
+	CodeInternal        = "internal"
+)
+
+// Error is the error object of a failed reply. It is also a Go error, so a
+// backend can return one to choose the code the caller sees.
+type Error struct {
+	Code    string `msgpack:"code" json:"code"`
+	Message string `msgpack:"message" json:"message"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Operation names.
+const (
+	OpHello          = "hello"
+	OpStatus         = "status"
+	OpModels         = "models"
+	OpTokenize       = "tokenize"
+	OpDetokenize     = "detokenize"
+	OpChat           = "chat"
+	OpGenerate       = "generate"
+	OpSessionOpen    = "session.open"
+	OpSessionClose   = "session.close"
+	OpCancel         = "cancel"
+	OpSubscribe      = "subscribe"
+	OpPull           = "pull"
+	OpVerify         = "verify"
+	OpUpdateCheck    = "update.check"
+	OpUpdateApply    = "update.apply"
+	OpUpdateRollback = "update.rollback"
+	OpLoad           = "load"
+	OpUnload         = "unload"
+	OpPin            = "pin"
+	OpGC             = "gc"
+	OpConfigGet      = "config.get"
+	OpConfigSet      = "config.set"
+	OpShutdown       = "shutdown"
+)
+
+// AdminOps are the operations only administrators may call.
+var AdminOps = map[string]bool{
+	OpPull: true, OpVerify: true, OpUpdateCheck: true, OpUpdateApply: true, OpUpdateRollback: true,
+	OpLoad: true, OpUnload: true, OpPin: true, OpGC: true, OpConfigGet: true, OpConfigSet: true,
+	OpShutdown: true,
+}
+
+// Event names.
+const (
+	EventToken = "token"
+	EventState = "state"
+)
+
+// Reply is the daemon's one answer to a request.
+type Reply struct {
+	ID     uint64 `msgpack:"id"`
+	OK     bool   `msgpack:"ok"`
+	Result any    `msgpack:"result,omitempty"`
+	Error  *Error `msgpack:"error,omitempty"`
+}
+
+// Event is a message pushed for a running request before its reply.
+type Event struct {
+	ID    uint64 `msgpack:"id"`
+	Event string `msgpack:"event"`
+	Data  any    `msgpack:"data"`
+}
+
+// OutRequest is a request as a client encodes it.
+type OutRequest struct {
+	ID   uint64 `msgpack:"id"`
+	Op   string `msgpack:"op"`
+	Args any    `msgpack:"args,omitempty"`
+}
+
+// Bundle names what the daemon serves.
+type Bundle struct {
+	Repo     string `msgpack:"repo" json:"repo"`
+	Revision string `msgpack:"revision" json:"revision"`
+	Model    string `msgpack:"model" json:"model"`
+}
+
+// HelloArgs opens a connection.
+type HelloArgs struct {
+	Protocol uint64 `msgpack:"protocol"`
+	Client   string `msgpack:"client"`
+}
+
+// HelloResult describes the daemon.
+type HelloResult struct {
+	Daemon       string   `msgpack:"daemon" json:"daemon"`
+	Protocol     uint64   `msgpack:"protocol" json:"protocol"`
+	Capabilities []string `msgpack:"capabilities" json:"capabilities"`
+	Bundle       Bundle   `msgpack:"bundle" json:"bundle"`
+	State        string   `msgpack:"state" json:"state"`
+	MaxFrame     uint64   `msgpack:"max_frame" json:"max_frame"`
+}
+
+// Memory is the daemon's memory account in bytes.
+type Memory struct {
+	Weights uint64 `msgpack:"weights" json:"weights"`
+	KV      uint64 `msgpack:"kv" json:"kv"`
+	State   uint64 `msgpack:"state" json:"state"`
+	Scratch uint64 `msgpack:"scratch" json:"scratch"`
+	Total   uint64 `msgpack:"total" json:"total"`
+	GoHeap  uint64 `msgpack:"go_heap" json:"go_heap"`
+}
+
+// SessionInfo is one open session in a status result.
+type SessionInfo struct {
+	Session string `msgpack:"session" json:"session"`
+	UID     uint32 `msgpack:"uid" json:"uid"`
+	Client  string `msgpack:"client" json:"client"`
+	Tokens  uint64 `msgpack:"tokens" json:"tokens"`
+	Context uint64 `msgpack:"context" json:"context"`
+}
+
+// RequestInfo is one queued or running generation in a status result.
+type RequestInfo struct {
+	ID        uint64 `msgpack:"id" json:"id"`
+	UID       uint32 `msgpack:"uid" json:"uid"`
+	Client    string `msgpack:"client" json:"client"`
+	Op        string `msgpack:"op" json:"op"`
+	State     string `msgpack:"state" json:"state"`
+	Generated uint64 `msgpack:"generated" json:"generated"`
+}
+
+// StatusResult is the result of status.
+type StatusResult struct {
+	Daemon      string        `msgpack:"daemon" json:"daemon"`
+	Protocol    uint64        `msgpack:"protocol" json:"protocol"`
+	State       string        `msgpack:"state" json:"state"`
+	Reason      string        `msgpack:"reason" json:"reason"`
+	Bundle      Bundle        `msgpack:"bundle" json:"bundle"`
+	UptimeMS    uint64        `msgpack:"uptime_ms" json:"uptime_ms"`
+	Connections uint64        `msgpack:"connections" json:"connections"`
+	Queued      uint64        `msgpack:"queued" json:"queued"`
+	Running     uint64        `msgpack:"running" json:"running"`
+	Slots       uint64        `msgpack:"slots" json:"slots"`
+	Sessions    []SessionInfo `msgpack:"sessions" json:"sessions"`
+	Requests    []RequestInfo `msgpack:"requests" json:"requests"`
+	Memory      Memory        `msgpack:"memory" json:"memory"`
+}
+
+// ModelInfo is one model in a models result.
+type ModelInfo struct {
+	Model          string   `msgpack:"model" json:"model"`
+	Repo           string   `msgpack:"repo" json:"repo"`
+	Revision       string   `msgpack:"revision" json:"revision"`
+	ContextEntries []uint64 `msgpack:"context_entries" json:"context_entries"`
+	State          string   `msgpack:"state" json:"state"`
+}
+
+// ModelsResult is the result of models.
+type ModelsResult struct {
+	Models []ModelInfo `msgpack:"models" json:"models"`
+}
+
+// TokenizeArgs asks for the token ids of a text.
+type TokenizeArgs struct {
+	Text string `msgpack:"text"`
+}
+
+// TokenizeResult holds token ids.
+type TokenizeResult struct {
+	IDs []uint32 `msgpack:"ids" json:"ids"`
+}
+
+// DetokenizeArgs asks for the text of token ids.
+type DetokenizeArgs struct {
+	IDs []uint32 `msgpack:"ids"`
+}
+
+// DetokenizeResult holds text.
+type DetokenizeResult struct {
+	Text string `msgpack:"text" json:"text"`
+}
+
+// Sampling selects the sampler; absent means greedy.
+type Sampling struct {
+	Temperature float64 `msgpack:"temperature,omitempty" json:"temperature,omitempty"`
+	TopP        float64 `msgpack:"top_p,omitempty" json:"top_p,omitempty"`
+	TopK        uint64  `msgpack:"top_k,omitempty" json:"top_k,omitempty"`
+	Seed        uint64  `msgpack:"seed,omitempty" json:"seed,omitempty"`
+}
+
+// Message is one chat message.
+type Message struct {
+	Role      string           `msgpack:"role" json:"role"`
+	Content   string           `msgpack:"content" json:"content"`
+	Name      string           `msgpack:"name,omitempty" json:"name,omitempty"`
+	ToolCalls []map[string]any `msgpack:"tool_calls,omitempty" json:"tool_calls,omitempty"`
+}
+
+// ChatArgs asks for a chat completion.
+type ChatArgs struct {
+	Messages       []Message        `msgpack:"messages"`
+	Tools          []map[string]any `msgpack:"tools,omitempty"`
+	Sampling       *Sampling        `msgpack:"sampling,omitempty"`
+	MaxTokens      *uint64          `msgpack:"max_tokens,omitempty"`
+	Thinking       string           `msgpack:"thinking,omitempty"`
+	ThinkingBudget uint64           `msgpack:"thinking_budget,omitempty"`
+	Speculative    *bool            `msgpack:"speculative,omitempty"`
+	Stop           []string         `msgpack:"stop,omitempty"`
+	Session        string           `msgpack:"session,omitempty"`
+	Priority       string           `msgpack:"priority,omitempty"`
+}
+
+// GenerateArgs asks for a raw completion of a prompt or of token ids.
+type GenerateArgs struct {
+	Prompt      *string   `msgpack:"prompt,omitempty"`
+	IDs         []uint32  `msgpack:"ids,omitempty"`
+	Sampling    *Sampling `msgpack:"sampling,omitempty"`
+	MaxTokens   *uint64   `msgpack:"max_tokens,omitempty"`
+	Speculative *bool     `msgpack:"speculative,omitempty"`
+	Stop        []string  `msgpack:"stop,omitempty"`
+	Session     string    `msgpack:"session,omitempty"`
+	Priority    string    `msgpack:"priority,omitempty"`
+}
+
+// Priorities.
+const (
+	PriorityInteractive = "interactive"
+	PriorityBackground  = "background"
+)
+
+// TokenEvent is the data of a "token" event.
+type TokenEvent struct {
+	Text string   `msgpack:"text" json:"text"`
+	IDs  []uint32 `msgpack:"ids" json:"ids"`
+	TMS  float64  `msgpack:"t_ms" json:"t_ms"`
+}
+
+// Usage accounts for one generation.
+type Usage struct {
+	PromptTokens    uint64   `msgpack:"prompt_tokens" json:"prompt_tokens"`
+	CachedTokens    uint64   `msgpack:"cached_tokens" json:"cached_tokens"`
+	GeneratedTokens uint64   `msgpack:"generated_tokens" json:"generated_tokens"`
+	TTFTMS          float64  `msgpack:"ttft_ms" json:"ttft_ms"`
+	TokensPerS      float64  `msgpack:"tokens_per_s" json:"tokens_per_s"`
+	Acceptance      []uint64 `msgpack:"acceptance" json:"acceptance"`
+}
+
+// Finish reasons.
+const (
+	FinishStop       = "stop"
+	FinishLength     = "length"
+	FinishStopString = "stop_string"
+)
+
+// GenerationResult is the reply to chat and generate.
+type GenerationResult struct {
+	Text         string `msgpack:"text" json:"text"`
+	FinishReason string `msgpack:"finish_reason" json:"finish_reason"`
+	Usage        Usage  `msgpack:"usage" json:"usage"`
+	Revision     string `msgpack:"revision" json:"revision"`
+	Context      uint64 `msgpack:"context" json:"context"`
+	Session      string `msgpack:"session,omitempty" json:"session,omitempty"`
+}
+
+// SessionArgs names a session.
+type SessionArgs struct {
+	Session string `msgpack:"session"`
+}
+
+// SessionResult names a new session.
+type SessionResult struct {
+	Session string `msgpack:"session" json:"session"`
+}
+
+// CancelArgs names the request to cancel.
+type CancelArgs struct {
+	ID uint64 `msgpack:"id"`
+}
+
+// StateEvent is the data of a "state" event.
+type StateEvent struct {
+	State  string  `msgpack:"state" json:"state"`
+	Reason string  `msgpack:"reason" json:"reason"`
+	TMS    float64 `msgpack:"t_ms" json:"t_ms"`
+}
+
+// Daemon states reported by status and subscribe.
+const (
+	StateDownloading = "downloading"
+	StateVerifying   = "verifying"
+	StateLoading     = "loading"
+	StateReady       = "ready"
+	StateUpdating    = "updating"
+	StateUnavailable = "unavailable"
+)
+
+// ConfigValues is the effective configuration reported by config.get.
+type ConfigValues struct {
+	MaxFrame            uint64 `msgpack:"max_frame" json:"max_frame"`
+	MaxDepth            uint64 `msgpack:"max_depth" json:"max_depth"`
+	FrameTimeoutMS      uint64 `msgpack:"frame_timeout_ms" json:"frame_timeout_ms"`
+	WriteTimeoutMS      uint64 `msgpack:"write_timeout_ms" json:"write_timeout_ms"`
+	SlowReaderTimeoutMS uint64 `msgpack:"slow_reader_timeout_ms" json:"slow_reader_timeout_ms"`
+	EventQueue          uint64 `msgpack:"event_queue" json:"event_queue"`
+	Slots               uint64 `msgpack:"slots" json:"slots"`
+	MaxQueue            uint64 `msgpack:"max_queue" json:"max_queue"`
+	PerCaller           uint64 `msgpack:"per_caller" json:"per_caller"`
+	AdminGroup          string `msgpack:"admin_group" json:"admin_group"`
+	Socket              string `msgpack:"socket" json:"socket"`
+}
+
+// ConfigGetResult is the result of config.get.
+type ConfigGetResult struct {
+	Config ConfigValues `msgpack:"config" json:"config"`
+}
+
+// Empty is the result of ops that return nothing but success.
+type Empty struct{}

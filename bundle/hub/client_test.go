@@ -1,0 +1,270 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/bundle/hubtest"
+)
+
+const repo = "anemll/test-bundle"
+
+type fixture struct {
+	hub    *hubtest.Hub
+	commit string
+	files  map[string][]byte
+}
+
+// newFixture publishes a repo with one "LFS" file (redirected to the CDN)
+// and one small file served by the hub.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(1, 2))
+	big := make([]byte, 5<<20+12345)
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	files := map[string][]byte{"coreai/chunk.bin": big, "README.md": []byte("hello\n")}
+	for p, b := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := hubtest.New()
+	t.Cleanup(h.Close)
+	h.Token = "hf_secret"
+	commit, err := h.Publish(repo, dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{hub: h, commit: commit, files: files}
+}
+
+func (fx *fixture) client() *Client {
+	c := New(fx.hub.URL, fx.hub.Token)
+	c.Backoff = time.Millisecond
+	c.StallTimeout = 300 * time.Millisecond
+	c.PartSize = 1 << 20
+	return c
+}
+
+func (fx *fixture) download(t *testing.T, p string) Download {
+	sum := sha256.Sum256(fx.files[p])
+	return Download{Repo: repo, Commit: fx.commit, Path: p, Size: int64(len(fx.files[p])),
+		SHA256: hex.EncodeToString(sum[:]), Partial: filepath.Join(t.TempDir(), "part")}
+}
+
+func (fx *fixture) fetchOK(t *testing.T, c *Client, d Download) Result {
+	t.Helper()
+	res, err := c.Fetch(context.Background(), d)
+	if err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	got, _ := os.ReadFile(d.Partial)
+	if string(got) != string(fx.files[d.Path]) {
+		t.Fatalf("downloaded bytes differ from the published file")
+	}
+	if _, err := os.Stat(d.Partial + ".state"); !os.IsNotExist(err) {
+		t.Fatalf("checkpoint left behind after success: %v", err)
+	}
+	return res
+}
+
+func TestResolveRevision(t *testing.T) {
+	fx := newFixture(t)
+	c := fx.client()
+	got, err := c.ResolveRevision(context.Background(), repo, "main")
+	if err != nil || got != fx.commit {
+		t.Fatalf("ResolveRevision(main) = %q, %v; want %q", got, err, fx.commit)
+	}
+	if _, err := c.ResolveRevision(context.Background(), repo, "nope"); err == nil || !strings.Contains(err.Error(), "RevisionNotFound") {
+		t.Fatalf("unknown revision: err = %v", err)
+	}
+	c.Token = "wrong"
+	if _, err := c.ResolveRevision(context.Background(), repo, "main"); err == nil || !strings.Contains(err.Error(), "token") {
+		t.Fatalf("bad token: err = %v", err)
+	}
+	if _, err := c.ResolveRevision(context.Background(), "../etc", "main"); err == nil {
+		t.Fatal("bad repo name accepted")
+	}
+}
+
+func TestFetchTokenNeverReachesCDN(t *testing.T) {
+	fx := newFixture(t)
+	fx.fetchOK(t, fx.client(), fx.download(t, "coreai/chunk.bin"))
+	var hub, cdn int
+	for _, r := range fx.hub.Requests() {
+		switch r.Listener {
+		case "cdn":
+			cdn++
+			if r.Authorization != "" {
+				t.Fatalf("CDN request %s carried Authorization %q", r.Path, r.Authorization)
+			}
+		case "hub":
+			hub++
+			if r.Authorization != "Bearer hf_secret" {
+				t.Fatalf("hub request %s had Authorization %q", r.Path, r.Authorization)
+			}
+		}
+	}
+	if hub == 0 || cdn == 0 {
+		t.Fatalf("expected requests on both listeners, got hub=%d cdn=%d", hub, cdn)
+	}
+}
+
+func TestFetchSmallDirect(t *testing.T) {
+	fx := newFixture(t)
+	data, err := fx.client().FetchSmall(context.Background(), repo, fx.commit, "README.md", 1<<10)
+	if err != nil || string(data) != "hello\n" {
+		t.Fatalf("FetchSmall = %q, %v", data, err)
+	}
+	if _, err := fx.client().FetchSmall(context.Background(), repo, fx.commit, "README.md", 3); err == nil {
+		t.Fatal("limit not enforced")
+	}
+}
+
+func TestFetchRecoversFromFaults(t *testing.T) {
+	const p = "coreai/chunk.bin"
+	size := int64(5<<20 + 12345)
+	cases := []struct {
+		name     string
+		fault    hubtest.Fault
+		maxExtra int64 // bytes received beyond the file size
+	}{
+		{"cut body", hubtest.Fault{Kind: hubtest.CutAfter, Path: p, N: 2<<20 + 7, Times: 2}, 0},
+		{"500", hubtest.Fault{Kind: hubtest.ServerError, Path: p, Times: 3}, 0},
+		{"429", hubtest.Fault{Kind: hubtest.TooManyRequests, Path: p, Times: 1, RetryAfter: 0}, 0},
+		{"stall", hubtest.Fault{Kind: hubtest.Stall, Path: p, N: 1 << 20, Times: 1}, 0},
+		// After a cut the server ignores Range: the prefix comes again and is skipped.
+		{"ignore range", hubtest.Fault{Kind: hubtest.IgnoreRange, Path: p}, 3 << 20},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t)
+			fx.hub.Inject(tc.fault)
+			if tc.fault.Kind == hubtest.IgnoreRange {
+				fx.hub.Inject(hubtest.Fault{Kind: hubtest.CutAfter, Path: p, N: 3 << 20, Times: 1})
+			}
+			res := fx.fetchOK(t, fx.client(), fx.download(t, p))
+			if res.Received < size || res.Received > size+tc.maxExtra {
+				t.Fatalf("received %d bytes for a %d-byte file (allowed extra %d)", res.Received, size, tc.maxExtra)
+			}
+		})
+	}
+}
+
+func TestFetchFlippedByteIsMismatch(t *testing.T) {
+	fx := newFixture(t)
+	fx.hub.Inject(hubtest.Fault{Kind: hubtest.FlipByte, Path: "coreai/chunk.bin", N: 4242})
+	d := fx.download(t, "coreai/chunk.bin")
+	_, err := fx.client().Fetch(context.Background(), d)
+	var hm *HashMismatchError
+	if !errors.As(err, &hm) || hm.Path != "coreai/chunk.bin" {
+		t.Fatalf("err = %v, want HashMismatchError naming the file", err)
+	}
+	if _, err := os.Stat(d.Partial); !os.IsNotExist(err) {
+		t.Fatal("corrupt partial file kept")
+	}
+}
+
+func TestFetchRejectsHubMetadataThatDisagrees(t *testing.T) {
+	fx := newFixture(t)
+	d := fx.download(t, "coreai/chunk.bin")
+	d.Size++
+	if _, err := fx.client().Fetch(context.Background(), d); err == nil || !strings.Contains(err.Error(), "X-Linked-Size") {
+		t.Fatalf("size disagreement: err = %v", err)
+	}
+	d = fx.download(t, "coreai/chunk.bin")
+	d.SHA256 = strings.Repeat("0", 64)
+	if _, err := fx.client().Fetch(context.Background(), d); err == nil || !strings.Contains(err.Error(), "X-Linked-Etag") {
+		t.Fatalf("sha disagreement: err = %v", err)
+	}
+	if n := fx.hub.BytesServed(""); n != 0 {
+		t.Fatalf("%d body bytes fetched although the metadata disagreed", n)
+	}
+}
+
+func TestFetchResumesFromCheckpointAcrossProcesses(t *testing.T) {
+	fx := newFixture(t)
+	const p = "coreai/chunk.bin"
+	d := fx.download(t, p)
+	// First "process": dies after 3.5 MiB. The files are copied at that
+	// moment, as a kill -9 would leave them (no final checkpoint).
+	crash := filepath.Join(t.TempDir(), "crash")
+	ctx, cancel := context.WithCancel(context.Background())
+	var got, crashedAt int64
+	d.Progress = func(n int64) {
+		got += n
+		if got >= 3<<20+1<<19 && ctx.Err() == nil {
+			crashedAt = got
+			copyFile(t, d.Partial, crash)
+			copyFile(t, d.Partial+".state", crash+".state")
+			cancel()
+		}
+	}
+	if _, err := fx.client().Fetch(ctx, d); !errors.Is(err, context.Canceled) {
+		t.Fatalf("expected cancellation, got %v", err)
+	}
+	// Second "process" starts from the crash state.
+	d.Progress = nil
+	copyFile(t, crash, d.Partial)
+	copyFile(t, crash+".state", d.Partial+".state")
+	res := fx.fetchOK(t, fx.client(), d)
+	part := int64(1 << 20)
+	if res.ResumedFrom != crashedAt/part*part {
+		t.Fatalf("crashed at %d, resumed from %d, want the last part boundary %d", crashedAt, res.ResumedFrom, crashedAt/part*part)
+	}
+	t.Logf("crashed at %d bytes, resumed from %d: %d bytes fetched twice", crashedAt, res.ResumedFrom, crashedAt-res.ResumedFrom)
+	if want := int64(len(fx.files[p])) - res.ResumedFrom; res.Received != want {
+		t.Fatalf("received %d bytes on resume, want %d", res.Received, want)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFetchDiscardsCheckpointForOtherFile(t *testing.T) {
+	fx := newFixture(t)
+	d := fx.download(t, "coreai/chunk.bin")
+	os.WriteFile(d.Partial, []byte("garbage that is not the prefix"), 0o644)
+	os.WriteFile(d.Partial+".state", []byte(`{"sha256":"`+strings.Repeat("a", 64)+`","size":5,"offset":3,"hash":""}`), 0o644)
+	res := fx.fetchOK(t, fx.client(), d)
+	if res.ResumedFrom != 0 {
+		t.Fatalf("resumed from %d using a checkpoint of another file", res.ResumedFrom)
+	}
+}
+
+func TestTokenFromEnv(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HF_HOME", home)
+	if got := TokenFromEnv(); got != "" {
+		t.Fatalf("no token anywhere: got %q", got)
+	}
+	os.WriteFile(filepath.Join(home, "token"), []byte("hf_file\n"), 0o600)
+	if got := TokenFromEnv(); got != "hf_file" {
+		t.Fatalf("token file: got %q", got)
+	}
+	t.Setenv("HF_TOKEN", "hf_env")
+	if got := TokenFromEnv(); got != "hf_env" {
+		t.Fatalf("HF_TOKEN: got %q", got)
+	}
+}

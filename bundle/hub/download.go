@@ -1,0 +1,339 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Download describes one file to fetch at a commit.
+type Download struct {
+	Repo, Commit, Path string
+	Size               int64  // from release.json
+	SHA256             string // from release.json
+	// Partial is where the bytes go; Partial+".state" holds the resume
+	// checkpoint (offset and SHA-256 state) at every PartSize boundary.
+	Partial  string
+	Progress func(delta int64) // bytes received, may be called concurrently with other files
+}
+
+// Result says how a download went.
+type Result struct {
+	ResumedFrom int64 // offset the download continued from (0 = fresh)
+	Received    int64 // body bytes received from the network for this file
+}
+
+// HashMismatchError: the file arrived complete but its SHA-256 is not the
+// inventory's. The partial file is removed.
+type HashMismatchError struct {
+	Path      string
+	Got, Want string
+}
+
+func (e *HashMismatchError) Error() string {
+	return fmt.Sprintf("%s: sha256 %s does not match release.json %s", e.Path, e.Got, e.Want)
+}
+
+// ErrNoSpace wraps ENOSPC so callers can say "disk full" plainly.
+var ErrNoSpace = errors.New("no space left on device")
+
+// checkpoint is the resume state persisted beside a partial file.
+type checkpoint struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+	Offset int64  `json:"offset"`
+	Hash   []byte `json:"hash"` // crypto/sha256 MarshalBinary state after Offset bytes
+}
+
+// Fetch downloads d.Path into d.Partial, hashing while it streams, and
+// returns nil only when size and SHA-256 match. It resumes from the last
+// checkpoint a previous process left, so a crash costs at most one part.
+func (c *Client) Fetch(ctx context.Context, d Download) (Result, error) {
+	var res Result
+	f, h, offset, err := c.openPartial(d)
+	if err != nil {
+		return res, err
+	}
+	defer f.Close()
+	res.ResumedFrom = offset
+
+	w := newHashWriter(f, h)
+	defer w.close()
+	failures := 0
+	for offset < d.Size {
+		n, err := c.fetchFrom(ctx, d, w, offset, &res)
+		offset += n
+		if err == nil && offset >= d.Size {
+			break
+		}
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		if errors.Is(err, syscall.ENOSPC) {
+			c.saveCheckpoint(d, w, offset)
+			return res, fmt.Errorf("%s: %w", d.Path, ErrNoSpace)
+		}
+		if n > 0 {
+			failures = 0 // progress resets the budget, like huggingface_hub
+		} else {
+			failures++
+		}
+		wait, ok := c.backoff(err, max(failures-1, 0))
+		if !ok || failures > c.MaxRetries {
+			c.saveCheckpoint(d, w, offset)
+			return res, fmt.Errorf("download %s: %w", d.Path, err)
+		}
+		if err := sleep(ctx, wait); err != nil {
+			c.saveCheckpoint(d, w, offset)
+			return res, err
+		}
+	}
+	if err := w.sync(); err != nil {
+		return res, fmt.Errorf("%s: %w", d.Path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return res, err
+	}
+	got := hex.EncodeToString(w.h.Sum(nil))
+	if offset != d.Size || got != d.SHA256 {
+		os.Remove(d.Partial)
+		os.Remove(d.Partial + ".state")
+		if offset != d.Size {
+			return res, fmt.Errorf("%s: received %d bytes, release.json says %d", d.Path, offset, d.Size)
+		}
+		return res, &HashMismatchError{Path: d.Path, Got: got, Want: d.SHA256}
+	}
+	os.Remove(d.Partial + ".state")
+	return res, nil
+}
+
+// openPartial opens (or creates) the partial file and restores the hash
+// state from its checkpoint; without a usable checkpoint it starts over.
+func (c *Client) openPartial(d Download) (*os.File, hash.Hash, int64, error) {
+	f, err := os.OpenFile(d.Partial, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	h := sha256.New()
+	var offset int64
+	if data, err := os.ReadFile(d.Partial + ".state"); err == nil {
+		var cp checkpoint
+		st, serr := f.Stat()
+		if json.Unmarshal(data, &cp) == nil && serr == nil && cp.SHA256 == d.SHA256 && cp.Size == d.Size &&
+			cp.Offset >= 0 && cp.Offset <= d.Size && st.Size() >= cp.Offset &&
+			h.(encoding.BinaryUnmarshaler).UnmarshalBinary(cp.Hash) == nil {
+			offset = cp.Offset
+		} else {
+			h.Reset()
+		}
+	}
+	if err := f.Truncate(offset); err != nil {
+		f.Close()
+		return nil, nil, 0, err
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, 0, err
+	}
+	return f, h, offset, nil
+}
+
+// saveCheckpoint records offset and hash state atomically. Called only
+// when the file holds exactly offset bytes, all synced.
+func (c *Client) saveCheckpoint(d Download, w *hashWriter, offset int64) {
+	if w.sync() != nil || w.f.Sync() != nil {
+		return
+	}
+	state, err := w.h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return
+	}
+	data, _ := json.Marshal(checkpoint{Path: d.Path, SHA256: d.SHA256, Size: d.Size, Offset: offset, Hash: state})
+	tmp := d.Partial + ".state.tmp"
+	if os.WriteFile(tmp, data, 0o644) == nil {
+		os.Rename(tmp, d.Partial+".state")
+	}
+}
+
+// fetchFrom makes one request for the bytes from offset on and streams
+// them into w. It returns how many new bytes it wrote.
+func (c *Client) fetchFrom(ctx context.Context, d Download, w *hashWriter, offset int64, res *Result) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hdr := http.Header{}
+	if offset > 0 {
+		hdr.Set("Range", "bytes="+strconv.FormatInt(offset, 10)+"-")
+	}
+	var stalled atomic.Bool
+	stall := time.AfterFunc(c.StallTimeout, func() { stalled.Store(true); cancel() })
+	defer stall.Stop()
+	resp, _, err := c.do(ctx, http.MethodGet, c.FileURL(d.Repo, d.Commit, d.Path), hdr,
+		func(h http.Header) error { return checkHeaders(d, h) })
+	if err != nil {
+		if stalled.Load() {
+			return 0, fmt.Errorf("no response for %v", c.StallTimeout)
+		}
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body := io.Reader(resp.Body)
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+		start, ok := contentRangeStart(resp.Header.Get("Content-Range"))
+		if !ok || start != offset {
+			return 0, fmt.Errorf("asked for bytes from %d, server sent Content-Range %q", offset, resp.Header.Get("Content-Range"))
+		}
+	case http.StatusOK:
+		if offset > 0 {
+			// The server ignored Range: skip what we already have.
+			skipped, err := io.CopyN(io.Discard, body, offset)
+			res.Received += skipped
+			if err != nil {
+				return 0, err
+			}
+		}
+	default:
+		return 0, fmt.Errorf("unexpected HTTP %d", resp.StatusCode)
+	}
+
+	buf := w.getBuf()
+	var written int64
+	nextCheckpoint := (offset/c.PartSize + 1) * c.PartSize
+	for {
+		// Reads stop at part boundaries so checkpoints land exactly on them.
+		want := min(int64(len(buf)), nextCheckpoint-(offset+written))
+		n, rerr := body.Read(buf[:want])
+		if n > 0 {
+			stall.Reset(c.StallTimeout)
+			if offset+written+int64(n) > d.Size {
+				return written, &finalError{fmt.Errorf("server sent more than the %d bytes release.json lists", d.Size)}
+			}
+			if err := w.write(buf[:n]); err != nil {
+				return written, err
+			}
+			buf = w.getBuf()
+			written += int64(n)
+			res.Received += int64(n)
+			if pos := offset + written; pos == nextCheckpoint {
+				if pos < d.Size {
+					c.saveCheckpoint(d, w, pos)
+				}
+				nextCheckpoint += c.PartSize
+			}
+			if d.Progress != nil {
+				d.Progress(int64(n))
+			}
+		}
+		if rerr == io.EOF {
+			return written, nil
+		}
+		if rerr != nil {
+			if stalled.Load() {
+				rerr = fmt.Errorf("stalled: no data for %v", c.StallTimeout)
+			}
+			return written, rerr
+		}
+	}
+}
+
+// checkHeaders compares the hub's metadata with release.json before any
+// byte is kept: the commit it served, and for LFS files size and sha256.
+func checkHeaders(d Download, first http.Header) error {
+	if rc := first.Get("X-Repo-Commit"); rc != "" && rc != d.Commit {
+		return fmt.Errorf("%s: hub served commit %s, asked for %s", d.Path, rc, d.Commit)
+	}
+	if ls := first.Get("X-Linked-Size"); ls != "" {
+		if n, err := strconv.ParseInt(ls, 10, 64); err != nil || n != d.Size {
+			return fmt.Errorf("%s: hub says %s bytes (X-Linked-Size), release.json says %d", d.Path, ls, d.Size)
+		}
+	}
+	if le := strings.Trim(strings.TrimPrefix(first.Get("X-Linked-Etag"), "W/"), `"`); len(le) == 64 && le != d.SHA256 {
+		return fmt.Errorf("%s: hub says sha256 %s (X-Linked-Etag), release.json says %s", d.Path, le, d.SHA256)
+	}
+	return nil
+}
+
+func contentRangeStart(cr string) (int64, bool) {
+	spec, ok := strings.CutPrefix(cr, "bytes ")
+	if !ok {
+		return 0, false
+	}
+	a, _, ok := strings.Cut(spec, "-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(a, 10, 64)
+	return n, err == nil
+}
+
+// hashWriter writes to the file on the caller's goroutine and hashes on
+// another, so hashing overlaps with the network and the page cache: the
+// bytes are read once, from the socket.
+type hashWriter struct {
+	f    *os.File
+	h    hash.Hash
+	work chan []byte
+	pool chan []byte
+	wg   sync.WaitGroup
+	done chan struct{}
+}
+
+const bufSize = 1 << 20
+
+func newHashWriter(f *os.File, h hash.Hash) *hashWriter {
+	w := &hashWriter{f: f, h: h, work: make(chan []byte, 8), pool: make(chan []byte, 10), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for b := range w.work {
+			w.h.Write(b)
+			select {
+			case w.pool <- b[:cap(b)]:
+			default:
+			}
+			w.wg.Done()
+		}
+	}()
+	return w
+}
+
+func (w *hashWriter) getBuf() []byte {
+	select {
+	case b := <-w.pool:
+		return b
+	default:
+		return make([]byte, bufSize)
+	}
+}
+
+// write stores b in the file, then hands it to the hasher (which owns it).
+func (w *hashWriter) write(b []byte) error {
+	if _, err := w.f.Write(b); err != nil {
+		return err
+	}
+	w.wg.Add(1)
+	w.work <- b
+	return nil
+}
+
+// sync waits until every written byte is hashed.
+func (w *hashWriter) sync() error { w.wg.Wait(); return nil }
+
+func (w *hashWriter) close() {
+	close(w.work)
+	<-w.done
+}

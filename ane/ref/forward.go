@@ -1,0 +1,347 @@
+package ref
+
+import (
+	"math"
+
+	"github.com/forgedaemon/forged/ane/half"
+)
+
+// forward runs ids at positions pos… through every layer. Attention history
+// rows are written; DeltaNet state advances (saved first when verify, with
+// the per-row inputs Accept replays). The last logitRows rows get logits.
+func (s *Session) forward(ids []int, verify bool, logitRows int) {
+	m, c := s.m, &s.m.cfg
+	n, H := len(ids), c.Hidden
+	s.gen++
+	x := s.s.x[:n*H]
+	for t, id := range ids {
+		m.w.embed.Row(id, x[t*H:(t+1)*H])
+	}
+	h, y := s.s.h[:n*H], s.s.y[:n*H]
+	F := len(m.opts.Taps) * H
+	for li := range m.w.layers {
+		L := &m.w.layers[li]
+		for t := 0; t < n; t++ {
+			rmsNormCentered(h[t*H:(t+1)*H], x[t*H:(t+1)*H], L.inNorm, c.Eps)
+		}
+		if L.full {
+			s.attention(li, L, h, y, n)
+		} else {
+			s.deltaNet(li, L, h, y, n, verify)
+		}
+		addTo(x, y)
+		for t := 0; t < n; t++ {
+			rmsNormCentered(h[t*H:(t+1)*H], x[t*H:(t+1)*H], L.postNorm, c.Eps)
+		}
+		s.mlp(L, h, y, n)
+		addTo(x, y)
+		for k, tap := range m.opts.Taps {
+			if tap == li {
+				for t := 0; t < n; t++ {
+					copy(s.s.feat[t*F+k*H:t*F+(k+1)*H], x[t*H:(t+1)*H])
+				}
+			}
+		}
+	}
+	s.lastRows = n
+	if logitRows > 0 {
+		first := n - logitRows
+		hn := h[:logitRows*H]
+		for t := 0; t < logitRows; t++ {
+			rmsNormCentered(hn[t*H:(t+1)*H], x[(first+t)*H:(first+t+1)*H], m.w.finalNorm, c.Eps)
+		}
+		s.run.Apply(m.w.head, s.s.logits[:logitRows*c.Vocab], hn, logitRows)
+	}
+}
+
+func addTo(x, y []float32) {
+	y = y[:len(x)]
+	for i := range x {
+		x[i] += y[i]
+	}
+}
+
+// rotateRows applies a block rotation to each of the n rows of x (width w).
+func rotateRows(r interface{ Apply([]float32) }, x []float32, n, w int) {
+	for t := 0; t < n; t++ {
+		r.Apply(x[t*w : (t+1)*w])
+	}
+}
+
+// mixerInput returns the input of the mixer's reader projections: h, or a
+// rotated copy of it when the mixer was exported in a rotated basis.
+func (s *Session) mixerInput(L *layer, h []float32, n int) []float32 {
+	if L.mixIn == nil {
+		return h
+	}
+	H := s.m.cfg.Hidden
+	hr := s.s.hr[:n*H]
+	copy(hr, h)
+	rotateRows(L.mixIn, hr, n, H)
+	return hr
+}
+
+// mlp computes y = down(silu(gate(h)) · up(h)), applying the online basis
+// rotations (h and the product are overwritten).
+func (s *Session) mlp(L *layer, h, y []float32, n int) {
+	c := &s.m.cfg
+	I := c.Intermediate
+	if L.rotIn != nil {
+		rotateRows(L.rotIn, h, n, c.Hidden)
+	}
+	g, u := s.s.gate[:n*I], s.s.up[:n*I]
+	s.run.Apply(L.gate, g, h, n)
+	s.run.Apply(L.up, u, h, n)
+	silu := s.m.fn.silu
+	for i := range g {
+		g[i] = silu(g[i]) * u[i]
+	}
+	if L.rotMid != nil {
+		rotateRows(L.rotMid, g, n, I)
+	}
+	s.run.Apply(L.down, y, g, n)
+}
+
+// deltaNet is the Gated DeltaNet mixer for n rows.
+func (s *Session) deltaNet(li int, L *layer, h, y []float32, n int, verify bool) {
+	c, fn := &s.m.cfg, s.m.fn
+	cd, kd, vd := c.convDim(), c.keyDim(), c.valueDim()
+	nk, nv, dk, dv := c.LinKeyHeads, c.LinValueHeads, c.LinKeyDim, c.LinValueDim
+	in := s.mixerInput(L, h, n)
+	qkv, z, bb, ba := s.s.qkv[:n*cd], s.s.z[:n*vd], s.s.bb[:n*nv], s.s.ba[:n*nv]
+	s.run.Apply(L.qkv, qkv, in, n)
+	s.run.Apply(L.z, z, in, n)
+	s.run.Apply(L.b, bb, h, n)
+	s.run.Apply(L.a, ba, h, n)
+	if verify {
+		copy(s.savedConv[li], s.conv[li])
+		copy(s.savedRec[li], s.rec[li])
+	}
+	o := s.s.o[:n*vd]
+	qScale := float32(1 / math.Sqrt(float64(dk)))
+	for t := 0; t < n; t++ {
+		row := qkv[t*cd : (t+1)*cd]
+		if verify {
+			copy(s.pRaw[li][t*cd:(t+1)*cd], row)
+		}
+		s.convStep(li, L.convW, row) // row becomes silu(conv(row)); state advances
+		q, k, v := row[:kd], row[kd:2*kd], row[2*kd:]
+		for hk := 0; hk < nk; hk++ {
+			qh := q[hk*dk : (hk+1)*dk]
+			l2Normalize(qh, 1e-6)
+			for i := range qh {
+				qh[i] *= qScale
+			}
+			l2Normalize(k[hk*dk:(hk+1)*dk], 1e-6)
+		}
+		beta, g := bb[t*nv:(t+1)*nv], ba[t*nv:(t+1)*nv]
+		for hv := 0; hv < nv; hv++ {
+			beta[hv] = sigmoid(beta[hv])
+			g[hv] = float32(-math.Exp(float64(L.aLog[hv])) * fn.softplus(float64(g[hv])+float64(L.dtBias[hv])))
+		}
+		if verify {
+			copy(s.pK[li][t*kd:(t+1)*kd], k)
+			copy(s.pV[li][t*vd:(t+1)*vd], v)
+			copy(s.pBeta[li][t*nv:(t+1)*nv], beta)
+			copy(s.pG[li][t*nv:(t+1)*nv], g)
+		}
+		ot := o[t*vd : (t+1)*vd]
+		s.deltaStep(s.rec[li], k, v, beta, g, q, ot)
+		zt := z[t*vd : (t+1)*vd]
+		for hv := 0; hv < nv; hv++ {
+			oh := ot[hv*dv : (hv+1)*dv]
+			r := rmsScale(oh, c.Eps)
+			for j := range oh {
+				oh[j] = oh[j] * r * L.gNorm[j] * fn.silu(zt[hv*dv+j])
+			}
+		}
+	}
+	if L.mixOut != nil {
+		rotateRows(L.mixOut, o, n, vd)
+	}
+	s.run.Apply(L.out, y, o, n)
+}
+
+// convStep runs the causal depthwise conv over [kernel−1 history rows | raw]
+// for one row, replaces raw by silu(conv), and pushes the raw row into the
+// history.
+func (s *Session) convStep(li int, w, raw []float32) {
+	c := &s.m.cfg
+	K, cd := c.ConvKernel, c.convDim()
+	st := s.conv[li]
+	silu := s.m.fn.silu
+	for ch := 0; ch < cd; ch++ {
+		wc := w[ch*K : (ch+1)*K]
+		acc := wc[K-1] * raw[ch]
+		for j := 0; j < K-1; j++ {
+			acc += wc[j] * st[j*cd+ch]
+		}
+		// Push before overwriting raw[ch]: shift this channel's history.
+		for j := 0; j < K-2; j++ {
+			st[j*cd+ch] = st[(j+1)*cd+ch]
+		}
+		if K > 1 {
+			st[(K-2)*cd+ch] = raw[ch]
+		}
+		raw[ch] = silu(acc)
+	}
+}
+
+// convPush pushes a raw row into the conv history without computing output.
+func (s *Session) convPush(li int, raw []float32) {
+	c := &s.m.cfg
+	K, cd := c.ConvKernel, c.convDim()
+	if K < 2 {
+		return
+	}
+	st := s.conv[li]
+	copy(st, st[cd:(K-1)*cd])
+	copy(st[(K-2)*cd:], raw)
+}
+
+// deltaStep applies one row of the gated delta rule to every value head:
+// S ← S·e^g; S ← S + k ⊗ β(v − Sᵀk); o = Sᵀq (when q is not nil). Key head
+// hv/(nv/nk) serves value head hv (repeat_interleave).
+func (s *Session) deltaStep(S, k, v, beta, g, q, o []float32) {
+	c := &s.m.cfg
+	nv, dk, dv := c.LinValueHeads, c.LinKeyDim, c.LinValueDim
+	ratio := nv / c.LinKeyHeads
+	mem := s.s.kvmem[:dv]
+	for hv := 0; hv < nv; hv++ {
+		kh := hv / ratio
+		kk := k[kh*dk : (kh+1)*dk]
+		St := S[hv*dk*dv : (hv+1)*dk*dv]
+		decay := float32(math.Exp(float64(g[hv])))
+		clear(mem)
+		for i, ki := range kk {
+			row := St[i*dv : (i+1)*dv]
+			for j := range row {
+				row[j] *= decay
+				mem[j] += row[j] * ki
+			}
+		}
+		vh, b := v[hv*dv:(hv+1)*dv], beta[hv]
+		for j := range mem {
+			mem[j] = (vh[j] - mem[j]) * b
+		}
+		if q == nil {
+			for i, ki := range kk {
+				row := St[i*dv : (i+1)*dv]
+				for j := range row {
+					row[j] += ki * mem[j]
+				}
+			}
+			continue
+		}
+		qq, oh := q[kh*dk:(kh+1)*dk], o[hv*dv:(hv+1)*dv]
+		clear(oh)
+		for i, ki := range kk {
+			row, qi := St[i*dv:(i+1)*dv], qq[i]
+			for j := range row {
+				row[j] += ki * mem[j]
+				oh[j] += row[j] * qi
+			}
+		}
+	}
+}
+
+// attention is gated full attention with partial NeoX RoPE and GQA for n
+// rows at positions pos…pos+n−1.
+func (s *Session) attention(li int, L *layer, h, y []float32, n int) {
+	c := &s.m.cfg
+	nh, nkv, hd := c.Heads, c.KVHeads, c.HeadDim
+	qw, kw := 2*nh*hd, nkv*hd
+	in := s.mixerInput(L, h, n)
+	qg, kk, vv := s.s.qg[:n*qw], s.s.kk[:n*kw], s.s.vv[:n*kw]
+	s.run.Apply(L.q, qg, in, n)
+	s.run.Apply(L.k, kk, in, n)
+	s.run.Apply(L.v, vv, in, n)
+	for t := 0; t < n; t++ {
+		p := s.pos + t
+		s.ropeTables(p)
+		for g := 0; g < nkv; g++ {
+			kr := kk[t*kw+g*hd : t*kw+(g+1)*hd]
+			rmsNormCentered(kr, kr, L.kNorm, c.Eps)
+			s.rope(kr)
+		}
+		s.writeHistory(li, p, kk[t*kw:(t+1)*kw], vv[t*kw:(t+1)*kw])
+	}
+	att := s.s.att[:n*nh*hd]
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	rep := nh / nkv
+	kv := s.s.kvrow
+	for t := 0; t < n; t++ {
+		p := s.pos + t
+		s.ropeTables(p)
+		for hh := 0; hh < nh; hh++ {
+			q := qg[t*qw+hh*2*hd : t*qw+hh*2*hd+hd]
+			gate := qg[t*qw+hh*2*hd+hd : t*qw+(hh+1)*2*hd]
+			rmsNormCentered(q, q, L.qNorm, c.Eps)
+			s.rope(q)
+			g := hh / rep
+			sc := s.s.scores[:p+1]
+			mx := float32(math.Inf(-1))
+			for j := range sc {
+				half.F16ToF32(kv, s.kc[li][(j*nkv+g)*hd:(j*nkv+g+1)*hd])
+				sc[j] = dotf(q, kv) * scale
+				mx = max(mx, sc[j])
+			}
+			var sum float64
+			for j := range sc {
+				e := float32(math.Exp(float64(sc[j] - mx)))
+				sc[j] = e
+				sum += float64(e)
+			}
+			inv := float32(1 / sum)
+			out := att[(t*nh+hh)*hd : (t*nh+hh+1)*hd]
+			clear(out)
+			for j, w := range sc {
+				s.readValue(li, j, g, kv)
+				w *= inv
+				for d := range out {
+					out[d] += w * kv[d]
+				}
+			}
+			for d := range out {
+				out[d] *= sigmoid(gate[d])
+			}
+		}
+	}
+	if L.mixOut != nil {
+		rotateRows(L.mixOut, att, n, nh*hd)
+	}
+	s.run.Apply(L.o, y, att, n)
+}
+
+func dotf(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1 float32
+	i := 0
+	for ; i+2 <= len(a); i += 2 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+	}
+	if i < len(a) {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1
+}
+
+// ropeTables fills cos/sin for position p (angles in float64).
+func (s *Session) ropeTables(p int) {
+	for i, f := range s.m.inv {
+		sn, cs := math.Sincos(float64(p) * f)
+		s.s.cos[i], s.s.sin[i] = float32(cs), float32(sn)
+	}
+}
+
+// rope rotates the first RotaryDim dims of x NeoX-style (halves paired).
+func (s *Session) rope(x []float32) {
+	half := len(s.m.inv)
+	for i := 0; i < half; i++ {
+		x1, x2 := x[i], x[i+half]
+		cs, sn := s.s.cos[i], s.s.sin[i]
+		x[i] = x1*cs - x2*sn
+		x[i+half] = x2*cs + x1*sn
+	}
+}

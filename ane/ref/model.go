@@ -1,0 +1,119 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/hadamard"
+	"github.com/forgedaemon/forged/ane/quant"
+)
+
+// Embedding gives rows of the token embedding table.
+type Embedding interface {
+	Rows() int
+	Cols() int
+	// Row writes row id as float32 into dst (len Cols()).
+	Row(id int, dst []float32)
+	Bytes() int64
+}
+
+// layer holds one decoder layer's weights; which mixer fields are set
+// depends on full.
+type layer struct {
+	full             bool
+	inNorm, postNorm []float32
+	// Gated DeltaNet.
+	qkv, z, b, a, out *quant.Linear
+	convW             []float32 // convDim × kernel, row-major (conv1d.weight squeezed)
+	aLog, dtBias      []float32
+	gNorm             []float32
+	// Full attention.
+	q, k, v, o   *quant.Linear
+	qNorm, kNorm []float32
+	// Mixer rotations (release 0.2 export, nil when plain): mixIn rotates the
+	// input of every reader projection except in_proj_a/b; mixOut rotates the
+	// input of out_proj / o_proj.
+	mixIn, mixOut *hadamard.BlockRotation
+	// SwiGLU MLP and its online basis (nil when plain).
+	gate, up, down *quant.Linear
+	rotIn, rotMid  *hadamard.BlockRotation
+}
+
+// Weights is everything a Model reads, from the checkpoint or an export.
+type Weights struct {
+	layers    []layer
+	finalNorm []float32
+	head      *quant.Linear
+	embed     Embedding
+	bytes     int64 // matrices + vectors, excluding the embedding
+}
+
+// Options configure a Model.
+type Options struct {
+	Numerics ane.Numerics
+	// Ladder is the context ladder sessions move over (default ane.DefaultLadder).
+	Ladder ane.Ladder
+	// KV is the attention history format (default fp16).
+	KV ane.KVFormat
+	// Threads is the worker count per session (≤ 0: GOMAXPROCS).
+	Threads int
+	// Taps are the layers whose output residual Features returns.
+	Taps []int
+}
+
+// Model is a loaded model: weights shared by any number of sessions.
+type Model struct {
+	cfg  Config
+	w    *Weights
+	opts Options
+	fn   funcs
+	inv  []float64 // RoPE inverse frequencies
+}
+
+// NewModel checks the options against cfg and wraps the weights.
+func NewModel(cfg Config, w *Weights, opts Options) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Ladder == nil {
+		opts.Ladder = ane.DefaultLadder
+	}
+	l, err := ane.NewLadder(opts.Ladder)
+	if err != nil {
+		return nil, err
+	}
+	opts.Ladder = l
+	switch opts.KV {
+	case "":
+		opts.KV = ane.KVFP16
+	case ane.KVFP16, ane.KVV8:
+	default:
+		return nil, fmt.Errorf("KV format %q is not %q or %q", opts.KV, ane.KVFP16, ane.KVV8)
+	}
+	for _, t := range opts.Taps {
+		if t < 0 || t >= cfg.Layers {
+			return nil, fmt.Errorf("tap layer %d is outside 0..%d", t, cfg.Layers-1)
+		}
+	}
+	if len(w.layers) != cfg.Layers {
+		return nil, fmt.Errorf("weights have %d layers, config %d", len(w.layers), cfg.Layers)
+	}
+	m := &Model{cfg: cfg, w: w, opts: opts, fn: newFuncs(opts.Numerics)}
+	half := cfg.RotaryDim / 2
+	m.inv = make([]float64, half)
+	for i := range m.inv {
+		m.inv[i] = 1 / math.Pow(cfg.RopeTheta, float64(2*i)/float64(cfg.RotaryDim))
+	}
+	return m, nil
+}
+
+// Config is the model's configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// WeightBytes is what one decode step reads from the weights (every matrix
+// and vector once; the single embedding row is not counted).
+func (m *Model) WeightBytes() int64 { return m.w.bytes }
+
+// EmbeddingBytes is the size of the embedding table.
+func (m *Model) EmbeddingBytes() int64 { return m.w.embed.Bytes() }

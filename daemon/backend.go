@@ -1,0 +1,71 @@
+package daemon
+
+import (
+	"context"
+
+	"github.com/forgedaemon/forged/client/wire"
+)
+
+// Backend is everything the server needs from the model runtime. The real
+// engine (ane/ref or ane/coreai plus ane/tokenizer and ane/chat) plugs in
+// through a small adapter; tests use daemon/fakeengine.
+//
+// Errors may be *wire.Error to choose the code the caller sees (for example
+// context_exceeded); any other error is reported as internal.
+type Backend interface {
+	// Model describes what is served, for hello, status and every reply.
+	Model() ModelInfo
+	Tokenize(text string) ([]int, error)
+	Detokenize(ids []int) (string, error)
+	// NewStreamDecoder turns a token stream into text incrementally.
+	NewStreamDecoder() StreamDecoder
+	// RenderChat renders a conversation with the model's chat template,
+	// ending with the assistant generation prompt.
+	RenderChat(p ChatPrompt) (string, error)
+	// Generate runs one generation, calling emit once per engine step with
+	// the tokens that step produced, until a stop token, MaxTokens, an emit
+	// error or ctx ends. It must return promptly once ctx is done.
+	Generate(ctx context.Context, req GenerateRequest, emit func(ids []int) error) (Outcome, error)
+	// CloseSession frees the state kept for a session id.
+	CloseSession(id string)
+	Memory() wire.Memory
+}
+
+// StreamDecoder matches ane/tokenizer's StreamDecoder.
+type StreamDecoder interface {
+	Add(id int) string
+	Flush() string
+}
+
+// ModelInfo names the served bundle and its context ladder.
+type ModelInfo struct {
+	Bundle         wire.Bundle
+	ContextEntries []int // ascending; the last is the largest context a request may use
+}
+
+// ChatPrompt is what a chat template needs.
+type ChatPrompt struct {
+	Messages       []wire.Message
+	Tools          []map[string]any
+	Thinking       bool
+	ThinkingBudget int
+}
+
+// GenerateRequest is one generation as the backend sees it.
+type GenerateRequest struct {
+	Prompt         []int
+	MaxTokens      int
+	Sampling       wire.Sampling
+	Speculative    bool
+	ThinkingBudget int    // 0 = no budget; enforced by the engine's thinking control
+	Session        string // "" for a stateless request; otherwise reuse that session's state
+}
+
+// Outcome is what the backend knows about a finished generation.
+type Outcome struct {
+	FinishReason string   // wire.FinishStop or wire.FinishLength
+	CachedTokens int      // prompt tokens reused from the session's state
+	ContextEntry int      // the context entry (KV rows) used
+	Revision     string   // the bundle revision that produced the tokens
+	Acceptance   []uint64 // speculative acceptance histogram
+}

@@ -1,0 +1,303 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forgedaemon/forged/client/wire"
+)
+
+// session is a conversation whose engine state carries over between turns.
+type session struct {
+	id      string
+	busy    bool
+	history []wire.Message
+	tokens  int // tokens in the engine state after the last turn
+	context int // context entry of the last turn
+}
+
+func (c *conn) opSessionOpen(_ context.Context, req wire.Request) (any, error) {
+	if err := wire.DecodeArgs(req.Op, req.Args, &wire.Empty{}); err != nil {
+		return nil, err
+	}
+	id := fmt.Sprintf("s%d", c.s.sessionSeq.Add(1))
+	c.mu.Lock()
+	c.sessions[id] = &session{id: id}
+	c.mu.Unlock()
+	return wire.SessionResult{Session: id}, nil
+}
+
+func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) {
+	var a wire.SessionArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	sess, ok := c.sessions[a.Session]
+	if ok && sess.busy {
+		c.mu.Unlock()
+		return nil, wire.Errorf(wire.CodeBusy, "session %q is generating; cancel that request first", a.Session)
+	}
+	delete(c.sessions, a.Session)
+	c.mu.Unlock()
+	if !ok {
+		return nil, wire.Errorf(wire.CodeNotFound, "session %q is not open on this connection", a.Session)
+	}
+	c.s.backend.CloseSession(a.Session)
+	return wire.Empty{}, nil
+}
+
+// closeSessions frees every session of a closed connection.
+func (c *conn) closeSessions() {
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.sessions))
+	for id := range c.sessions {
+		ids = append(ids, id)
+	}
+	c.sessions = map[string]*session{}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.s.backend.CloseSession(id)
+	}
+}
+
+func (c *conn) sessionInfos() []wire.SessionInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]wire.SessionInfo, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		out = append(out, wire.SessionInfo{Session: s.id, UID: c.peer.UID, Client: c.client, Tokens: uint64(s.tokens), Context: uint64(s.context)})
+	}
+	return out
+}
+
+// claimSession marks a session busy for one request; release undoes it.
+func (c *conn) claimSession(id string) (*session, func(), error) {
+	if id == "" {
+		return nil, func() {}, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.sessions[id]
+	if !ok {
+		return nil, nil, wire.Errorf(wire.CodeNotFound, "session %q is not open on this connection", id)
+	}
+	if s.busy {
+		return nil, nil, wire.Errorf(wire.CodeBusy, "session %q is already generating", id)
+	}
+	s.busy = true
+	return s, func() { c.mu.Lock(); s.busy = false; c.mu.Unlock() }, nil
+}
+
+// genParams are the options shared by chat and generate.
+type genParams struct {
+	op             string
+	maxTokens      *uint64
+	sampling       *wire.Sampling
+	speculative    *bool
+	stop           []string
+	priority       string
+	session        string
+	thinkingBudget int
+}
+
+func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
+	var a wire.ChatArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	if len(a.Messages) == 0 {
+		return nil, wire.Errorf(wire.CodeBadRequest, "chat: args.messages must not be empty")
+	}
+	for i, m := range a.Messages {
+		switch m.Role {
+		case "system", "user", "assistant", "tool":
+		default:
+			return nil, wire.Errorf(wire.CodeBadRequest, "chat: args.messages[%d].role %q is not one of system, user, assistant, tool", i, m.Role)
+		}
+	}
+	thinking := true
+	switch a.Thinking {
+	case "", "on":
+	case "off":
+		thinking = false
+	default:
+		return nil, wire.Errorf(wire.CodeBadRequest, "chat: args.thinking must be \"on\" or \"off\", got %q", a.Thinking)
+	}
+	sess, release, err := c.claimSession(a.Session)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var history []wire.Message
+	if sess != nil {
+		history = sess.history
+	}
+	conversation := append(append([]wire.Message(nil), history...), a.Messages...)
+	prompt, err := c.s.backend.RenderChat(ChatPrompt{Messages: conversation, Tools: a.Tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)})
+	if err != nil {
+		return nil, err
+	}
+	ids, err := c.s.backend.Tokenize(prompt)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.generate(ctx, req.ID, ids, genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
+		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, session: a.Session, thinkingBudget: int(a.ThinkingBudget)})
+	if err != nil {
+		return nil, err
+	}
+	if sess != nil {
+		c.mu.Lock()
+		sess.history = append(conversation, wire.Message{Role: "assistant", Content: res.Text})
+		sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
+		sess.context = int(res.Context)
+		c.mu.Unlock()
+	}
+	return res, nil
+}
+
+func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
+	var a wire.GenerateArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	if (a.Prompt == nil) == (len(a.IDs) == 0) {
+		return nil, wire.Errorf(wire.CodeBadRequest, "generate: exactly one of args.prompt and args.ids must be given")
+	}
+	sess, release, err := c.claimSession(a.Session)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	ids := fromWireIDs(a.IDs)
+	if a.Prompt != nil {
+		if ids, err = c.s.backend.Tokenize(*a.Prompt); err != nil {
+			return nil, err
+		}
+	}
+	res, err := c.generate(ctx, req.ID, ids, genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
+		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, session: a.Session})
+	if err == nil && sess != nil {
+		c.mu.Lock()
+		sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
+		sess.context = int(res.Context)
+		c.mu.Unlock()
+	}
+	return res, err
+}
+
+var errStopString = errors.New("stop string reached")
+
+// generate schedules and runs one generation, streaming token events.
+func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParams) (*wire.GenerationResult, error) {
+	received := time.Now()
+	model := c.s.backend.Model()
+	maxTokens := c.s.cfg.DefaultMaxTokens
+	if p.maxTokens != nil {
+		maxTokens = int(min(*p.maxTokens, 1<<30))
+	}
+	if maxTokens < 1 {
+		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.max_tokens must be at least 1", p.op)
+	}
+	if len(prompt) == 0 {
+		return nil, wire.Errorf(wire.CodeBadRequest, "%s: the prompt is empty", p.op)
+	}
+	if n := len(model.ContextEntries); n > 0 {
+		if largest := model.ContextEntries[n-1]; len(prompt)+maxTokens > largest {
+			return nil, wire.Errorf(wire.CodeContextExceeded, "%s: %d prompt tokens plus max_tokens %d exceed the largest context entry (%d)", p.op, len(prompt), maxTokens, largest)
+		}
+	}
+	class := Interactive
+	switch p.priority {
+	case "", wire.PriorityInteractive:
+	case wire.PriorityBackground:
+		class = Background
+	default:
+		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.priority must be \"interactive\" or \"background\", got %q", p.op, p.priority)
+	}
+	for i, s := range p.stop {
+		if s == "" {
+			return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.stop[%d] is empty", p.op, i)
+		}
+	}
+
+	g := &generation{id: id, peer: c.peer, client: c.clientName(), op: p.op}
+	defer c.s.track(g)()
+	release, err := c.s.sched.Acquire(ctx, callerKey(c.peer, g.client), class)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	g.running.Store(true)
+
+	genCtx, stopGen := context.WithCancel(ctx)
+	defer stopGen()
+	dec := c.s.backend.NewStreamDecoder()
+	text := newTextStream(p.stop)
+	var full []byte
+	var first time.Time
+	stopped := false
+	emit := func(ids []int) error {
+		if first.IsZero() {
+			first = time.Now()
+		}
+		var raw []byte
+		for _, t := range ids {
+			raw = append(raw, dec.Add(t)...)
+		}
+		delta, hit := text.push(string(raw))
+		full = append(full, delta...)
+		g.generated.Add(uint64(len(ids)))
+		ev := wire.TokenEvent{Text: delta, IDs: toWireIDs(ids), TMS: msSince(received)}
+		if err := c.event(id, wire.EventToken, ev); err != nil {
+			return err
+		}
+		if hit {
+			stopped = true
+			return errStopString
+		}
+		return nil
+	}
+	req := GenerateRequest{Prompt: prompt, MaxTokens: maxTokens, Speculative: p.speculative == nil || *p.speculative,
+		ThinkingBudget: p.thinkingBudget, Session: p.session}
+	if p.sampling != nil {
+		req.Sampling = *p.sampling
+	}
+	out, err := c.s.backend.Generate(genCtx, req, emit)
+	if stopped {
+		out.FinishReason = wire.FinishStopString
+	} else if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, err
+	} else if tail := text.flush(dec.Flush()); tail != "" {
+		full = append(full, tail...)
+		if err := c.event(id, wire.EventToken, wire.TokenEvent{Text: tail, IDs: []uint32{}, TMS: msSince(received)}); err != nil {
+			return nil, err
+		}
+	}
+	end := time.Now()
+	usage := wire.Usage{PromptTokens: uint64(len(prompt)), CachedTokens: uint64(out.CachedTokens),
+		GeneratedTokens: g.generated.Load(), Acceptance: out.Acceptance}
+	if usage.Acceptance == nil {
+		usage.Acceptance = []uint64{}
+	}
+	if !first.IsZero() {
+		usage.TTFTMS = float64(first.Sub(received).Microseconds()) / 1000
+		if d := end.Sub(first).Seconds(); d > 0 && usage.GeneratedTokens > 1 {
+			usage.TokensPerS = float64(usage.GeneratedTokens-1) / d
+		}
+	}
+	revision := out.Revision
+	if revision == "" {
+		revision = model.Bundle.Revision
+	}
+	return &wire.GenerationResult{Text: string(full), FinishReason: out.FinishReason, Usage: usage,
+		Revision: revision, Context: uint64(out.ContextEntry), Session: p.session}, nil
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

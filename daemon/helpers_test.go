@@ -1,0 +1,179 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/daemon"
+	"github.com/forgedaemon/forged/daemon/fakeengine"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// testServer runs a server on a fresh socket until the test ends.
+type testServer struct {
+	*daemon.Server
+	path   string
+	engine *fakeengine.Engine
+	done   chan struct{} // closed when Serve returns
+}
+
+func startServer(t testing.TB, cfg daemon.Config, opts fakeengine.Options) *testServer {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "s")
+	ln, err := daemon.Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := fakeengine.New(opts)
+	s, err := daemon.New(eng, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{Server: s, path: path, engine: eng, done: make(chan struct{})}
+	go func() {
+		if err := s.Serve(context.Background(), ln); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		close(ts.done)
+	}()
+	t.Cleanup(func() {
+		s.Shutdown()
+		select {
+		case <-ts.done:
+		case <-time.After(5 * time.Second):
+			t.Error("server did not stop within 5s")
+		}
+	})
+	return ts
+}
+
+// rawConn speaks the protocol with bare frames and msgpack, as
+// docs/PROTOCOL.md describes it, without the client package.
+type rawConn struct {
+	t  testing.TB
+	nc net.Conn
+}
+
+func dialRaw(t testing.TB, path string) *rawConn {
+	t.Helper()
+	nc, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &rawConn{t: t, nc: nc}
+}
+
+func (r *rawConn) writeBody(body []byte) {
+	r.t.Helper()
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(body)))
+	if _, err := r.nc.Write(append(hdr[:], body...)); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rawConn) write(v any) {
+	r.t.Helper()
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.writeBody(b)
+}
+
+// read returns the next message as a generic map, failing after 5 s.
+func (r *rawConn) read() map[string]any {
+	r.t.Helper()
+	m, err := r.tryRead(5 * time.Second)
+	if err != nil {
+		r.t.Fatalf("read: %v", err)
+	}
+	return m
+}
+
+func (r *rawConn) tryRead(timeout time.Duration) (map[string]any, error) {
+	r.nc.SetReadDeadline(time.Now().Add(timeout))
+	var hdr [4]byte
+	if _, err := io.ReadFull(r.nc, hdr[:]); err != nil {
+		return nil, err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+	if _, err := io.ReadFull(r.nc, body); err != nil {
+		return nil, err
+	}
+	dec := msgpack.NewDecoder(bytesReader(body))
+	dec.UseLooseInterfaceDecoding(true)
+	var m map[string]any
+	err := dec.Decode(&m)
+	return m, err
+}
+
+func (r *rawConn) call(id uint64, op string, args map[string]any) map[string]any {
+	r.t.Helper()
+	req := map[string]any{"id": id, "op": op}
+	if args != nil {
+		req["args"] = args
+	}
+	r.write(req)
+	return r.read()
+}
+
+func (r *rawConn) hello() {
+	r.t.Helper()
+	rep := r.call(1, "hello", map[string]any{"protocol": 1, "client": "conformance"})
+	if rep["ok"] != true {
+		r.t.Fatalf("hello: %v", rep)
+	}
+}
+
+// expectError checks a reply is an error with the code.
+func expectError(t testing.TB, rep map[string]any, id uint64, code string) string {
+	t.Helper()
+	if rep["ok"] != false {
+		t.Fatalf("want error %s, got %v", code, rep)
+	}
+	if got := asUint(rep["id"]); got != id {
+		t.Errorf("reply id %d, want %d (%v)", got, id, rep)
+	}
+	e, _ := rep["error"].(map[string]any)
+	if e["code"] != code {
+		t.Fatalf("want code %s, got %v", code, rep)
+	}
+	msg, _ := e["message"].(string)
+	if msg == "" {
+		t.Errorf("error %s has no message", code)
+	}
+	return msg
+}
+
+func asUint(v any) uint64 {
+	switch n := v.(type) {
+	case uint64:
+		return n
+	case int64:
+		return uint64(n)
+	}
+	return ^uint64(0)
+}
+
+func result(t testing.TB, rep map[string]any) map[string]any {
+	t.Helper()
+	if rep["ok"] != true {
+		t.Fatalf("want ok, got %v", rep)
+	}
+	r, _ := rep["result"].(map[string]any)
+	return r
+}

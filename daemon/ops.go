@@ -1,0 +1,304 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+	"unicode"
+
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/version"
+)
+
+// handler runs one op. Streaming handlers send events with c.event before
+// returning; the returned value or error becomes the reply.
+type handler func(c *conn, ctx context.Context, req wire.Request) (any, error)
+
+type opSpec struct {
+	run       handler
+	streaming bool // runs in its own goroutine and may be cancelled
+	admin     bool
+}
+
+var ops map[string]opSpec
+
+func init() {
+	ops = map[string]opSpec{
+		wire.OpHello:        {run: (*conn).opHello},
+		wire.OpStatus:       {run: (*conn).opStatus},
+		wire.OpModels:       {run: (*conn).opModels},
+		wire.OpTokenize:     {run: (*conn).opTokenize},
+		wire.OpDetokenize:   {run: (*conn).opDetokenize},
+		wire.OpSessionOpen:  {run: (*conn).opSessionOpen},
+		wire.OpSessionClose: {run: (*conn).opSessionClose},
+		wire.OpCancel:       {run: (*conn).opCancel},
+		wire.OpChat:         {run: (*conn).opChat, streaming: true},
+		wire.OpGenerate:     {run: (*conn).opGenerate, streaming: true},
+		wire.OpSubscribe:    {run: (*conn).opSubscribe, streaming: true},
+		wire.OpConfigGet:    {run: (*conn).opConfigGet, admin: true},
+		wire.OpShutdown:     {run: (*conn).opShutdown, admin: true},
+	}
+	// Admin ops whose subsystem (bundle store, config watcher) is not wired
+	// into the server yet: authorised, logged, then unavailable.
+	for op := range wire.AdminOps {
+		if _, ok := ops[op]; !ok {
+			ops[op] = opSpec{run: notWired(op), admin: true}
+		}
+	}
+}
+
+func notWired(op string) handler {
+	what := "the bundle store"
+	if op == wire.OpConfigSet {
+		what = "the config file watcher"
+	}
+	return func(*conn, context.Context, wire.Request) (any, error) {
+		return nil, wire.Errorf(wire.CodeUnavailable, "%s: %s is not wired into this daemon yet", op, what)
+	}
+}
+
+// Capabilities lists the ops a client can rely on.
+func capabilities() []string {
+	return []string{wire.OpStatus, wire.OpModels, wire.OpTokenize, wire.OpDetokenize, wire.OpChat, wire.OpGenerate,
+		"session", wire.OpCancel, wire.OpSubscribe, wire.OpConfigGet, wire.OpShutdown}
+}
+
+func (c *conn) handle(req wire.Request) {
+	spec, known := ops[req.Op]
+	if c.clientName() == "" && req.Op != wire.OpHello {
+		c.replyErr(req.ID, wire.Errorf(wire.CodeProtocolVersion, "the first request must be hello, got %q", req.Op))
+		return
+	}
+	if !known {
+		c.replyErr(req.ID, wire.Errorf(wire.CodeBadRequest, "unknown op %q", req.Op))
+		return
+	}
+	if spec.admin {
+		if !c.s.auth.isAdmin(c.peer) {
+			c.log.Warn("admin op refused", "op", req.Op, "client", c.clientName())
+			c.replyErr(req.ID, wire.Errorf(wire.CodeUnauthorized, "%s is an admin operation; uid %d is not root, the daemon's user or in the admin group", req.Op, c.peer.UID))
+			return
+		}
+		c.log.Info("admin op", "op", req.Op, "client", c.clientName())
+	} else if req.Op != wire.OpHello && !c.s.auth.mayUseApps(c.peer) {
+		c.replyErr(req.ID, wire.Errorf(wire.CodeUnauthorized, "uid %d is not allowed to use this daemon", c.peer.UID))
+		return
+	}
+	if !spec.streaming {
+		res, err := spec.run(c, c.ctx, req)
+		c.reply(req.ID, res, err)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	c.mu.Lock()
+	if _, dup := c.inflight[req.ID]; dup {
+		c.mu.Unlock()
+		cancel(nil)
+		c.replyErr(req.ID, wire.Errorf(wire.CodeBadRequest, "request id %d is already in flight on this connection", req.ID))
+		return
+	}
+	c.inflight[req.ID] = cancel
+	c.mu.Unlock()
+	c.reqs.Go(func() {
+		res, err := spec.run(c, ctx, req)
+		if err != nil && ctx.Err() != nil {
+			err = context.Cause(ctx) // report why it stopped (cancelled), not how
+		}
+		c.mu.Lock()
+		delete(c.inflight, req.ID)
+		c.mu.Unlock()
+		cancel(nil)
+		c.reply(req.ID, res, err)
+	})
+}
+
+// event sends one event of a streaming request.
+func (c *conn) event(id uint64, name string, data any) error {
+	return c.send(wire.Event{ID: id, Event: name, Data: data}, nil)
+}
+
+func (c *conn) opHello(_ context.Context, req wire.Request) (any, error) {
+	var a wire.HelloArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	if a.Protocol != wire.ProtocolVersion {
+		return nil, wire.Errorf(wire.CodeProtocolVersion, "protocol %d is not supported; this daemon speaks protocol %d", a.Protocol, wire.ProtocolVersion)
+	}
+	if a.Client == "" || len(a.Client) > 128 || containsControl(a.Client) {
+		return nil, wire.Errorf(wire.CodeBadRequest, "hello: args.client must be 1–128 bytes without control characters")
+	}
+	c.mu.Lock()
+	if c.client != "" {
+		c.mu.Unlock()
+		return nil, wire.Errorf(wire.CodeBadRequest, "hello was already sent on this connection")
+	}
+	c.client = a.Client
+	c.mu.Unlock()
+	c.log = c.log.With("client", a.Client)
+	state, _, _ := c.s.currentState()
+	return wire.HelloResult{
+		Daemon: version.Get().Version, Protocol: wire.ProtocolVersion, Capabilities: capabilities(),
+		Bundle: c.s.backend.Model().Bundle, State: state, MaxFrame: uint64(c.s.cfg.Limits.MaxFrame),
+	}, nil
+}
+
+func containsControl(s string) bool {
+	return slices.ContainsFunc([]rune(s), unicode.IsControl)
+}
+
+func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
+	s := c.s
+	state, reason, _ := s.currentState()
+	queued, running, slots := s.sched.Counts()
+	res := wire.StatusResult{
+		Daemon: version.Get().Version, Protocol: wire.ProtocolVersion, State: state, Reason: reason,
+		Bundle: s.backend.Model().Bundle, UptimeMS: uint64(time.Since(s.started).Milliseconds()),
+		Queued: uint64(queued), Running: uint64(running), Slots: uint64(slots),
+		Sessions: []wire.SessionInfo{}, Requests: []wire.RequestInfo{}, Memory: s.backend.Memory(),
+	}
+	s.mu.Lock()
+	res.Connections = uint64(len(s.conns))
+	conns := make([]*conn, 0, len(s.conns))
+	for k := range s.conns {
+		conns = append(conns, k)
+	}
+	for g := range s.gens {
+		st := "queued"
+		if g.running.Load() {
+			st = "running"
+		}
+		res.Requests = append(res.Requests, wire.RequestInfo{ID: g.id, UID: g.peer.UID, Client: g.client, Op: g.op, State: st, Generated: g.generated.Load()})
+	}
+	s.mu.Unlock()
+	for _, k := range conns {
+		res.Sessions = append(res.Sessions, k.sessionInfos()...)
+	}
+	slices.SortFunc(res.Sessions, func(a, b wire.SessionInfo) int { return compareStrings(a.Session, b.Session) })
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	res.Memory.GoHeap = ms.HeapAlloc
+	return res, nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case len(a) != len(b):
+		return len(a) - len(b)
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (c *conn) opModels(context.Context, wire.Request) (any, error) {
+	m := c.s.backend.Model()
+	state, _, _ := c.s.currentState()
+	info := wire.ModelInfo{Model: m.Bundle.Model, Repo: m.Bundle.Repo, Revision: m.Bundle.Revision, State: state, ContextEntries: []uint64{}}
+	for _, e := range m.ContextEntries {
+		info.ContextEntries = append(info.ContextEntries, uint64(e))
+	}
+	return wire.ModelsResult{Models: []wire.ModelInfo{info}}, nil
+}
+
+func (c *conn) opTokenize(_ context.Context, req wire.Request) (any, error) {
+	var a wire.TokenizeArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	ids, err := c.s.backend.Tokenize(a.Text)
+	if err != nil {
+		return nil, err
+	}
+	return wire.TokenizeResult{IDs: toWireIDs(ids)}, nil
+}
+
+func (c *conn) opDetokenize(_ context.Context, req wire.Request) (any, error) {
+	var a wire.DetokenizeArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	text, err := c.s.backend.Detokenize(fromWireIDs(a.IDs))
+	if err != nil {
+		return nil, err
+	}
+	return wire.DetokenizeResult{Text: text}, nil
+}
+
+func (c *conn) opCancel(_ context.Context, req wire.Request) (any, error) {
+	var a wire.CancelArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	cancel, ok := c.inflight[a.ID]
+	c.mu.Unlock()
+	if !ok {
+		return nil, wire.Errorf(wire.CodeNotFound, "cancel: no request %d in flight on this connection", a.ID)
+	}
+	cancel(wire.Errorf(wire.CodeCancelled, "request %d was cancelled by the client", a.ID))
+	return wire.Empty{}, nil
+}
+
+func (c *conn) opSubscribe(ctx context.Context, req wire.Request) (any, error) {
+	if err := wire.DecodeArgs(req.Op, req.Args, &wire.Empty{}); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	for {
+		state, reason, changed := c.s.currentState()
+		ev := wire.StateEvent{State: state, Reason: reason, TMS: float64(time.Since(start).Microseconds()) / 1000}
+		if err := c.event(req.ID, wire.EventState, ev); err != nil {
+			return nil, err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+func (c *conn) opConfigGet(context.Context, wire.Request) (any, error) {
+	cfg := c.s.cfg
+	return wire.ConfigGetResult{Config: wire.ConfigValues{
+		MaxFrame: uint64(cfg.Limits.MaxFrame), MaxDepth: uint64(cfg.Limits.MaxDepth),
+		FrameTimeoutMS: uint64(cfg.FrameTimeout.Milliseconds()), WriteTimeoutMS: uint64(cfg.WriteTimeout.Milliseconds()),
+		SlowReaderTimeoutMS: uint64(cfg.SlowReaderTimeout.Milliseconds()), EventQueue: uint64(cfg.EventQueue),
+		Slots: uint64(cfg.Slots), MaxQueue: uint64(cfg.MaxQueue), PerCaller: uint64(cfg.PerCaller),
+		AdminGroup: cfg.AdminGroup, Socket: cfg.SocketPath,
+	}}, nil
+}
+
+func (c *conn) opShutdown(_ context.Context, req wire.Request) (any, error) {
+	if err := wire.DecodeArgs(req.Op, req.Args, &wire.Empty{}); err != nil {
+		return nil, err
+	}
+	// Reply first (and wait for it to be written), then stop the server.
+	c.sendAndWait(wire.Reply{ID: req.ID, OK: true, Result: wire.Empty{}})
+	c.s.log.Info("shutdown requested", "uid", c.peer.UID, "pid", c.peer.PID, "client", c.clientName())
+	c.s.Shutdown()
+	return nil, errAlreadyReplied
+}
+
+func toWireIDs(ids []int) []uint32 {
+	out := make([]uint32, len(ids))
+	for i, id := range ids {
+		out[i] = uint32(id)
+	}
+	return out
+}
+
+func fromWireIDs(ids []uint32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
+var errAlreadyReplied = fmt.Errorf("already replied")

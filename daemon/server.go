@@ -1,0 +1,188 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/forgedaemon/forged/client/wire"
+)
+
+// Config tunes the server. Zero values take the defaults in docs/PROTOCOL.md.
+type Config struct {
+	Limits            wire.Limits   // frame size and nesting bounds
+	FrameTimeout      time.Duration // a started frame must complete within this
+	WriteTimeout      time.Duration // one blocked write longer than this disconnects
+	SlowReaderTimeout time.Duration // a full event queue for this long disconnects
+	EventQueue        int           // outgoing messages buffered per connection
+	Slots             int           // generations run at once
+	MaxQueue          int           // generations waiting in total
+	PerCaller         int           // queued-or-running generations per caller
+	DefaultMaxTokens  int
+	AdminGroup        string   // group name or gid whose members may use admin ops
+	AllowedUIDs       []uint32 // empty: every local user may use app ops
+	SocketPath        string   // reported by config.get
+	Credentials       CredentialSource
+	Logger            *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Limits.MaxFrame <= 0 {
+		c.Limits.MaxFrame = wire.DefaultLimits.MaxFrame
+	}
+	if c.Limits.MaxDepth <= 0 {
+		c.Limits.MaxDepth = wire.DefaultLimits.MaxDepth
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.FrameTimeout, 10*time.Second)
+	def(&c.WriteTimeout, 10*time.Second)
+	def(&c.SlowReaderTimeout, 5*time.Second)
+	defInt := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	defInt(&c.EventQueue, 1024)
+	defInt(&c.Slots, 1)
+	defInt(&c.MaxQueue, 256)
+	defInt(&c.PerCaller, 4)
+	defInt(&c.DefaultMaxTokens, 512)
+	if c.Credentials == nil {
+		c.Credentials = KernelCredentials
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c
+}
+
+// Server serves the protocol on a listener, backed by one Backend.
+type Server struct {
+	cfg     Config
+	backend Backend
+	log     *slog.Logger
+	auth    authorizer
+	sched   *Scheduler
+	started time.Time
+
+	mu           sync.Mutex
+	conns        map[*conn]struct{}
+	gens         map[*generation]struct{}
+	state        string
+	reason       string
+	stateChanged chan struct{} // closed and replaced on every SetState
+	stop         context.CancelFunc
+
+	sessionSeq atomic.Uint64
+}
+
+// New builds a server. The initial state is ready.
+func New(b Backend, cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	gid, err := resolveGroup(cfg.AdminGroup)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{
+		cfg: cfg, backend: b, log: cfg.Logger, started: time.Now(),
+		auth:  authorizer{daemonUID: uint32(os.Getuid()), adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
+		sched: NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
+		conns: map[*conn]struct{}{}, gens: map[*generation]struct{}{},
+		state: wire.StateReady, stateChanged: make(chan struct{}),
+	}, nil
+}
+
+// SetState records the daemon's state and notifies subscribers.
+func (s *Server) SetState(state, reason string) {
+	s.mu.Lock()
+	s.state, s.reason = state, reason
+	close(s.stateChanged)
+	s.stateChanged = make(chan struct{})
+	s.mu.Unlock()
+	s.log.Info("state", "state", state, "reason", reason)
+}
+
+func (s *Server) currentState() (state, reason string, changed <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state, s.reason, s.stateChanged
+}
+
+// Serve accepts connections until ctx ends or an admin sends shutdown, then
+// closes every connection (cancelling its work) and returns nil.
+func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.stop = cancel
+	s.mu.Unlock()
+	stopListening := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stopListening()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		nc, err := ln.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// Out of file descriptors and the like: back off, keep serving.
+			s.log.Error("accept", "err", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		wg.Go(func() { s.serveConn(ctx, nc) })
+	}
+}
+
+// Shutdown stops Serve.
+func (s *Server) Shutdown() {
+	s.mu.Lock()
+	stop := s.stop
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// generation is a chat or generate request, tracked for status.
+type generation struct {
+	id        uint64
+	peer      Peer
+	client    string
+	op        string
+	running   atomic.Bool
+	generated atomic.Uint64
+}
+
+func (s *Server) track(g *generation) (untrack func()) {
+	s.mu.Lock()
+	s.gens[g] = struct{}{}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.gens, g)
+		s.mu.Unlock()
+	}
+}
+
+func callerKey(p Peer, client string) string { return fmt.Sprintf("%d/%s", p.UID, client) }

@@ -125,11 +125,11 @@ func TestNoFileSystemAccess(t *testing.T) {
 func TestLimitsStopRunawayTemplates(t *testing.T) {
 	lim := Limits{MaxOutput: 1 << 16, MaxSteps: 100_000, MaxDepth: 16}
 	cases := map[string]string{
-		"{% for i in range(1000) %}{% for j in range(1000) %}x{% endfor %}{% endfor %}": "steps",
-		"{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}":                          "nested deeper",
+		"{% for i in range(1000) %}{% for j in range(1000) %}x{% endfor %}{% endfor %}":                    "steps",
+		"{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}":                                           "nested deeper",
 		"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}": "limit",
-		"{% for i in range(100000) %}{{ 'abcdefgh' }}{% endfor %}":                                       "output exceeds",
-		"{{ range(100000000) }}":                                        "exceeds",
+		"{% for i in range(100000) %}{{ 'abcdefgh' }}{% endfor %}":                                         "output exceeds",
+		"{{ range(100000000) }}": "exceeds",
 		"{% set ns = namespace() %}{% set ns.me = ns %}{{ ns|tojson }}": "nested deeper",
 		"{{ 'x' ~ ('y'|indent(1000)) }}":                                "between 0 and 256",
 	}
@@ -138,12 +138,10 @@ func TestLimitsStopRunawayTemplates(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", src, err)
 		}
-		start := time.Now()
 		_, err = tpl.RenderWith(NewDict(), lim, time.Now)
 		if err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%q: got error %v, want one mentioning %q", src, err, msg)
 		}
-		_ = start
 	}
 	deep := strings.Repeat("(", 10000) + "1" + strings.Repeat(")", 10000)
 	if _, err := Parse("{{ " + deep + " }}"); err == nil || !strings.Contains(err.Error(), "nested deeper") {

@@ -1,0 +1,152 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/forgedaemon/forged/client/wire"
+)
+
+// grantOrder queues requests behind one held slot and records the order in
+// which they are granted as the slot is passed along.
+func grantOrder(t *testing.T, s *Scheduler, reqs []struct {
+	caller string
+	class  int
+}) []int {
+	t.Helper()
+	hold, err := s.Acquire(context.Background(), "holder", Interactive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan int, len(reqs))
+	for i, r := range reqs {
+		go func() {
+			rel, err := s.Acquire(context.Background(), r.caller, r.class)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			order <- i
+			rel()
+		}()
+		// Wait until it is queued so the queue order is the slice order.
+		for q, _, _ := s.Counts(); q != i+1; q, _, _ = s.Counts() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	hold()
+	var got []int
+	for range reqs {
+		got = append(got, <-order)
+	}
+	return got
+}
+
+func TestSchedulerPriorityFIFOAndRoundRobin(t *testing.T) {
+	type r = struct {
+		caller string
+		class  int
+	}
+	s := NewScheduler(1, 100, 10)
+	got := grantOrder(t, s, []r{
+		{"a", Background}, {"a", Interactive}, {"a", Interactive}, {"a", Interactive},
+		{"b", Interactive}, {"c", Interactive}, {"b", Interactive},
+	})
+	// Interactive first; within it a, b, c take turns (a's three in FIFO
+	// order); background last.
+	want := []int{1, 4, 5, 2, 6, 3, 0}
+	if !equalInts(got, want) {
+		t.Fatalf("grant order %v, want %v", got, want)
+	}
+}
+
+func TestSchedulerBusyAndCancel(t *testing.T) {
+	s := NewScheduler(1, 2, 2)
+	hold, _ := s.Acquire(context.Background(), "x", Interactive)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 2)
+	go func() { _, err := s.Acquire(ctx, "a", Interactive); errs <- err }()
+	go func() { _, err := s.Acquire(ctx, "b", Interactive); errs <- err }()
+	for q, _, _ := s.Counts(); q != 2; q, _, _ = s.Counts() {
+		time.Sleep(time.Millisecond)
+	}
+	_, err := s.Acquire(context.Background(), "c", Interactive)
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Code != wire.CodeBusy || !strings.Contains(we.Message, "queue is full") {
+		t.Fatalf("full queue: %v", err)
+	}
+	// Per-caller cap: x holds one slot; with cap 2 one more is allowed, not two.
+	capped := NewScheduler(1, 10, 1)
+	h2, _ := capped.Acquire(context.Background(), "x", Interactive)
+	if _, err := capped.Acquire(context.Background(), "x", Interactive); !errors.As(err, &we) || !strings.Contains(we.Message, "per-caller") {
+		t.Fatalf("per-caller cap: %v", err)
+	}
+	h2()
+	cancel()
+	for range 2 {
+		if err := <-errs; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled waiter: %v", err)
+		}
+	}
+	if q, running, _ := s.Counts(); q != 0 || running != 1 {
+		t.Fatalf("after cancel: queued %d running %d", q, running)
+	}
+	hold()
+	if _, running, _ := s.Counts(); running != 0 {
+		t.Fatalf("slot not returned: running %d", running)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestTextStream(t *testing.T) {
+	// Feed "héllo → wörld" one byte at a time: no event text may be invalid,
+	// and the concatenation must be the original.
+	in := "héllo → wörld"
+	ts := newTextStream(nil)
+	var out string
+	for i := range len(in) {
+		d, hit := ts.push(in[i : i+1])
+		if hit || !utf8.ValidString(d) {
+			t.Fatalf("byte %d: delta %q hit %v", i, d, hit)
+		}
+		out += d
+	}
+	out += ts.flush("")
+	if out != in {
+		t.Fatalf("got %q", out)
+	}
+	// A stop string split across pushes is caught and never emitted.
+	ts = newTextStream([]string{"STOP", "wö"})
+	var emitted string
+	for _, p := range []string{"ab", "ST", "O", "x", "w", "\xc3", "\xb6rld"} {
+		d, hit := ts.push(p)
+		emitted += d
+		if hit {
+			break
+		}
+	}
+	if emitted != "abSTOx" {
+		t.Fatalf("emitted %q, want %q", emitted, "abSTOx")
+	}
+	// A dangling partial sequence at the end becomes U+FFFD.
+	ts = newTextStream(nil)
+	d, _ := ts.push("a\xe4\xb8")
+	if d != "a" || ts.flush("") != "\uFFFD" {
+		t.Fatalf("partial tail: %q", d)
+	}
+}

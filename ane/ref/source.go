@@ -148,3 +148,11 @@ func NewF16Embedding(rows, cols int, data []byte) (Embedding, error) {
 	}
 	return &f16Embedding{rows, cols, u16(data)}, nil
 }
+
+// i8 views bytes as int8 values (same size, no copy).
+func i8(b []byte) []int8 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int8)(unsafe.Pointer(&b[0])), len(b))
+}

@@ -54,17 +54,17 @@ func (d *denseMatrices) bytes() int64                { return 0 } // counted by 
 // LoadCheckpoint builds dense weights from a BF16 checkpoint source.
 func LoadCheckpoint(cfg Config, src Source) (*Weights, error) {
 	r := &reader{src: src, where: "checkpoint"}
-	return loadWeights(cfg, r, &denseMatrices{r})
+	return loadWeights(cfg, r, &denseMatrices{r}, nil)
 }
 
 // loadWeights reads norms, DeltaNet parameters and the embedding from the
 // checkpoint reader base and every projection from mats.
-func loadWeights(cfg Config, base *reader, mats matrices) (*Weights, error) {
+func loadWeights(cfg Config, base *reader, mats matrices, embed Embedding) (*Weights, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	H, I := cfg.Hidden, cfg.Intermediate
-	w := &Weights{layers: make([]layer, cfg.Layers)}
+	w := &Weights{layers: make([]layer, cfg.Layers), embed: embed}
 	var err error
 	lin := func(i int, module string, rows, cols int) *quant.Linear {
 		if err != nil {
@@ -135,6 +135,9 @@ func loadWeights(cfg Config, base *reader, mats matrices) (*Weights, error) {
 	}
 	if w.head, err = mats.head(cfg.Vocab, H); err != nil {
 		return nil, err
+	}
+	if w.embed != nil && (w.embed.Rows() != cfg.Vocab || w.embed.Cols() != H) {
+		return nil, fmt.Errorf("embedding table is %d×%d, the config needs %d×%d", w.embed.Rows(), w.embed.Cols(), cfg.Vocab, H)
 	}
 	if w.embed == nil {
 		t, err := base.get(embedName, cfg.Vocab, H)

@@ -143,16 +143,23 @@ func (s *Sampler) Sample(logits []float32, history []int) (int, error) {
 	return s.Draw(ids, probs), nil
 }
 
-// Draw picks one of ids with the given probabilities using the sampler's
-// PRNG (inverse CDF of one uniform draw).
-func (s *Sampler) Draw(ids []int, probs []float64) int {
-	u := s.rng.Float64()
+// Draw picks one of ids with probability proportional to weights, using
+// the sampler's PRNG (inverse CDF of one uniform draw). The weights need not
+// sum to 1: the speculative cycle draws from unnormalised residuals.
+func (s *Sampler) Draw(ids []int, weights []float64) int {
+	total := 0.0
+	for _, w := range weights {
+		if w > 0 {
+			total += w
+		}
+	}
+	u := s.rng.Float64() * total
 	acc, last := 0.0, -1
-	for i, p := range probs {
-		if p <= 0 {
+	for i, w := range weights {
+		if w <= 0 {
 			continue
 		}
-		acc += p
+		acc += w
 		last = i
 		if u < acc {
 			return ids[i]

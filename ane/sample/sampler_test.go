@@ -247,10 +247,15 @@ func TestDrawFollowsProbabilities(t *testing.T) {
 	s, _ := New(Options{Temperature: 1, Seed: 5})
 	ids := []int{10, 20, 30, 40}
 	probs := []float64{0.5, 0.3, 0.15, 0.05}
+	weights := []float64{0.25, 0.15, 0.075, 0.025} // unnormalised: the same distribution
 	const n = 40000
 	count := map[int]int{}
 	for i := 0; i < n; i++ {
-		count[s.Draw(ids, probs)]++
+		if i%2 == 0 {
+			count[s.Draw(ids, probs)]++
+		} else {
+			count[s.Draw(ids, weights)]++
+		}
 	}
 	for i, id := range ids {
 		mean := probs[i] * n

@@ -301,7 +301,6 @@ func (s shortTarget) Verify(tokens []int) ([]float32, error) {
 	return rows[:len(rows)-1], err
 }
 
-
 func TestEmitErrorAborts(t *testing.T) {
 	target := newToyTarget(10, 1)
 	first := target.Feed([]int{1})

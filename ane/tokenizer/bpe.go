@@ -46,8 +46,7 @@ func (c candidate) less(d candidate) bool {
 
 // appendWord appends the ids of one pre-tokenized word.
 func (m *bpe) appendWord(dst []int, p piece, sc *bpeScratch) []int {
-	key := cacheKey{p.text, p.byteLevel}
-	if ids, ok := m.cache.get(key); ok {
+	if ids, ok := m.cache.get(p); ok {
 		return append(dst, ids...)
 	}
 	if m.ignoreMerges {
@@ -68,7 +67,7 @@ func (m *bpe) appendWord(dst []int, p piece, sc *bpeScratch) []int {
 	for i := 0; i >= 0 && i < len(sc.syms); i = int(sc.syms[i].next) {
 		dst = append(dst, int(sc.syms[i].id)) // symbol 0 is never merged away
 	}
-	m.cache.put(key, dst[start:])
+	m.cache.put(p, dst[start:])
 	return dst
 }
 
@@ -210,16 +209,12 @@ func heapPop(h []candidate) (candidate, []candidate) {
 	return top, h
 }
 
-// wordCache remembers the ids of recent words. It is bounded: when full,
+// wordCache remembers the ids of recent words, keyed by text (one map for
+// byte-level words, one for the others). It is bounded: when a map is full,
 // an arbitrary eighth of it is dropped (Go map iteration order is random).
 type wordCache struct {
-	mu      sync.RWMutex
-	entries map[cacheKey][]int
-}
-
-type cacheKey struct {
-	text      string
-	byteLevel bool
+	mu   sync.RWMutex
+	maps [2]map[string][]int
 }
 
 const (
@@ -227,32 +222,41 @@ const (
 	cacheMaxWord = 256 // longer words are not worth keeping
 )
 
-func (c *wordCache) get(k cacheKey) ([]int, bool) {
+func cacheSlot(p piece) int {
+	if p.byteLevel {
+		return 1
+	}
+	return 0
+}
+
+func (c *wordCache) get(p piece) ([]int, bool) {
 	c.mu.RLock()
-	ids, ok := c.entries[k]
+	ids, ok := c.maps[cacheSlot(p)][p.text]
 	c.mu.RUnlock()
 	return ids, ok
 }
 
-func (c *wordCache) put(k cacheKey, ids []int) {
-	if len(k.text) > cacheMaxWord {
+func (c *wordCache) put(p piece, ids []int) {
+	if len(p.text) > cacheMaxWord {
 		return
 	}
 	owned := append([]int(nil), ids...)
-	k.text = strings.Clone(k.text) // don't pin the caller's whole input
+	key := strings.Clone(p.text) // don't pin the caller's whole input
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = make(map[cacheKey][]int)
+	m := c.maps[cacheSlot(p)]
+	if m == nil {
+		m = make(map[string][]int)
+		c.maps[cacheSlot(p)] = m
 	}
-	if len(c.entries) >= cacheEntries {
+	if len(m) >= cacheEntries {
 		drop := cacheEntries / 8
-		for key := range c.entries {
-			delete(c.entries, key)
+		for k := range m {
+			delete(m, k)
 			if drop--; drop == 0 {
 				break
 			}
 		}
 	}
-	c.entries[k] = owned
+	m[key] = owned
 }

@@ -86,14 +86,12 @@ func compileAlternative(part string) ([]alternative, error) {
 	} else if inner, ok := strings.CutPrefix(part, "(?:"); ok && strings.HasSuffix(inner, ")") {
 		lits = strings.Split(inner[:len(inner)-1], "|")
 	}
-	var alts []alternative
 	for _, lit := range lits {
 		if lit == "" || strings.ContainsAny(lit, `\.^$|?*+()[]{}`) {
 			return nil, fmt.Errorf("alternative %q is not in the supported GPT-2/GPT-4/Llama-3/Qwen pattern family", part)
 		}
-		alts = append(alts, literal(lit, fold))
 	}
-	return alts, nil
+	return []alternative{literals(lits, fold)}, nil
 }
 
 // splitAlternatives splits a pattern on its top-level '|'.
@@ -272,31 +270,54 @@ func spacesNotBeforeText(s string, i int) int {
 	return -1
 }
 
-// literal matches lit exactly, or under Unicode simple case folding (as
-// (?i) does in Oniguruma and Rust regex: `'s` also matches "'S" and "'ſ").
-func literal(lit string, fold bool) alternative {
-	if !fold {
-		return func(s string, i int) int {
-			if strings.HasPrefix(s[i:], lit) {
-				return i + len(lit)
-			}
-			return -1
+// literals matches the first of lits that matches at i, exactly or under
+// Unicode simple case folding (as (?i) does in Oniguruma and Rust regex:
+// `'s` also matches "'S" and "'ſ").
+func literals(lits []string, fold bool) alternative {
+	// Most positions can be ruled out by their first byte (an apostrophe
+	// for the contractions); only first characters with case variants
+	// need the slow path.
+	var firstBytes [256]bool
+	anyFirst := false
+	for _, lit := range lits {
+		r, _ := utf8.DecodeRuneInString(lit)
+		if fold && unicode.SimpleFold(r) != r {
+			anyFirst = true
 		}
+		firstBytes[lit[0]] = true
 	}
 	return func(s string, i int) int {
-		e := i
-		for _, want := range lit {
-			if e >= len(s) {
-				return -1
-			}
-			r, size := runeAt(s, e)
-			if !equalFold(r, want) {
-				return -1
-			}
-			e += size
+		if !anyFirst && !firstBytes[s[i]] {
+			return -1
 		}
-		return e
+		for _, lit := range lits {
+			if e := matchLiteral(s, i, lit, fold); e > 0 {
+				return e
+			}
+		}
+		return -1
 	}
+}
+
+func matchLiteral(s string, i int, lit string, fold bool) int {
+	if !fold {
+		if strings.HasPrefix(s[i:], lit) {
+			return i + len(lit)
+		}
+		return -1
+	}
+	e := i
+	for _, want := range lit {
+		if e >= len(s) {
+			return -1
+		}
+		r, size := runeAt(s, e)
+		if !equalFold(r, want) {
+			return -1
+		}
+		e += size
+	}
+	return e
 }
 
 func equalFold(r, want rune) bool {

@@ -30,21 +30,23 @@ type preTokenizer interface {
 type preTokenizerSequence []preTokenizer
 
 func (seq preTokenizerSequence) split(dst []piece, p piece) []piece {
-	cur := []piece{p}
-	for i, pt := range seq {
-		if i == len(seq)-1 {
-			for _, q := range cur {
-				dst = pt.split(dst, q)
+	start := len(dst)
+	dst = append(dst, p)
+	var tmp []piece
+	for _, pt := range seq {
+		if bl, ok := pt.(*byteLevelPreTokenizer); ok && bl.mapsOnly() {
+			for i := start; i < len(dst); i++ { // no split: flag in place
+				dst[i] = bl.mapPiece(dst[i])
 			}
-			return dst
+			continue
 		}
-		var next []piece
-		for _, q := range cur {
-			next = pt.split(next, q)
+		tmp = append(tmp[:0], dst[start:]...)
+		dst = dst[:start]
+		for _, q := range tmp {
+			dst = pt.split(dst, q)
 		}
-		cur = next
 	}
-	return append(dst, cur...)
+	return dst
 }
 
 // delimiterBehavior says what Split does with the matched text.
@@ -194,6 +196,15 @@ const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]
 type byteLevelPreTokenizer struct {
 	addPrefixSpace bool
 	regex          *scanner // nil unless use_regex
+}
+
+// mapsOnly reports whether the pre-tokenizer only maps bytes (the Qwen and
+// Llama-3 form, after a Split), so it can work in place.
+func (bl *byteLevelPreTokenizer) mapsOnly() bool { return bl.regex == nil && !bl.addPrefixSpace }
+
+func (bl *byteLevelPreTokenizer) mapPiece(p piece) piece {
+	// A second ByteLevel maps the already-mapped text again.
+	return piece{text: p.modelText(), byteLevel: true}
 }
 
 func (bl *byteLevelPreTokenizer) split(dst []piece, p piece) []piece {

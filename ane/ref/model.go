@@ -2,6 +2,7 @@ package ref
 
 import (
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/forgedaemon/forged/ane"
@@ -69,6 +70,10 @@ type Model struct {
 	opts Options
 	fn   funcs
 	inv  []float64 // RoPE inverse frequencies
+
+	files io.Closer // mapped files backing the weights (nil in memory)
+	// EOS are the end-of-sequence token ids from config.json.
+	EOS []int
 }
 
 // NewModel checks the options against cfg and wraps the weights.

@@ -1,0 +1,113 @@
+package ref
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/layout"
+)
+
+// ConfigFromModel takes the dimensions the forward pass needs from a
+// parsed config.json.
+func ConfigFromModel(m *config.Model) Config {
+	c := Config{
+		Vocab: m.VocabSize, Hidden: m.HiddenSize, Intermediate: m.IntermediateSize, Layers: m.NumHiddenLayers,
+		Heads: m.NumAttentionHeads, KVHeads: m.NumKeyValueHeads, HeadDim: m.HeadDim, RotaryDim: m.RotaryDim(),
+		RopeTheta:   m.RopeTheta,
+		LinKeyHeads: m.LinearNumKeyHeads, LinValueHeads: m.LinearNumValueHeads,
+		LinKeyDim: m.LinearKeyHeadDim, LinValueDim: m.LinearValueHeadDim, ConvKernel: m.LinearConvKernelDim,
+		Eps: m.RMSNormEps,
+	}
+	for i := 0; i < m.NumHiddenLayers; i++ {
+		c.FullAttention = append(c.FullAttention, m.IsFullAttention(i))
+	}
+	return c
+}
+
+// Open loads the BF16 checkpoint in dir (config.json, the shards listed by
+// model.safetensors.index.json) for dense execution. Every tensor of the
+// checkpoint table (ane/layout) must be present with its shape.
+func Open(dir string, opts Options) (*Model, error) {
+	cm, err := config.LoadModel(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := &DirFiles{Dir: dir}
+	src, err := openCheckpoint(dir, files)
+	if err == nil {
+		err = checkTable(dir, cm, src)
+	}
+	var w *Weights
+	if err == nil {
+		w, err = LoadCheckpoint(ConfigFromModel(cm), src)
+	}
+	return finish(cm, w, opts, files, err)
+}
+
+// OpenExport loads the quantized export in exportDir, taking what the export
+// does not hold (norms, DeltaNet parameters, in_proj_a/b and the embedding)
+// from the checkpoint in modelDir.
+func OpenExport(modelDir, exportDir string, opts Options) (*Model, error) {
+	cm, err := config.LoadModel(modelDir)
+	if err != nil {
+		return nil, err
+	}
+	files := &DirFiles{Dir: modelDir}
+	exports := &DirFiles{Dir: exportDir}
+	closeAll := closers{files, exports}
+	src, err := openCheckpoint(modelDir, files)
+	var w *Weights
+	if err == nil {
+		w, err = LoadExport(ConfigFromModel(cm), src, exports, nil)
+	}
+	return finish(cm, w, opts, closeAll, err)
+}
+
+type closers []io.Closer
+
+func (c closers) Close() error {
+	var errs []error
+	for _, x := range c {
+		errs = append(errs, x.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func finish(cm *config.Model, w *Weights, opts Options, files io.Closer, err error) (*Model, error) {
+	var m *Model
+	if err == nil {
+		m, err = NewModel(ConfigFromModel(cm), w, opts)
+	}
+	if err != nil {
+		files.Close()
+		return nil, err
+	}
+	m.files, m.EOS = files, slices.Clone(cm.EOSTokenIDs)
+	return m, nil
+}
+
+// checkTable verifies the checkpoint against the one tensor table.
+func checkTable(dir string, cm *config.Model, src Source) error {
+	for _, spec := range layout.CheckpointTensors(cm) {
+		t, ok := src.Tensor(spec.Name)
+		if !ok {
+			return fmt.Errorf("checkpoint %s: tensor %q is missing", dir, spec.Name)
+		}
+		if !slices.Equal(t.Shape, spec.Shape) {
+			return fmt.Errorf("checkpoint %s: tensor %q has shape %v, config.json needs %v", dir, spec.Name, t.Shape, spec.Shape)
+		}
+	}
+	return nil
+}
+
+// Close releases the files the weights are mapped from; sessions must be
+// closed first.
+func (m *Model) Close() error {
+	if m.files == nil {
+		return nil
+	}
+	return m.files.Close()
+}

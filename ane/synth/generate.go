@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/forgedaemon/forged/ane/half"
@@ -149,6 +150,10 @@ func Write(dir string, opts Options) (rep *Report, err error) {
 		}
 	}
 
+	if err := removeStaleShards(dir, written); err != nil {
+		return nil, err
+	}
+
 	rep = &Report{
 		Dir: dir, Preset: p.Name, Seed: opts.Seed, Parameters: total / 2,
 		Tensors: len(specs), Shards: len(shards), TokenizerVocab: vocab.Size(),
@@ -164,6 +169,24 @@ func Write(dir string, opts Options) (rep *Report, err error) {
 		rep.TotalBytes += st.Size()
 	}
 	return rep, nil
+}
+
+// removeStaleShards deletes shard files of an earlier checkpoint in dir
+// (for example one with more shards) that this run did not write, so the
+// directory holds exactly one consistent model.
+func removeStaleShards(dir string, written []string) error {
+	old, err := filepath.Glob(filepath.Join(dir, "model-*-of-*.safetensors"))
+	if err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	for _, path := range old {
+		if !slices.Contains(written, filepath.Base(path)) {
+			if err := os.Remove(path); err != nil {
+				return fmt.Errorf("synth: removing stale shard: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // planShards packs tensors, in layout order, into shards of at most max
@@ -268,6 +291,10 @@ func writeAtomic(path string, data []byte) error {
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("synth: writing %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("synth: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())

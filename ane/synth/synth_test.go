@@ -408,3 +408,22 @@ func TestNoPartialOutput(t *testing.T) {
 		}
 	}
 }
+
+// Regenerating into a directory that held a checkpoint with more shards
+// removes the shards this run did not write.
+func TestStaleShardsRemoved(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "model-00009-of-00009.safetensors")
+	other := filepath.Join(dir, "README.md")
+	os.WriteFile(stale, []byte("old"), 0o644)
+	os.WriteFile(other, []byte("keep"), 0o644)
+	if err := Generate(dir, Options{Preset: "tiny", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale shard survived: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("unrelated file removed: %v", err)
+	}
+}

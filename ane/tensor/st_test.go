@@ -440,7 +440,7 @@ func TestValidationRules(t *testing.T) {
 				t.Fatalf("err = %v, want rule %q", err, c.rule)
 			}
 			msg := err.Error()
-			if !strings.Contains(msg, c.rule) || !strings.Contains(msg, c.msg) || !strings.HasPrefix(msg, path) || strings.Contains(msg, "\n") {
+			if !strings.Contains(fe.Msg, c.msg) || msg != path+": "+c.rule+": "+fe.Msg || strings.Contains(msg, "\n") {
 				t.Fatalf("message %q should be one line naming the file, rule %q and %q", msg, c.rule, c.msg)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // MaxConfigSize bounds a config.json; real ones are a few kilobytes.
@@ -26,6 +27,40 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// fieldErrors is several FieldErrors reported together on one line, so a
+// CLI can print every problem of a config at once.
+type fieldErrors []error
+
+func (es fieldErrors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (es fieldErrors) Unwrap() []error { return es }
+
+// joinErrs returns nil, the single error, or all of them on one line.
+func joinErrs(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return fieldErrors(errs)
+}
+
+// IsDrafterConfig reports whether a config.json describes a DFlash drafter
+// (it has a top-level dflash_config) rather than a target model.
+func IsDrafterConfig(data []byte) bool {
+	var probe struct {
+		DFlash json.RawMessage `json:"dflash_config"`
+	}
+	return json.Unmarshal(data, &probe) == nil && probe.DFlash != nil
+}
 
 func fieldErr(field, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -187,6 +188,21 @@ func TestModelValidation(t *testing.T) {
 				t.Fatalf("err = %v, want field %q and %q", err, c.field, c.msg)
 			}
 		})
+	}
+}
+
+func TestAllProblemsOnOneLine(t *testing.T) {
+	cfg := strings.Replace(strings.Replace(qwen38Config(), `"hidden_size": 5120,`, ``, 1), `"head_dim": 256,`, ``, 1)
+	_, err := ParseModel([]byte(cfg))
+	if err == nil || err.Error() != "hidden_size: missing; head_dim: missing" {
+		t.Fatalf("err = %q, want both missing fields on one line", err)
+	}
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "hidden_size" {
+		t.Errorf("errors.As found %+v", fe)
+	}
+	if !IsDrafterConfig([]byte(dflash2Config)) || IsDrafterConfig([]byte(qwen38Config())) {
+		t.Error("IsDrafterConfig misclassified the reference configs")
 	}
 }
 

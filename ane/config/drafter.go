@@ -2,7 +2,6 @@ package config
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,29 +9,29 @@ import (
 
 // Drafter is the DFlash2 block drafter's configuration.
 type Drafter struct {
-	HiddenSize        int
-	IntermediateSize  int
-	NumHiddenLayers   int
-	NumAttentionHeads int
-	NumKeyValueHeads  int
-	HeadDim           int
-	VocabSize         int
-	SlidingWindow     int
-	NumTargetLayers   int // layers of the target model the features come from
-	RMSNormEps        float64
-	RopeTheta         float64
-	DFlash            DFlashConfig
+	HiddenSize        int          `json:"hidden_size"`
+	IntermediateSize  int          `json:"intermediate_size"`
+	NumHiddenLayers   int          `json:"num_hidden_layers"`
+	NumAttentionHeads int          `json:"num_attention_heads"`
+	NumKeyValueHeads  int          `json:"num_key_value_heads"`
+	HeadDim           int          `json:"head_dim"`
+	VocabSize         int          `json:"vocab_size"`
+	SlidingWindow     int          `json:"sliding_window"`
+	NumTargetLayers   int          `json:"num_target_layers"` // layers of the target model the features come from
+	RMSNormEps        float64      `json:"rms_norm_eps"`
+	RopeTheta         float64      `json:"rope_theta"`
+	DFlash            DFlashConfig `json:"dflash_config"`
 }
 
 // DFlashConfig is the drafter's "dflash_config" object.
 type DFlashConfig struct {
-	BlockSize      int   // anchor + mask rows drafted per call
-	MaskTokenID    int   // token id that fills the masked rows
-	SelectorTopK   int   // candidates per row the selector rescores
-	SelectorRank   int   // rank of the selector codebooks
-	ConvGroupSize  int   // channels per group of the token-shift convolution
-	ConvKernelSize int   // taps of that convolution
-	TargetLayerIDs []int // 0-based target layers whose outputs form the features
+	BlockSize      int   `json:"block_size"`       // anchor + mask rows drafted per call
+	MaskTokenID    int   `json:"mask_token_id"`    // token id that fills the masked rows
+	SelectorTopK   int   `json:"selector_top_k"`   // candidates per row the selector rescores
+	SelectorRank   int   `json:"selector_rank"`    // rank of the selector codebooks
+	ConvGroupSize  int   `json:"conv_group_size"`  // channels per group of the token-shift convolution
+	ConvKernelSize int   `json:"conv_kernel_size"` // taps of that convolution
+	TargetLayerIDs []int `json:"target_layer_ids"` // 0-based target layers whose outputs form the features
 }
 
 type dflashJSON struct {
@@ -110,7 +109,7 @@ func ParseDrafter(data []byte) (*Drafter, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, joinErrs(errs)
 	}
 	if err := d.Validate(); err != nil {
 		return nil, err
@@ -188,7 +187,7 @@ func (d *Drafter) Validate() error {
 	if e := d.RMSNormEps; !(e > 0 && e < 1) {
 		add(fieldErr("rms_norm_eps", "must be in (0, 1), got %v", e))
 	}
-	return errors.Join(errs...)
+	return joinErrs(errs)
 }
 
 // FeatureSize is the width of the concatenated target features the

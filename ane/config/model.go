@@ -2,7 +2,6 @@ package config
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -21,28 +20,30 @@ const (
 	defaultMaxPositionEmbeddings = 32768
 )
 
-// Model is the target model's text configuration.
+// Model is the target model's text configuration. The JSON tags give the
+// flat summary form (forgectl inspect --json); config.json itself is written
+// by MarshalHF.
 type Model struct {
-	ModelType             string
-	VocabSize             int
-	HiddenSize            int
-	IntermediateSize      int
-	NumHiddenLayers       int
-	NumAttentionHeads     int
-	NumKeyValueHeads      int
-	HeadDim               int
-	LayerTypes            []string // LinearAttention or FullAttention, one per layer
-	LinearNumKeyHeads     int
-	LinearNumValueHeads   int
-	LinearKeyHeadDim      int
-	LinearValueHeadDim    int
-	LinearConvKernelDim   int
-	RopeTheta             float64
-	PartialRotaryFactor   float64
-	RMSNormEps            float64
-	TieWordEmbeddings     bool
-	MaxPositionEmbeddings int
-	EOSTokenIDs           []int
+	ModelType             string   `json:"model_type"`
+	VocabSize             int      `json:"vocab_size"`
+	HiddenSize            int      `json:"hidden_size"`
+	IntermediateSize      int      `json:"intermediate_size"`
+	NumHiddenLayers       int      `json:"num_hidden_layers"`
+	NumAttentionHeads     int      `json:"num_attention_heads"`
+	NumKeyValueHeads      int      `json:"num_key_value_heads"`
+	HeadDim               int      `json:"head_dim"`
+	LayerTypes            []string `json:"layer_types"` // LinearAttention or FullAttention, one per layer
+	LinearNumKeyHeads     int      `json:"linear_num_key_heads"`
+	LinearNumValueHeads   int      `json:"linear_num_value_heads"`
+	LinearKeyHeadDim      int      `json:"linear_key_head_dim"`
+	LinearValueHeadDim    int      `json:"linear_value_head_dim"`
+	LinearConvKernelDim   int      `json:"linear_conv_kernel_dim"`
+	RopeTheta             float64  `json:"rope_theta"`
+	PartialRotaryFactor   float64  `json:"partial_rotary_factor"`
+	RMSNormEps            float64  `json:"rms_norm_eps"`
+	TieWordEmbeddings     bool     `json:"tie_word_embeddings"`
+	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
+	EOSTokenIDs           []int    `json:"eos_token_ids"`
 }
 
 // modelJSON holds the fields as they may appear at either level.
@@ -159,7 +160,7 @@ func ParseModel(data []byte) (*Model, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, joinErrs(errs)
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err
@@ -243,7 +244,7 @@ func (m *Model) Validate() error {
 			add(fieldErr(fmt.Sprintf("eos_token_id[%d]", i), "%d is outside the vocabulary [0, %d)", id, m.VocabSize))
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrs(errs)
 }
 
 // RotaryDim is the number of leading dimensions of each head RoPE rotates.

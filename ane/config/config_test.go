@@ -1,8 +1,8 @@
 package config
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"

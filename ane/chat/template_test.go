@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +59,101 @@ func TestReferenceRenders(t *testing.T) {
 	}
 	if n < 8 {
 		t.Fatalf("read only %d reference renderings", n)
+	}
+}
+
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadTemplateForms(t *testing.T) {
+	req, err := ParseRequest([]byte(`{"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": true, "extra": "X"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(tpl *Template) string {
+		t.Helper()
+		out, err := tpl.Render(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	// A list of named templates: "default" is used.
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, TokenizerConfigFile, `{"bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>",
+		"chat_template": [{"name": "tool_use", "template": "TOOLS"}, {"name": "default", "template": "{{ bos_token }}{{ messages[0].content }}{{ extra }}{{ eos_token }}{% if add_generation_prompt %}>{% endif %}"}]}`)
+	tpl, err := LoadTemplate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := render(tpl); got != "<s>hiX</s>>" {
+		t.Fatalf("list form: %q", got)
+	}
+
+	// chat_template.jinja beside it wins, special tokens still come from the config.
+	writeFile(t, dir, TemplateFile, "J{{ eos_token }}{{ messages|length }}\n")
+	if tpl, err = LoadTemplate(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := render(tpl); got != "J</s>1" {
+		t.Fatalf("jinja file: %q", got)
+	}
+
+	// A .jinja file alone.
+	only := writeFile(t, t.TempDir(), "x.jinja", "{{ messages[0].role }}")
+	if tpl, err = LoadTemplate(only); err != nil || render(tpl) != "user" {
+		t.Fatalf("lone .jinja: %v", err)
+	}
+}
+
+func TestLoadTemplateErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]string{
+		`{"eos_token": "x"}`:   "no chat_template",
+		`{"chat_template": 5}`: "must be a string or a list",
+		`{"chat_template": [{"name": "other", "template": "x"}]}`: `no template named "default"`,
+		`{"chat_template": "ok\n{% for %}"}`:                      "template line 2",
+		`{"chat_template": "{% include 'x' %}"}`:                  "cannot load other templates or files",
+		`{"chat_template": "x", "eos_token": 7}`:                  "eos_token must be a string",
+		`{"chat_template": "x"`:                                   "unexpected end of JSON",
+	}
+	for body, msg := range cases {
+		p := writeFile(t, dir, TokenizerConfigFile, body)
+		_, err := LoadTemplate(p)
+		if err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: got %v, want an error naming %s and saying %q", body, err, p, msg)
+		}
+	}
+	if _, err := LoadTemplate(filepath.Join(dir, "missing")); err == nil {
+		t.Error("missing path accepted")
+	}
+	if _, err := LoadTemplate(t.TempDir()); err == nil || !strings.Contains(err.Error(), TokenizerConfigFile) {
+		t.Errorf("empty directory: %v", err)
+	}
+}
+
+func TestParseRequestErrors(t *testing.T) {
+	for body, msg := range map[string]string{
+		`[]`:                             "must be a JSON object",
+		`{}`:                             "messages: missing",
+		`{"messages": {}}`:               "messages: must be a list",
+		`{"messages": [1]}`:              "messages[0]: must be an object",
+		`{"messages": [{"content": 1}]}`: "messages[0].role: missing",
+		`{"messages": [{"role": 1}]}`:    "messages[0].role: must be a string",
+		`{"messages": [], "tools": {}}`:  "tools: must be a list",
+		`{"messages": [], "tools": [1]}`: "tools[0]: must be an object",
+		`{"messages": [], "add_generation_prompt": "yes"}`: "add_generation_prompt: must be true or false",
+		`{"messages": []`: "json",
+	} {
+		if _, err := ParseRequest([]byte(body)); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: got %v, want %q", body, err, msg)
+		}
 	}
 }

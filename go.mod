@@ -5,6 +5,11 @@ go 1.26.0
 require github.com/spf13/cobra v1.10.2
 
 require (
+	github.com/dlclark/regexp2 v1.12.0 // indirect
+	golang.org/x/term v0.48.0 // indirect
+)
+
+require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/forgedaemon/forged/client"
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/spf13/cobra"
+)
+
+// genOptions are the flags chat and generate share.
+type genOptions struct {
+	maxTokens     uint64
+	temperature   float64
+	topP          float64
+	topK          uint64
+	seed          uint64
+	noSpeculative bool
+	stop          []string
+	background    bool
+	showUsage     bool
+}
+
+func addGenFlags(c *cobra.Command) *genOptions {
+	o := &genOptions{}
+	f := c.Flags()
+	f.Uint64Var(&o.maxTokens, "max-tokens", 512, "stop after this many generated tokens")
+	f.Float64Var(&o.temperature, "temperature", 0, "sampling temperature (0: greedy)")
+	f.Float64Var(&o.topP, "top-p", 0, "nucleus sampling threshold (0: off)")
+	f.Uint64Var(&o.topK, "top-k", 0, "sample among the k most likely tokens (0: default)")
+	f.Uint64Var(&o.seed, "seed", 0, "sampling seed")
+	f.BoolVar(&o.noSpeculative, "no-speculative", false, "decode without the DFlash2 drafter")
+	f.StringArrayVar(&o.stop, "stop", nil, "stop when this text is generated (repeatable)")
+	f.BoolVar(&o.background, "background", false, "queue at background priority")
+	f.BoolVar(&o.showUsage, "usage", false, "print usage (tokens, TTFT, tokens/s) to stderr after the text")
+	return o
+}
+
+func (o *genOptions) sampling() *wire.Sampling {
+	if o.temperature == 0 && o.topP == 0 && o.topK == 0 && o.seed == 0 {
+		return nil
+	}
+	return &wire.Sampling{Temperature: o.temperature, TopP: o.topP, TopK: o.topK, Seed: o.seed}
+}
+
+func (o *genOptions) priority() string {
+	if o.background {
+		return wire.PriorityBackground
+	}
+	return wire.PriorityInteractive
+}
+
+func (o *genOptions) speculative() *bool { v := !o.noSpeculative; return &v }
+
+// printStream writes a generation as it streams: text as it arrives, or one
+// JSON line per token event and a final {"event":"done"} line with the reply.
+func printStream(s *client.Stream, out, errOut io.Writer, asJSON, showUsage bool) (*wire.GenerationResult, error) {
+	for ev, err := range s.Tokens() {
+		if err != nil {
+			return nil, err
+		}
+		if asJSON {
+			if err := writeJSONLine(out, struct {
+				Event string `json:"event"`
+				wire.TokenEvent
+			}{wire.EventToken, ev}); err != nil {
+				return nil, err
+			}
+		} else if _, err := io.WriteString(out, ev.Text); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.Result()
+	if err != nil {
+		return nil, err
+	}
+	if asJSON {
+		return res, writeJSONLine(out, struct {
+			Event  string                 `json:"event"`
+			Result *wire.GenerationResult `json:"result"`
+		}{"done", res})
+	}
+	fmt.Fprintln(out)
+	if showUsage {
+		u := res.Usage
+		fmt.Fprintf(errOut, "[%s: %d prompt (%d cached) + %d generated tokens, TTFT %.1f ms, %.1f tokens/s, context %d, revision %s]\n",
+			res.FinishReason, u.PromptTokens, u.CachedTokens, u.GeneratedTokens, u.TTFTMS, u.TokensPerS, res.Context, res.Revision)
+	}
+	return res, nil
+}
+
+func init() {
+	c := &cobra.Command{
+		Use:   "generate [PROMPT]",
+		Short: "Complete a raw prompt (no chat template), streaming the text",
+		Long: `Complete a raw prompt with the served model, streaming the text as it is generated.
+Give the prompt as arguments, or token ids with --ids 1,2,3.`,
+	}
+	asJSON := jsonFlag(c)
+	socket := socketFlag(c)
+	opts := addGenFlags(c)
+	idList := c.Flags().String("ids", "", "comma-separated prompt token ids instead of a text prompt")
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		req := wire.GenerateArgs{MaxTokens: &opts.maxTokens, Sampling: opts.sampling(), Speculative: opts.speculative(),
+			Stop: opts.stop, Priority: opts.priority()}
+		switch {
+		case *idList != "" && len(args) > 0:
+			return fmt.Errorf("give either a prompt or --ids, not both")
+		case *idList != "":
+			ids, err := parseIDs(*idList)
+			if err != nil {
+				return err
+			}
+			req.IDs = ids
+		case len(args) > 0:
+			p := strings.Join(args, " ")
+			req.Prompt = &p
+		default:
+			return fmt.Errorf("no prompt: give it as arguments or --ids")
+		}
+		cl, err := dialDaemon(cmd.Context(), *socket)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		_, err = printStream(cl.Generate(cmd.Context(), req), cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON, opts.showUsage)
+		return err
+	}
+	addCommand(c)
+}
+
+func parseIDs(s string) ([]uint32, error) {
+	var ids []uint32
+	for i, f := range strings.Split(s, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("--ids: item %d (%q) is not a token id", i+1, f)
+		}
+		ids = append(ids, uint32(n))
+	}
+	return ids, nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"time"
+
+	"github.com/forgedaemon/forged/client"
+	"github.com/spf13/cobra"
+)
+
+// socketFlag adds --socket to a command that talks to the daemon.
+func socketFlag(c *cobra.Command) *string {
+	return c.Flags().String("socket", client.DefaultSocketPath(), "path of forged's Unix socket")
+}
+
+// dialDaemon connects as "forgectl".
+func dialDaemon(ctx context.Context, socket string) (*client.Client, error) {
+	return client.Dial(ctx, socket, client.Options{Name: "forgectl"})
+}
+
+func init() {
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show the daemon's state, served bundle, queue and memory",
+		Args:  cobra.NoArgs,
+	}
+	asJSON := jsonFlag(c)
+	socket := socketFlag(c)
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		cl, err := dialDaemon(cmd.Context(), *socket)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		st, err := cl.Status(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(cmd.OutOrStdout(), st)
+		}
+		w := cmd.OutOrStdout()
+		fmt.Fprintf(w, "daemon      forged %s (protocol %d), up %s\n", st.Daemon, st.Protocol, time.Duration(st.UptimeMS)*time.Millisecond)
+		state := st.State
+		if st.Reason != "" {
+			state += " (" + st.Reason + ")"
+		}
+		fmt.Fprintf(w, "state       %s\n", state)
+		fmt.Fprintf(w, "bundle      %s @ %s (model %s)\n", st.Bundle.Repo, st.Bundle.Revision, st.Bundle.Model)
+		fmt.Fprintf(w, "clients     %d connected, %d sessions\n", st.Connections, len(st.Sessions))
+		fmt.Fprintf(w, "generation  %d running / %d slots, %d queued\n", st.Running, st.Slots, st.Queued)
+		m := st.Memory
+		fmt.Fprintf(w, "memory      %s total (weights %s, kv %s, state %s, scratch %s; go heap %s)\n",
+			bytesIEC(m.Total), bytesIEC(m.Weights), bytesIEC(m.KV), bytesIEC(m.State), bytesIEC(m.Scratch), bytesIEC(m.GoHeap))
+		return nil
+	}
+	addCommand(c)
+}
+
+func bytesIEC(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for v := n / unit; v >= unit; v /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -232,7 +232,7 @@ func TestRotatedLinearLayerUnchanged(t *testing.T) {
 		}
 		got[r] = float32(acc)
 	}
-	assertClose(t, "W'·(R·x)", got, want, 1e-4)
+	assertClose(t, "W'·(R·x)", got, want, 1e-5)
 
 	// Folding back with R (W = W'·R) restores the original weights.
 	orig := randVec(rand.New(rand.NewPCG(12, 13)), rows*n)

@@ -206,3 +206,12 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+// Where the reference renderer rejects valid Jinja2 (string ordering) or
+// compares lists by identity, we follow Jinja2.
+func TestJinja2SemanticsBeyondReference(t *testing.T) {
+	got := mustRender(t, `{{ 'abc' < 'abd' }}|{{ 'b' >= 'a' }}|{{ [1, {'a': 2}] == [1, {'a': 2}] }}|{{ [1] == [2] }}|{{ 'ab'|list }}`, NewDict())
+	if got != `true|true|true|false|["a", "b"]` {
+		t.Fatalf("got %q", got)
+	}
+}

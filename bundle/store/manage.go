@@ -1,0 +1,296 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/bundle/hub"
+	"github.com/forgedaemon/forged/verify"
+)
+
+// Installed describes one repository in the store.
+type Installed struct {
+	Repo      string            `json:"repo"`
+	Current   string            `json:"current,omitempty"`
+	Previous  string            `json:"previous,omitempty"`
+	Snapshots []SnapshotInfo    `json:"snapshots"`
+	Refs      map[string]string `json:"refs,omitempty"`
+}
+
+// SnapshotInfo is one installed commit.
+type SnapshotInfo struct {
+	Commit string `json:"commit"`
+	Files  int    `json:"files"`
+	Bytes  int64  `json:"bytes"`
+	Path   string `json:"path"`
+}
+
+// repos lists "owner/name" for every repository with snapshots or a current record.
+func (s *Store) repos() ([]string, error) {
+	set := map[string]bool{}
+	for _, top := range []string{"snapshots", "current"} {
+		owners, err := os.ReadDir(s.path(top))
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range owners {
+			if !o.IsDir() {
+				continue
+			}
+			names, _ := os.ReadDir(s.path(top, o.Name()))
+			for _, n := range names {
+				name := strings.TrimSuffix(n.Name(), ".json")
+				if repo := o.Name() + "/" + name; hub.CheckRepo(repo) == nil {
+					set[repo] = true
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for r := range set {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// snapshots lists the installed commits of repo (not staging trees).
+func (s *Store) snapshots(repo string) []string {
+	entries, _ := os.ReadDir(s.path("snapshots", repoPath(repo)))
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && hub.IsCommit(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// List returns every repository in the store with its snapshots.
+func (s *Store) List() ([]Installed, error) {
+	repos, err := s.repos()
+	if err != nil {
+		return nil, err
+	}
+	out := []Installed{}
+	for _, repo := range repos {
+		st, err := s.Current(repo)
+		if err != nil {
+			return nil, err
+		}
+		in := Installed{Repo: repo, Current: st.Commit, Previous: st.Previous, Snapshots: []SnapshotInfo{}, Refs: map[string]string{}}
+		for _, c := range s.snapshots(repo) {
+			info := SnapshotInfo{Commit: c, Path: s.SnapshotDir(repo, c)}
+			if rec, err := s.readRecord(repo, c); err == nil {
+				info.Files, info.Bytes = len(rec.Record.Files), rec.bytes()
+			}
+			in.Snapshots = append(in.Snapshots, info)
+		}
+		refDir := s.path("refs", repoPath(repo))
+		filepath.WalkDir(refDir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				data, _ := os.ReadFile(p)
+				rel, _ := filepath.Rel(refDir, p)
+				in.Refs[filepath.ToSlash(rel)] = strings.TrimSpace(string(data))
+			}
+			return nil
+		})
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// Verify checks the served snapshot of repo. Without full it trusts the
+// install record for files whose size, mtime and inode are unchanged.
+func (s *Store) Verify(repo string, full bool) (*verify.Report, error) {
+	st, err := s.Current(repo)
+	if err != nil {
+		return nil, err
+	}
+	if st.Commit == "" {
+		return nil, fmt.Errorf("%s is not installed in %s", repo, s.Root)
+	}
+	rec, err := s.readRecord(repo, st.Commit)
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s: no install record: %w", repo, st.Commit, err)
+	}
+	sel := bundle.Selection{Runtime: rec.Selection.Runtime, Plain: rec.Selection.Plain, IncludeExport: rec.Selection.IncludeExport}
+	return verify.Integrity(s.SnapshotDir(repo, st.Commit), verify.Options{Selection: sel, Record: rec.Record, Full: full})
+}
+
+// UpdateCheck compares the served revision with what a revision resolves to now.
+type UpdateCheck struct {
+	Repo          string   `json:"repo"`
+	Current       string   `json:"current,omitempty"`
+	Latest        string   `json:"latest"`
+	UpToDate      bool     `json:"up_to_date"`
+	ChangedFiles  []string `json:"changed_files"`
+	DownloadBytes int64    `json:"download_bytes"` // bytes not already in the store
+	TotalBytes    int64    `json:"total_bytes"`
+}
+
+// CheckUpdate resolves rev and reads its release.json, without
+// downloading anything else, and says what an update would fetch.
+func (s *Store) CheckUpdate(ctx context.Context, repo string, o PullOptions) (*UpdateCheck, error) {
+	if s.Client == nil {
+		return nil, fmt.Errorf("offline: cannot check %s for updates (FORGE_OFFLINE is set)", repo)
+	}
+	st, err := s.Current(repo)
+	if err != nil {
+		return nil, err
+	}
+	latest, err := s.Client.ResolveRevision(ctx, repo, o.Revision)
+	if err != nil {
+		return nil, err
+	}
+	uc := &UpdateCheck{Repo: repo, Current: st.Commit, Latest: latest, UpToDate: latest == st.Commit, ChangedFiles: []string{}}
+	raw, err := s.Client.FetchSmall(ctx, repo, latest, bundle.ReleaseFile, maxReleaseBytes)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := bundle.ParseRelease(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s: %w", repo, latest, err)
+	}
+	files, err := rel.Select(o.Selection)
+	if err != nil {
+		return nil, err
+	}
+	var old map[string]verify.RecordEntry
+	if rec, err := s.readRecord(repo, st.Commit); err == nil {
+		old = rec.Record.Files
+	}
+	for _, f := range files {
+		uc.TotalBytes += f.Bytes
+		if e, ok := old[f.Path]; !ok || e.SHA256 != f.SHA256 {
+			uc.ChangedFiles = append(uc.ChangedFiles, f.Path)
+		}
+	}
+	for _, f := range s.missingBlobs(files) {
+		uc.DownloadBytes += f.Bytes
+	}
+	return uc, nil
+}
+
+// Rollback serves the previous revision again (and remembers the one it
+// replaces as the new previous).
+func (s *Store) Rollback(repo string) (State, error) {
+	unlock, err := s.lockRepo(repo)
+	if err != nil {
+		return State{}, err
+	}
+	defer unlock()
+	st, err := s.Current(repo)
+	if err != nil {
+		return State{}, err
+	}
+	if st.Previous == "" {
+		return State{}, fmt.Errorf("%s has no previous revision to roll back to", repo)
+	}
+	if !exists(s.SnapshotDir(repo, st.Previous)) {
+		return State{}, fmt.Errorf("%s: previous revision %s is no longer installed", repo, st.Previous)
+	}
+	next := State{Commit: st.Previous, Previous: st.Commit}
+	return next, s.setCurrent(repo, next)
+}
+
+// GCResult reports what gc removed.
+type GCResult struct {
+	Snapshots  []string `json:"removed_snapshots"`
+	Blobs      int      `json:"removed_blobs"`
+	Partials   int      `json:"removed_partials"`
+	FreedBytes int64    `json:"freed_bytes"`
+}
+
+// GC removes snapshots that are neither current nor previous, staging
+// trees, and blobs no snapshot links to (link count 1). With partials it
+// also drops in-flight downloads. It holds each repository's lock while
+// it works on it, so it never races a pull.
+func (s *Store) GC(partials bool) (*GCResult, error) {
+	res := &GCResult{Snapshots: []string{}}
+	repos, err := s.repos()
+	if err != nil {
+		return nil, err
+	}
+	for _, repo := range repos {
+		if err := s.gcRepo(repo, res); err != nil {
+			return res, err
+		}
+	}
+	// Blobs: a blob linked from no snapshot has exactly one link.
+	blobDir := s.path("blobs", "sha256")
+	entries, err := os.ReadDir(blobDir)
+	if err != nil {
+		return res, err
+	}
+	for _, e := range entries {
+		fi, err := os.Lstat(filepath.Join(blobDir, e.Name()))
+		if err != nil || !fi.Mode().IsRegular() || linkCount(fi) != 1 {
+			continue
+		}
+		if os.Remove(filepath.Join(blobDir, e.Name())) == nil {
+			res.Blobs++
+			res.FreedBytes += fi.Size()
+		}
+	}
+	if partials {
+		entries, _ := os.ReadDir(s.path("partial"))
+		for _, e := range entries {
+			fi, err := e.Info()
+			if err == nil && os.Remove(s.path("partial", e.Name())) == nil {
+				res.Partials++
+				res.FreedBytes += fi.Size()
+			}
+		}
+	}
+	return res, nil
+}
+
+func (s *Store) gcRepo(repo string, res *GCResult) error {
+	unlock, err := s.lockRepo(repo)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := s.Current(repo)
+	if err != nil {
+		return err
+	}
+	dir := s.path("snapshots", repoPath(repo))
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		name := e.Name()
+		if name == st.Commit || name == st.Previous {
+			continue
+		}
+		// Not current, not previous, or a staging tree left by a crash
+		// (safe: we hold the lock, so no pull is using it).
+		if err := makeWritable(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+		os.Remove(s.recordPath(repo, name))
+		res.Snapshots = append(res.Snapshots, repo+"@"+name)
+	}
+	return nil
+}
+
+// makeWritable lets RemoveAll delete read-only trees (directories only:
+// the files are links to read-only blobs, and unlinking needs only the
+// directory's permission).
+func makeWritable(root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			return os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+}

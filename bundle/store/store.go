@@ -1,0 +1,204 @@
+// Package store keeps bundles on local disk: content-addressed read-only
+// blobs, one directory tree per installed commit made of hardlinks to the
+// blobs (regular files, no symlinks), the served commit per repository
+// recorded atomically with the previous one kept for rollback, resumable
+// partial downloads, and garbage collection by link count.
+//
+//	<root>/blobs/sha256/<hex>              read-only file contents
+//	<root>/snapshots/<owner>/<name>/<commit>/   a verified bundle tree
+//	<root>/records/<owner>/<name>/<commit>.json verification record
+//	<root>/refs/<owner>/<name>/<rev>       commit a branch or tag resolved to
+//	<root>/current/<owner>/<name>.json     {"commit", "previous"}
+//	<root>/partial/<hex>.part (+ .state)   in-flight downloads
+//	<root>/locks/<owner>/<name>.lock       per-repository flock
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/bundle/hub"
+)
+
+// Store is a local bundle store rooted at a data directory.
+type Store struct {
+	Root string
+	// Client talks to the hub; nil means offline (no network at all).
+	Client *hub.Client
+	// Workers is the number of files downloaded at once (default 4).
+	Workers int
+	// FreeSpace reports the bytes available to unprivileged writers under
+	// a directory (statfs by default; tests inject a smaller disk).
+	FreeSpace func(dir string) (int64, error)
+	// Margin is added to the bytes a pull needs before it starts: a fixed
+	// amount plus MarginPercent of the download (defaults 256 MiB and 2%).
+	MarginBytes   int64
+	MarginPercent float64
+	// Events receives progress; calls are serialised.
+	Events func(Event)
+
+	evMu sync.Mutex
+}
+
+// Event is one progress report of a pull, also printed as a JSON line by
+// `forgectl pull --json`.
+type Event struct {
+	Kind    string   `json:"event"` // lock_wait, resolved, plan, file_start, progress, file_done, retry, verify, installed
+	Repo    string   `json:"repo,omitempty"`
+	Commit  string   `json:"commit,omitempty"`
+	Path    string   `json:"path,omitempty"`
+	Done    int64    `json:"done_bytes,omitempty"`
+	Total   int64    `json:"total_bytes,omitempty"`
+	Files   int      `json:"files,omitempty"`
+	Active  []string `json:"active,omitempty"`
+	Message string   `json:"message,omitempty"`
+}
+
+func (s *Store) emit(e Event) {
+	if s.Events == nil {
+		return
+	}
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	s.Events(e)
+}
+
+// Open prepares the store layout under root.
+func Open(root string) (*Store, error) {
+	if root == "" {
+		return nil, errors.New("store: empty data directory")
+	}
+	for _, d := range []string{"blobs/sha256", "snapshots", "records", "refs", "current", "partial", "locks"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o755); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+	}
+	return &Store{Root: root, Workers: 4, FreeSpace: freeSpace, MarginBytes: 256 << 20, MarginPercent: 2}, nil
+}
+
+// DataDir picks the data directory: the flag, else $FORGE_DATA, else the
+// platform default.
+func DataDir(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if d := os.Getenv("FORGE_DATA"); d != "" {
+		return d
+	}
+	return DefaultDataDir()
+}
+
+// Offline reports whether FORGE_OFFLINE asks for no network at all.
+func Offline() bool {
+	v := os.Getenv("FORGE_OFFLINE")
+	return v != "" && v != "0" && !strings.EqualFold(v, "false")
+}
+
+func (s *Store) path(parts ...string) string {
+	return filepath.Join(append([]string{s.Root}, parts...)...)
+}
+
+// repoPath maps "owner/name" to owner/name below a store directory.
+func repoPath(repo string) string { return filepath.FromSlash(repo) }
+
+// SnapshotDir is where the tree of repo at commit lives once installed.
+func (s *Store) SnapshotDir(repo, commit string) string {
+	return s.path("snapshots", repoPath(repo), commit)
+}
+
+func (s *Store) blobPath(sum string) string { return s.path("blobs", "sha256", sum) }
+
+func (s *Store) recordPath(repo, commit string) string {
+	return s.path("records", repoPath(repo), commit+".json")
+}
+
+// State is the served commit of a repository and the one before it.
+type State struct {
+	Commit   string `json:"commit"`
+	Previous string `json:"previous,omitempty"`
+}
+
+// Current returns the served state of repo (zero State if none).
+func (s *Store) Current(repo string) (State, error) {
+	if err := hub.CheckRepo(repo); err != nil {
+		return State{}, err
+	}
+	data, err := os.ReadFile(s.path("current", repoPath(repo)+".json"))
+	if os.IsNotExist(err) {
+		return State{}, nil
+	}
+	if err != nil {
+		return State{}, err
+	}
+	var st State
+	if err := json.Unmarshal(data, &st); err != nil || !hub.IsCommit(st.Commit) {
+		return State{}, fmt.Errorf("%s: corrupt current record for %s", s.path("current", repoPath(repo)+".json"), repo)
+	}
+	return st, nil
+}
+
+func (s *Store) setCurrent(repo string, st State) error {
+	p := s.path("current", repoPath(repo)+".json")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	data, _ := json.Marshal(st)
+	return bundle.WriteFileAtomic(p, append(data, '\n'), 0o644)
+}
+
+// activate makes commit the served revision, keeping the old one as previous.
+func (s *Store) activate(repo, commit string) (State, error) {
+	cur, err := s.Current(repo)
+	if err != nil {
+		return State{}, err
+	}
+	if cur.Commit == commit {
+		return cur, nil
+	}
+	next := State{Commit: commit, Previous: cur.Commit}
+	return next, s.setCurrent(repo, next)
+}
+
+// resolveLocal maps a revision to a commit without the network.
+func (s *Store) resolveLocal(repo, rev string) (string, error) {
+	if hub.IsCommit(rev) {
+		return rev, nil
+	}
+	if rev == "" {
+		rev = "main"
+	}
+	data, err := os.ReadFile(s.path("refs", repoPath(repo), filepath.FromSlash(rev)))
+	if err != nil {
+		return "", fmt.Errorf("offline: %s@%s was never resolved on this machine", repo, rev)
+	}
+	commit := strings.TrimSpace(string(data))
+	if !hub.IsCommit(commit) {
+		return "", fmt.Errorf("offline: ref %s@%s holds %q, not a commit", repo, rev, commit)
+	}
+	return commit, nil
+}
+
+func (s *Store) writeRef(repo, rev, commit string) error {
+	if rev == "" {
+		rev = "main"
+	}
+	if hub.IsCommit(rev) || bundle.CheckPath(rev) != nil {
+		return nil
+	}
+	p := s.path("refs", repoPath(repo), filepath.FromSlash(rev))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return bundle.WriteFileAtomic(p, []byte(commit+"\n"), 0o644)
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}

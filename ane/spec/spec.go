@@ -307,8 +307,8 @@ func (sp *Speculator) judge(row []float32, d int, q *Dist) (ok bool, next int, e
 }
 
 // draftProbs looks up the drafter's q(d) and q at each target candidate.
-// qd is 0 when there is no usable q (absent, or q(d) not a positive finite
-// probability), which selects the token-only rule: that rule is exact for
+// qd is 0 when there is no usable q (absent, not a distribution summing to
+// 1, or q(d) = 0), which selects the token-only rule: that rule is exact for
 // drafts chosen any way at all, so a drafter with a broken q cannot bias
 // the output through this path.
 func (sp *Speculator) draftProbs(ids []int, d int, q *Dist) (qd float64, qAt []float64) {
@@ -323,13 +323,14 @@ func (sp *Speculator) draftProbs(ids []int, d int, q *Dist) (qd float64, qAt []f
 	}
 	sp.qAt = slices.Grow(sp.qAt[:0], len(ids))[:len(ids)]
 	clear(sp.qAt)
-	valid := true
+	valid, total := true, 0.0
 	for i, id := range q.IDs {
 		p := q.Probs[i]
 		if math.IsNaN(p) || p < 0 || p > 1 {
 			valid = false
 			break
 		}
+		total += p
 		if id == d {
 			qd += p
 		}
@@ -340,7 +341,7 @@ func (sp *Speculator) draftProbs(ids []int, d int, q *Dist) (qd float64, qAt []f
 	for _, id := range ids {
 		sp.slot[id] = 0
 	}
-	if !valid || !(qd > 0 && qd <= 1) {
+	if !valid || math.Abs(total-1) > 1e-6 || !(qd > 0 && qd <= 1) {
 		return 0, nil
 	}
 	return qd, sp.qAt

@@ -82,9 +82,15 @@ func (s *scope) lookup(name string) (Value, bool) {
 	return nil, false
 }
 
-func (s *scope) set(name string, v Value) { s.vars[name] = v }
+func (s *scope) set(name string, v Value) {
+	if s.vars == nil {
+		s.vars = map[string]Value{}
+	}
+	s.vars[name] = v
+}
 
-func child(s *scope) *scope { return &scope{vars: map[string]Value{}, parent: s} }
+// child is a nested scope; its map is made on the first set.
+func child(s *scope) *scope { return &scope{parent: s} }
 
 type renderer struct {
 	lim   Limits
@@ -260,7 +266,7 @@ func (r *renderer) execFor(n *forNode, sc *scope, w *strings.Builder) error {
 		if err := r.step(n.line); err != nil {
 			return err
 		}
-		loop := NewDict()
+		loop := newDictSized(9)
 		loop.Set("index", int64(i+1))
 		loop.Set("index0", int64(i))
 		loop.Set("revindex", int64(len(items)-i))

@@ -37,6 +37,11 @@ type Dict struct {
 // NewDict returns an empty ordered mapping.
 func NewDict() *Dict { return &Dict{vals: map[string]Value{}} }
 
+// newDictSized returns an empty mapping with room for n keys.
+func newDictSized(n int) *Dict {
+	return &Dict{keys: make([]string, 0, n), vals: make(map[string]Value, n)}
+}
+
 // Set adds or replaces key; a new key goes last.
 func (d *Dict) Set(key string, v Value) {
 	if _, ok := d.vals[key]; !ok {

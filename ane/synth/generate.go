@@ -224,34 +224,25 @@ func writeShard(path string, specs []layout.TensorSpec, seed uint64) error {
 	if err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
-	f32 := make([]float32, 0, chunkElements)
-	bf := make([]uint16, chunkElements)
-	buf := make([]byte, 2*chunkElements)
+	var (
+		vals []float32
+		bf   []uint16
+		raw  []byte
+	)
 	for _, s := range specs {
 		fill := newFiller(seed, s)
 		rowsPerChunk := max(1, chunkElements/fill.cols)
 		for r := 0; r < s.Shape[0]; r += rowsPerChunk {
 			n := min(rowsPerChunk, s.Shape[0]-r) * fill.cols
-			vals := f32[:n]
-			if n > cap(f32) {
-				vals = make([]float32, n) // one row wider than a chunk
+			if n > len(vals) { // first chunk, or a row wider than a chunk
+				vals, bf, raw = make([]float32, n), make([]uint16, n), make([]byte, 2*n)
 			}
-			fill.next(vals)
-			out := bf[:0]
-			if n > len(bf) {
-				out = make([]uint16, n)
-			}
-			out = out[:n]
-			half.F32ToBF16(out, vals)
-			raw := buf[:0]
-			if 2*n > len(buf) {
-				raw = make([]byte, 2*n)
-			}
-			raw = raw[:2*n]
-			for i, v := range out {
+			fill.next(vals[:n])
+			half.F32ToBF16(bf[:n], vals[:n])
+			for i, v := range bf[:n] {
 				binary.LittleEndian.PutUint16(raw[2*i:], v)
 			}
-			if err := w.Write(s.Name, raw); err != nil {
+			if err := w.Write(s.Name, raw[:2*n]); err != nil {
 				w.Abort()
 				return fmt.Errorf("synth: %w", err)
 			}

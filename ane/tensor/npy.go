@@ -71,6 +71,27 @@ func (f *NPYFile) Row(i int) ([]byte, error) {
 	return f.m.section(f.h.DataOffset+int64(i)*f.rowLen, f.rowLen)
 }
 
+// npyDTypes maps each .npy descr to the safetensors dtype with the same
+// element layout, so views share one compatibility table.
+var npyDTypes = map[string]DType{"<f2": F16, "<f4": F32, "<i4": I32, "<i8": I64, "|u1": U8, "|i1": I8}
+
+// NPYRow returns row i as []T without copying (when mapped and aligned).
+// T must match the descr: <f2 → uint16 (fp16 bits, see ane/half),
+// <f4 → float32, <i4 → int32, <i8 → int64, |u1 → uint8, |i1 → int8.
+func NPYRow[T Element](f *NPYFile, i int) ([]T, error) {
+	if !viewable[T](npyDTypes[f.h.Descr]) {
+		return nil, fmt.Errorf("%s: array is %s, cannot view it as []%s", f.path, f.h.Descr, typeName[T]())
+	}
+	if !littleEndianHost {
+		return nil, fmt.Errorf("%s: zero-copy views need a little-endian host", f.path)
+	}
+	b, err := f.Row(i)
+	if err != nil {
+		return nil, err
+	}
+	return castSlice[T](b), nil
+}
+
 // Data returns the whole array's bytes: zero-copy when mapped; otherwise
 // the file is read into memory once (nil if that fails). Prefer Row for
 // large arrays.

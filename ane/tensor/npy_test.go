@@ -46,6 +46,13 @@ func TestNPYKnownBytes(t *testing.T) {
 			t.Errorf("row 1 [%d] = %v, want %v", j, got, want)
 		}
 	}
+	typed, err := NPYRow[float32](f, 1)
+	if err != nil || !slices.Equal(typed, []float32{3, 4, 5}) {
+		t.Errorf("NPYRow[float32](1) = %v, %v", typed, err)
+	}
+	if _, err := NPYRow[uint16](f, 0); err == nil || !strings.Contains(err.Error(), "<f4") {
+		t.Errorf("NPYRow[uint16] of <f4: err = %v", err)
+	}
 	if _, err := f.Row(2); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Errorf("Row(2): err = %v", err)
 	}

@@ -90,6 +90,27 @@ func TestHandBuiltFile(t *testing.T) {
 	}
 }
 
+// TestUnalignedView reads an F32 tensor that starts one byte into an
+// 8-aligned data section: the view must still hold the right values.
+func TestUnalignedView(t *testing.T) {
+	header := `{"pad":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"x":{"dtype":"F32","shape":[2],"data_offsets":[1,9]}}`
+	for (8+len(header))%8 != 0 {
+		header += " "
+	}
+	raw := append(rawFile(header, 0), 0xAA)
+	raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(-1.25))
+	raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(7))
+	f, err := OpenSafetensors(writeTemp(t, "u.safetensors", raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := View[float32](f, "x")
+	if err != nil || !slices.Equal(v, []float32{-1.25, 7}) {
+		t.Fatalf("View = %v, %v", v, err)
+	}
+}
+
 // decodeLE reads element i of a little-endian tensor as float64 for comparison,
 // independently of the package's unsafe views.
 func decodeLE(d DType, b []byte, i int) float64 {

@@ -262,3 +262,35 @@ func TestBadShapes(t *testing.T) {
 		}
 	}
 }
+
+// An index past the stored codebook entries (malformed data) reads a zero
+// entry in both the product and Densify, never out of bounds.
+func TestIndexPastCodebook(t *testing.T) {
+	for _, cd := range []int{1, 2, 4} {
+		lut := make([]float32, 4*cd)
+		for i := range lut {
+			lut[i] = float32(i + 1)
+		}
+		idx := []uint8{0, 200, 3, 255}
+		m, err := NewLUT("x", cd, 4, cd, lut, idx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := []float32{1, 10, 100, 1000}
+		y := make([]float32, cd)
+		run := NewRunner(1)
+		lin, _ := NewLinear("x", m, nil, nil)
+		run.Apply(lin, y, x, 1)
+		run.Close()
+		dense := Densify(m)
+		for tt := 0; tt < cd; tt++ {
+			want := float32(tt+1) + 100*float32(3*cd+tt+1)
+			if y[tt] != want {
+				t.Errorf("cd=%d row %d: product %v, want %v", cd, tt, y[tt], want)
+			}
+			if dense[tt*4+1] != 0 || dense[tt*4+3] != 0 {
+				t.Errorf("cd=%d: Densify gives %v for out-of-codebook indices", cd, dense[tt*4:tt*4+4])
+			}
+		}
+	}
+}

@@ -42,6 +42,12 @@ func TestMain(m *testing.M) {
 	if tinyDir != "" {
 		os.RemoveAll(tinyDir)
 	}
+	for _, bm := range benchModels {
+		bm.files.Close()
+	}
+	for _, d := range benchDirs {
+		os.RemoveAll(d)
+	}
 	os.Exit(code)
 }
 

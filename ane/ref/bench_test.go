@@ -1,0 +1,212 @@
+package ref
+
+import (
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/ane/synth"
+)
+
+// Benchmarks run on synthetic checkpoints generated in a temporary
+// directory (ane/synth) and an export made by quickExport (round-to-nearest
+// with fixed codebooks; see quickexport_test.go). Run with e.g.
+//
+//	go test -run '^$' -bench . -benchtime 20x ./ane/ref
+//
+// Each reports tokens/s and, for decode, the weight bytes read per token,
+// the machine's copy bandwidth measured in the same run and their ratio.
+
+type benchModel struct {
+	dir    string
+	cfg    Config
+	w      *Weights
+	files  *DirFiles
+	export *Weights
+}
+
+var (
+	benchMu     sync.Mutex
+	benchModels = map[string]*benchModel{}
+	benchDirs   []string
+)
+
+func loadBench(b *testing.B, preset string) *benchModel {
+	b.Helper()
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if bm, ok := benchModels[preset]; ok {
+		return bm
+	}
+	dir, err := os.MkdirTemp("", "ref-bench-"+preset+"-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDirs = append(benchDirs, dir)
+	if err := synth.Generate(dir, synth.Options{Preset: preset, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	m, err := Open(dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bm := &benchModel{dir: dir, cfg: m.Config(), w: m.w}
+	bm.files = &DirFiles{Dir: dir}
+	src, err := openCheckpoint(dir, bm.files)
+	if err != nil {
+		b.Fatal(err)
+	}
+	files, err := quickExport(bm.cfg, src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if bm.export, err = LoadExport(bm.cfg, src, files, nil); err != nil {
+		b.Fatal(err)
+	}
+	benchModels[preset] = bm
+	return bm
+}
+
+func (bm *benchModel) model(b *testing.B, export bool, threads int) *Model {
+	w := bm.w
+	if export {
+		w = bm.export
+	}
+	m, err := NewModel(bm.cfg, w, Options{Threads: threads, Ladder: []int{4096}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+// copyBandwidth is the machine's memory bandwidth by a copy loop over
+// 256 MiB with two goroutines, STREAM convention (bytes read + written per
+// second), best of four.
+func copyBandwidth() float64 {
+	const n = 256 << 20
+	src, dst := make([]byte, n), make([]byte, n)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	best := 0.0
+	for rep := 0; rep < 4; rep++ {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for p := 0; p < 2; p++ {
+			wg.Add(1)
+			go func(lo, hi int) { defer wg.Done(); copy(dst[lo:hi], src[lo:hi]) }(p*n/2, (p+1)*n/2)
+		}
+		wg.Wait()
+		best = max(best, 2*n/time.Since(start).Seconds())
+	}
+	return best
+}
+
+// decodeSteps runs n decode steps, restarting the session when the context
+// fills, and returns the time spent in the steps.
+func decodeSteps(b *testing.B, s *Session, n int) time.Duration {
+	var spent time.Duration
+	tok := 1
+	for i := 0; i < n; i++ {
+		if s.Position() >= s.Context()-1 {
+			s.Reset()
+		}
+		start := time.Now()
+		if _, err := s.Feed([]int{tok}); err != nil {
+			b.Fatal(err)
+		}
+		spent += time.Since(start)
+		tok = (tok*31 + 7) % s.m.cfg.Vocab
+	}
+	return spent
+}
+
+func benchDecode(b *testing.B, preset string, export bool) {
+	bm := loadBench(b, preset)
+	m := bm.model(b, export, 0)
+	s := m.NewSession()
+	defer s.Close()
+	s.Feed([]int{1, 2, 3, 4, 5, 6, 7, 8})
+	decodeSteps(b, s, 2) // warm up scratch
+	bw := copyBandwidth()
+	b.ReportAllocs()
+	b.ResetTimer()
+	spent := decodeSteps(b, s, b.N)
+	b.StopTimer()
+	perTok := spent.Seconds() / float64(b.N)
+	wb := float64(m.WeightBytes())
+	b.ReportMetric(1/perTok, "tok/s")
+	b.ReportMetric(wb/1e6, "MB/token")
+	b.ReportMetric(bw/1e9, "copyGB/s")
+	b.ReportMetric(wb/perTok/bw, "bw_ratio")
+}
+
+func BenchmarkDecodeExport(b *testing.B) {
+	for _, p := range []string{"small", "medium"} {
+		b.Run(p, func(b *testing.B) { benchDecode(b, p, true) })
+	}
+}
+
+func BenchmarkDecodeBF16(b *testing.B) {
+	b.Run("small", func(b *testing.B) { benchDecode(b, "small", false) })
+}
+
+func BenchmarkPrefillExport(b *testing.B) {
+	for _, p := range []string{"small", "medium"} {
+		b.Run(p, func(b *testing.B) {
+			bm := loadBench(b, p)
+			m := bm.model(b, true, 0)
+			s := m.NewSession()
+			defer s.Close()
+			ids := make([]int, 64)
+			for i := range ids {
+				ids[i] = (i*37 + 11) % bm.cfg.Vocab
+			}
+			s.Feed(ids)
+			var spent time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s.Reset()
+				start := time.Now()
+				if _, err := s.Feed(ids); err != nil {
+					b.Fatal(err)
+				}
+				spent += time.Since(start)
+			}
+			b.ReportMetric(float64(64*b.N)/spent.Seconds(), "tok/s")
+		})
+	}
+}
+
+// BenchmarkDecodeThreads measures 2-worker vs 1-worker decode on the same
+// weights, interleaved so load changes hit both; it reports the median
+// per-round speedup.
+func BenchmarkDecodeThreads(b *testing.B) {
+	for _, p := range []string{"small", "medium"} {
+		b.Run(p, func(b *testing.B) {
+			bm := loadBench(b, p)
+			s1, s2 := bm.model(b, true, 1).NewSession(), bm.model(b, true, 2).NewSession()
+			defer s1.Close()
+			defer s2.Close()
+			for _, s := range []*Session{s1, s2} {
+				s.Feed([]int{1, 2, 3, 4})
+				decodeSteps(b, s, 2)
+			}
+			var ratios []float64
+			var t1, t2 time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				a := decodeSteps(b, s1, 4)
+				c := decodeSteps(b, s2, 4)
+				t1, t2 = t1+a, t2+c
+				ratios = append(ratios, a.Seconds()/c.Seconds())
+			}
+			sort.Float64s(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "speedup")
+			b.ReportMetric(float64(4*b.N)/t1.Seconds(), "tok/s_1thr")
+			b.ReportMetric(float64(4*b.N)/t2.Seconds(), "tok/s_2thr")
+		})
+	}
+}

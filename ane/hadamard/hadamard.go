@@ -28,7 +28,13 @@ import (
 // Sylvester (natural) order, in place and without allocating. len(x) must
 // be a power of two; anything else is a programming error and panics
 // (BlockRotation validates its block width before calling it).
-func FWHT(x []float32) {
+func FWHT(x []float32) { fwht(x) }
+
+// FWHT64 is FWHT for float64 vectors (Hessians and other float64 statistics
+// of the rebuild path).
+func FWHT64(x []float64) { fwht(x) }
+
+func fwht[T float32 | float64](x []T) {
 	n := len(x)
 	if n == 0 {
 		return
@@ -120,6 +126,42 @@ func (r *BlockRotation) ApplyInverse(x []float32) {
 	for i, s := range r.scaled {
 		x[i] *= s
 	}
+}
+
+// RotateHessian replaces the symmetric n×n row-major matrix h (n = N()),
+// a second-moment matrix of the inputs x, by R·h·Rᵀ: the same statistic of
+// the rotated inputs R·x, as GPTQ needs when it quantizes W' = W·Rᵀ.
+// It computes h·Rᵀ row by row, transposes (giving R·h, as h is symmetric),
+// and rotates the rows again.
+func (r *BlockRotation) RotateHessian(h []float64) error {
+	n := r.N()
+	if len(h) != n*n {
+		return fmt.Errorf("hadamard: Hessian has %d elements, want %d×%d", len(h), n, n)
+	}
+	inv := 1 / math.Sqrt(float64(r.Block))
+	scaled := make([]float64, n)
+	for i, s := range r.Signs {
+		scaled[i] = float64(s) * inv
+	}
+	rotate := func() {
+		for i := 0; i < n; i++ {
+			row := h[i*n : (i+1)*n]
+			for j, s := range scaled {
+				row[j] *= s
+			}
+			for b := 0; b < n; b += r.Block {
+				FWHT64(row[b : b+r.Block])
+			}
+		}
+	}
+	rotate()
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			h[i*n+j], h[j*n+i] = h[j*n+i], h[i*n+j]
+		}
+	}
+	rotate()
+	return nil
 }
 
 // RotateRows applies the rotation to every row of a row-major matrix with

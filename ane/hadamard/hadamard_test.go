@@ -325,3 +325,62 @@ func denseMatvecNs(n int) float64 {
 	}
 	return times[len(times)/2]
 }
+
+// RotateHessian gives R·H·Rᵀ, computed here naively from the definition.
+func TestRotateHessian(t *testing.T) {
+	const n, b = 96, 32
+	rot, err := NewBlockRotation(n, b, 2005)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(20, 21))
+	// H = XᵀX/m for random X: symmetric positive semi-definite.
+	const m = 40
+	x := make([]float64, m*n)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	h := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			for k := 0; k < m; k++ {
+				h[i*n+j] += x[k*n+i] * x[k*n+j] / m
+			}
+		}
+	}
+	r := naiveR(nprand.ChoiceSigns(2005, n), b)
+	want := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			var acc float64
+			for k := 0; k < n; k++ {
+				for l := 0; l < n; l++ {
+					acc += r[i][k] * h[k*n+l] * r[j][l]
+				}
+			}
+			want[i*n+j] = acc
+		}
+	}
+	if err := rot.RotateHessian(h); err != nil {
+		t.Fatal(err)
+	}
+	for i := range h {
+		if math.Abs(h[i]-want[i]) > 1e-12*math.Max(1, math.Abs(want[i])) {
+			t.Fatalf("(R·H·Rᵀ)[%d][%d] = %g, want %g", i/n, i%n, h[i], want[i])
+		}
+	}
+	if err := rot.RotateHessian(make([]float64, 10)); err == nil || !strings.Contains(err.Error(), "96×96") {
+		t.Errorf("wrong-size Hessian error = %v", err)
+	}
+}
+
+func TestFWHT64MatchesFWHT(t *testing.T) {
+	x := randVec(rand.New(rand.NewPCG(30, 31)), 256)
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = float64(v)
+	}
+	FWHT(x)
+	FWHT64(y)
+	assertClose(t, "FWHT vs FWHT64", x, y, 1e-5)
+}

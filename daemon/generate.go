@@ -45,7 +45,7 @@ func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) 
 	if !ok {
 		return nil, wire.Errorf(wire.CodeNotFound, "session %q is not open on this connection", a.Session)
 	}
-	c.s.backend.CloseSession(a.Session)
+	c.s.Backend().CloseSession(a.Session)
 	return wire.Empty{}, nil
 }
 
@@ -59,7 +59,7 @@ func (c *conn) closeSessions() {
 	c.sessions = map[string]*session{}
 	c.mu.Unlock()
 	for _, id := range ids {
-		c.s.backend.CloseSession(id)
+		c.s.Backend().CloseSession(id)
 	}
 }
 
@@ -136,11 +136,11 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 		history = sess.history
 	}
 	conversation := append(append([]wire.Message(nil), history...), a.Messages...)
-	prompt, err := c.s.backend.RenderChat(ChatPrompt{Messages: conversation, Tools: a.Tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)})
+	prompt, err := c.s.Backend().RenderChat(ChatPrompt{Messages: conversation, Tools: a.Tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)})
 	if err != nil {
 		return nil, err
 	}
-	ids, err := c.s.backend.Tokenize(prompt)
+	ids, err := c.s.Backend().Tokenize(prompt)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 	defer release()
 	ids := fromWireIDs(a.IDs)
 	if a.Prompt != nil {
-		if ids, err = c.s.backend.Tokenize(*a.Prompt); err != nil {
+		if ids, err = c.s.Backend().Tokenize(*a.Prompt); err != nil {
 			return nil, err
 		}
 	}
@@ -194,7 +194,8 @@ var errStopString = errors.New("stop string reached")
 // generate schedules and runs one generation, streaming token events.
 func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParams) (*wire.GenerationResult, error) {
 	received := time.Now()
-	model := c.s.backend.Model()
+	backend := c.s.Backend()
+	model := backend.Model()
 	maxTokens := c.s.cfg.DefaultMaxTokens
 	if p.maxTokens != nil {
 		maxTokens = int(min(*p.maxTokens, 1<<30))
@@ -235,7 +236,7 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 
 	genCtx, stopGen := context.WithCancel(ctx)
 	defer stopGen()
-	dec := c.s.backend.NewStreamDecoder()
+	dec := backend.NewStreamDecoder()
 	text := newTextStream(p.stop)
 	var full []byte
 	var first time.Time
@@ -266,7 +267,7 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 	if p.sampling != nil {
 		req.Sampling = *p.sampling
 	}
-	out, err := c.s.backend.Generate(genCtx, req, emit)
+	out, err := backend.Generate(genCtx, req, emit)
 	if stopped {
 		out.FinishReason = wire.FinishStopString
 	} else if err != nil {

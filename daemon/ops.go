@@ -141,7 +141,7 @@ func (c *conn) opHello(_ context.Context, req wire.Request) (any, error) {
 	state, _, _ := c.s.currentState()
 	return wire.HelloResult{
 		Daemon: version.Get().Version, Protocol: wire.ProtocolVersion, Capabilities: capabilities(),
-		Bundle: c.s.backend.Model().Bundle, State: state, MaxFrame: uint64(c.s.cfg.Limits.MaxFrame),
+		Bundle: c.s.Backend().Model().Bundle, State: state, MaxFrame: uint64(c.s.cfg.Limits.MaxFrame),
 	}, nil
 }
 
@@ -155,9 +155,9 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 	queued, running, slots := s.sched.Counts()
 	res := wire.StatusResult{
 		Daemon: version.Get().Version, Protocol: wire.ProtocolVersion, State: state, Reason: reason,
-		Bundle: s.backend.Model().Bundle, UptimeMS: uint64(time.Since(s.started).Milliseconds()),
+		Bundle: s.Backend().Model().Bundle, UptimeMS: uint64(time.Since(s.started).Milliseconds()),
 		Queued: uint64(queued), Running: uint64(running), Slots: uint64(slots),
-		Sessions: []wire.SessionInfo{}, Requests: []wire.RequestInfo{}, Memory: s.backend.Memory(),
+		Sessions: []wire.SessionInfo{}, Requests: []wire.RequestInfo{}, Memory: s.Backend().Memory(),
 	}
 	s.mu.Lock()
 	res.Connections = uint64(len(s.conns))
@@ -196,7 +196,7 @@ func compareStrings(a, b string) int {
 }
 
 func (c *conn) opModels(context.Context, wire.Request) (any, error) {
-	m := c.s.backend.Model()
+	m := c.s.Backend().Model()
 	state, _, _ := c.s.currentState()
 	info := wire.ModelInfo{Model: m.Bundle.Model, Repo: m.Bundle.Repo, Revision: m.Bundle.Revision, State: state, ContextEntries: []uint64{}}
 	for _, e := range m.ContextEntries {
@@ -210,7 +210,7 @@ func (c *conn) opTokenize(_ context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
-	ids, err := c.s.backend.Tokenize(a.Text)
+	ids, err := c.s.Backend().Tokenize(a.Text)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (c *conn) opDetokenize(_ context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
-	text, err := c.s.backend.Detokenize(fromWireIDs(a.IDs))
+	text, err := c.s.Backend().Detokenize(fromWireIDs(a.IDs))
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func (c Config) withDefaults() Config {
 // Server serves the protocol on a listener, backed by one Backend.
 type Server struct {
 	cfg     Config
-	backend Backend
+	backend atomic.Pointer[backendBox]
 	log     *slog.Logger
 	auth    authorizer
 	sched   *Scheduler
@@ -94,14 +94,25 @@ func New(b Backend, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{
-		cfg: cfg, backend: b, log: cfg.Logger, started: time.Now(),
+	s := &Server{
+		cfg: cfg, log: cfg.Logger, started: time.Now(),
 		auth:  authorizer{daemonUID: uint32(os.Getuid()), adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
 		sched: NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
 		conns: map[*conn]struct{}{}, gens: map[*generation]struct{}{},
 		state: wire.StateReady, stateChanged: make(chan struct{}),
-	}, nil
+	}
+	s.SetBackend(b)
+	return s, nil
 }
+
+type backendBox struct{ Backend }
+
+// Backend is the backend serving new requests.
+func (s *Server) Backend() Backend { return s.backend.Load().Backend }
+
+// SetBackend switches new requests to b (for example once a model has
+// loaded); requests already running finish on the old one.
+func (s *Server) SetBackend(b Backend) { s.backend.Store(&backendBox{b}) }
 
 // SetState records the daemon's state and notifies subscribers.
 func (s *Server) SetState(state, reason string) {

@@ -4,10 +4,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
+	"github.com/forgedaemon/forged/client"
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon"
+	"github.com/forgedaemon/forged/daemon/refbackend"
 	"github.com/forgedaemon/forged/internal/version"
 	"github.com/spf13/cobra"
 )
@@ -38,6 +48,101 @@ func init() {
 	}
 	v.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
 	rootCmd.AddCommand(v)
+}
+
+// runFlags are forged run's options.
+type runFlags struct {
+	socket, data, model, repo, revision, adminGroup, logLevel string
+	tokenizerOnly                                             bool
+	maxFrame, slots, perCaller, maxQueue                      int
+	frameTimeout                                              time.Duration
+}
+
+func init() {
+	var f runFlags
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run the daemon in the foreground until SIGINT or SIGTERM",
+		Long: `Run the daemon in the foreground: listen on the socket at once, load the model in the
+background (state "loading", then "ready" or "unavailable" with the reason), and serve until
+SIGINT or SIGTERM, which stop accepting, cancel running requests and exit.
+
+--model DIR serves a Hugging Face qwen3_5 checkpoint directory with the pure-Go reference
+engine (tokenizer.json, tokenizer_config.json, config.json and safetensors shards).
+--repo REPO names a published bundle; the bundle store is not wired into forged run yet, so
+the daemon then reports state "unavailable" with that reason.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), f) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.socket, "socket", client.DefaultSocketPath(), "Unix socket path")
+	fl.StringVar(&f.data, "data", "", "data directory (bundle store, state); created if missing")
+	fl.StringVar(&f.model, "model", "", "serve this checkpoint directory")
+	fl.StringVar(&f.repo, "repo", "", "serve this bundle repository (needs the bundle store)")
+	fl.StringVar(&f.revision, "revision", "", "revision reported for --model (default \"local\")")
+	fl.BoolVar(&f.tokenizerOnly, "tokenizer-only", false, "with --model: load only the tokenizer and chat template")
+	fl.StringVar(&f.adminGroup, "admin-group", "", "group (name or gid) whose members may use admin operations")
+	fl.IntVar(&f.maxFrame, "max-frame", wire.DefaultLimits.MaxFrame, "largest request frame in bytes")
+	fl.DurationVar(&f.frameTimeout, "frame-timeout", 10*time.Second, "a started frame must complete within this")
+	fl.IntVar(&f.slots, "slots", 1, "generations run at once")
+	fl.IntVar(&f.perCaller, "per-caller", 4, "queued-or-running generations per caller")
+	fl.IntVar(&f.maxQueue, "max-queue", 256, "generations waiting in total before busy")
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	c.MarkFlagRequired("data")
+	c.MarkFlagsMutuallyExclusive("model", "repo")
+	rootCmd.AddCommand(c)
+}
+
+func runDaemon(ctx context.Context, f runFlags) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if f.model == "" && f.repo == "" {
+		return errors.New("nothing to serve: give --model DIR or --repo REPO")
+	}
+	if err := os.MkdirAll(f.data, 0o755); err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	ln, err := daemon.Listen(f.socket)
+	if err != nil {
+		return err
+	}
+	waiting := daemon.Unavailable{Reason: "the model is loading", Bundle: wire.Bundle{Repo: f.repo}}
+	srv, err := daemon.New(waiting, daemon.Config{
+		Limits: wire.Limits{MaxFrame: f.maxFrame}, FrameTimeout: f.frameTimeout, Slots: f.slots,
+		PerCaller: f.perCaller, MaxQueue: f.maxQueue, AdminGroup: f.adminGroup, SocketPath: f.socket, Logger: log,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	// Listen first, load after: clients see "loading" instead of a refused connection.
+	if f.repo != "" {
+		reason := fmt.Sprintf("serving --repo %s needs the bundle store, which is not wired into forged run yet; use --model DIR", f.repo)
+		srv.SetBackend(daemon.Unavailable{Reason: reason, Bundle: waiting.Bundle})
+		srv.SetState(wire.StateUnavailable, reason)
+	} else {
+		srv.SetState(wire.StateLoading, "loading "+f.model)
+		go func() {
+			b, err := refbackend.Open(f.model, refbackend.Options{Revision: f.revision, TokenizerOnly: f.tokenizerOnly})
+			if err != nil {
+				srv.SetBackend(daemon.Unavailable{Reason: err.Error()})
+				srv.SetState(wire.StateUnavailable, err.Error())
+				return
+			}
+			srv.SetBackend(b)
+			srv.SetState(wire.StateReady, "")
+		}()
+	}
+	log.Info("forged listening", "socket", f.socket, "version", version.Get().Version, "pid", os.Getpid())
+	err = srv.Serve(ctx, ln)
+	log.Info("forged stopped")
+	return err
 }
 
 func main() {

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	c := &cobra.Command{
+		Use:   "gc",
+		Short: "Remove snapshots that are neither served nor previous, and blobs nothing links to",
+		Args:  cobra.NoArgs,
+	}
+	var f storeFlags
+	var partials bool
+	addDataFlag(c, &f)
+	c.Flags().BoolVar(&partials, "partials", false, "also delete partial downloads (they would otherwise resume)")
+	asJSON := jsonFlag(c)
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		s, err := f.open(false)
+		if err != nil {
+			return err
+		}
+		res, err := s.GC(partials)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(cmd.OutOrStdout(), res)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "removed %d snapshot(s), %d blob(s), %d partial file(s); freed %s\n",
+			len(res.Snapshots), res.Blobs, res.Partials, humanBytes(res.FreedBytes))
+		return nil
+	}
+	addCommand(c)
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/forgedaemon/forged/bundle/store"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	c := &cobra.Command{
+		Use:   "pull REPO",
+		Short: "Download a bundle from the hub, verify every byte and install it",
+		Long: `pull resolves --revision (default main) to a commit, reads release.json at
+that commit, downloads the selected components into the local store
+(resuming partial files, skipping content already stored), verifies the
+snapshot and serves it. With FORGE_OFFLINE=1 it only uses what is installed.`,
+		Args: cobra.ExactArgs(1),
+	}
+	var f storeFlags
+	var o store.PullOptions
+	addDataFlag(c, &f)
+	addEndpointFlag(c, &f)
+	c.Flags().StringVar(&o.Revision, "revision", "main", "branch, tag or commit")
+	c.Flags().BoolVar(&o.Plain, "plain", false, "leave out the drafter (no speculative decoding)")
+	c.Flags().BoolVar(&o.IncludeExport, "include-export", false, "also download export/ (quantized weights for the reference backend)")
+	c.Flags().BoolVar(&o.KeepCurrent, "no-switch", false, "install without serving it (see update apply)")
+	asJSON := jsonFlag(c)
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		s, err := f.open(true)
+		if err != nil {
+			return err
+		}
+		res, err := pullWithProgress(cmd, s, args[0], o, *asJSON)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSONLine(cmd.OutOrStdout(), map[string]any{"event": "result", "result": res})
+		}
+		how := fmt.Sprintf("downloaded %s in %d files", humanBytes(res.DownloadedBytes), res.DownloadedFiles)
+		if res.AlreadyInstalled {
+			how = "already installed"
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s@%s: %s (%d files, %s), integrity PASS; serving %s\n",
+			res.Repo, res.Commit, how, res.Files, humanBytes(res.Bytes), res.State.Commit)
+		return nil
+	}
+	addCommand(c)
+}
+
+// pullWithProgress runs a pull, reporting progress as JSON lines
+// (--json), a live bar (terminal) or nothing.
+func pullWithProgress(cmd *cobra.Command, s *store.Store, repo string, o store.PullOptions, asJSON bool) (*store.PullResult, error) {
+	switch {
+	case asJSON:
+		var last time.Time
+		out := cmd.OutOrStdout()
+		s.Events = func(e store.Event) {
+			if e.Kind == "progress" && time.Since(last) < 200*time.Millisecond && e.Done != e.Total {
+				return
+			}
+			last = time.Now()
+			writeJSONLine(out, e)
+		}
+	case writerIsTerminal(cmd.ErrOrStderr()):
+		bar := newProgressBar(cmd.ErrOrStderr())
+		s.Events = bar.event
+		defer fmt.Fprintln(cmd.ErrOrStderr())
+	}
+	return s.Pull(cmd.Context(), repo, o)
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/bundle/hubtest"
+	"github.com/forgedaemon/forged/bundle/synthbundle"
+)
+
+// The bundle commands are tested as a real binary (a kill -9 needs a
+// separate process), built once per test run.
+var (
+	bundleCLIOnce sync.Once
+	bundleCLIPath string
+	bundleCLIErr  error
+)
+
+func bundleCLI(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the forgectl binary; skipped with -short")
+	}
+	bundleCLIOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "forgectl-bin-")
+		if err != nil {
+			bundleCLIErr = err
+			return
+		}
+		bundleCLIPath = filepath.Join(dir, "forgectl")
+		out, err := exec.Command("go", "build", "-o", bundleCLIPath, ".").CombinedOutput()
+		if err != nil {
+			bundleCLIErr = errors.New(string(out))
+		}
+	})
+	if bundleCLIErr != nil {
+		t.Fatalf("go build forgectl: %v", bundleCLIErr)
+	}
+	return bundleCLIPath
+}
+
+func bundleCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
+	c := exec.Command(bundleCLI(t), args...)
+	c.Env = append(os.Environ(), "HF_TOKEN=hf_cli_token", "FORGE_OFFLINE=")
+	c.Env = append(c.Env, env...)
+	return c
+}
+
+const cliRepo = "anemll/forge-cli-test"
+
+// TestPullKill9ThenResume kills `forgectl pull` with SIGKILL in the middle
+// of a 64 MiB file and reruns it: it completes, verifies, and re-downloads
+// less than one part (8 MiB) of what the first run had received.
+func TestPullKill9ThenResume(t *testing.T) {
+	bin := bundleCLI(t)
+	src := filepath.Join(t.TempDir(), "src")
+	// One chunk package with one 64 MiB weight file.
+	rel, err := synthbundle.Generate(src, synthbundle.Options{Seed: 5, Layers: 8, ChunkLayers: 8, TotalBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := "coreai/" + synthbundle.ChunkName(0, 7) + "/weights/weight-00.bin"
+	f, _ := rel.File(big)
+	h := hubtest.New()
+	defer h.Close()
+	h.Token = "hf_cli_token"
+	commit, err := h.Publish(cliRepo, src, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const part = 8 << 20
+	stallAt := int64(44 << 20) // between the 40 and 48 MiB checkpoints
+	h.Inject(hubtest.Fault{Kind: hubtest.Stall, Path: big, N: stallAt})
+	data := filepath.Join(t.TempDir(), "data")
+	args := []string{"pull", "--json", "--endpoint", h.URL, "--data", data, "--part-size", "8388608", cliRepo}
+
+	first := exec.Command(bin, args...)
+	first.Env = append(os.Environ(), "HF_TOKEN=hf_cli_token", "FORGE_OFFLINE=")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the partial holds everything the hub sent before stalling
+	// and the 40 MiB checkpoint is on disk, then kill -9.
+	partial := filepath.Join(data, "partial", f.SHA256+".part")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, err := os.Stat(partial)
+		var cp struct{ Offset int64 }
+		if raw, rerr := os.ReadFile(partial + ".state"); rerr == nil {
+			json.Unmarshal(raw, &cp)
+		}
+		if err == nil && st.Size() == stallAt && cp.Offset == 40<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			first.Process.Kill()
+			t.Fatalf("first pull never reached the stall point")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	first.Process.Signal(syscall.SIGKILL)
+	first.Wait()
+	firstBytes := h.BytesServed(big)
+	h.ClearFaults()
+
+	second := exec.Command(bin, args...)
+	second.Env = first.Env
+	out, err := second.Output()
+	if err != nil {
+		t.Fatalf("second pull: %v\n%s", err, out)
+	}
+	var result struct {
+		Event  string `json:"event"`
+		Result struct {
+			Commit       string `json:"commit"`
+			ResumedBytes int64  `json:"resumed_bytes"`
+			Report       struct {
+				Status string `json:"status"`
+			} `json:"report"`
+		} `json:"result"`
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &result); err != nil || result.Event != "result" {
+		t.Fatalf("last line is not the result: %q (%v)", lines[len(lines)-1], err)
+	}
+	refetched := firstBytes + (h.BytesServed(big) - firstBytes) - f.Bytes
+	t.Logf("kill -9 at %d of %d bytes; resumed from %d; bytes downloaded again: %d (part size %d)",
+		firstBytes, f.Bytes, result.Result.ResumedBytes, refetched, part)
+	if result.Result.Commit != commit || result.Result.Report.Status != "PASS" {
+		t.Fatalf("second pull result %+v", result.Result)
+	}
+	if result.Result.ResumedBytes != 40<<20 || refetched > part || refetched < 0 {
+		t.Fatalf("re-downloaded %d bytes (resumed from %d), want at most one part of %d", refetched, result.Result.ResumedBytes, part)
+	}
+	// And the installed revision verifies in full from the command line.
+	if out, err := bundleCmd(t, nil, "verify", "--data", data, "--repo", cliRepo, "--full").CombinedOutput(); err != nil {
+		t.Fatalf("verify --full: %v\n%s", err, out)
+	}
+}
+
+func TestVerifyCommandExitStatusAndJSON(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	if _, err := synthbundle.Generate(dir, synthbundle.Options{Seed: 9}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := bundleCmd(t, nil, "verify", "--bundle", dir, "--json").Output()
+	if err != nil {
+		t.Fatalf("verify of a good bundle: %v\n%s", err, out)
+	}
+	var rep struct {
+		Status        string `json:"status"`
+		InferenceRun  *bool  `json:"inference_run"`
+		VerifiedFiles int    `json:"verified_files"`
+		Speculative   bool   `json:"speculative"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil || rep.Status != "PASS" || rep.InferenceRun == nil || *rep.InferenceRun || !rep.Speculative {
+		t.Fatalf("report %s (%v)", out, err)
+	}
+	// Break one file: exit status 2, and the failure names file and rule.
+	p := filepath.Join(dir, "model", "tokenizer_config.json")
+	os.WriteFile(p, []byte(`{"chat_template": "changed"}`), 0o644)
+	cmd := bundleCmd(t, nil, "verify", "--bundle", dir)
+	out, err = cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitVerifyFailed {
+		t.Fatalf("exit = %v, want status %d", err, exitVerifyFailed)
+	}
+	if !strings.Contains(string(out), "FAIL model/tokenizer_config.json") || !strings.Contains(string(out), "[file.size]") {
+		t.Fatalf("output does not name the file and rule:\n%s", out)
+	}
+	if _, err := bundleCmd(t, nil, "verify").Output(); err == nil {
+		t.Fatal("verify without --repo or --bundle succeeded")
+	}
+}
+
+func TestUpdateCommands(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	if _, err := synthbundle.Generate(src, synthbundle.Options{Seed: 12}); err != nil {
+		t.Fatal(err)
+	}
+	h := hubtest.New()
+	defer h.Close()
+	h.Token = "hf_cli_token"
+	v1, _ := h.Publish(cliRepo, src, "main")
+	data := filepath.Join(t.TempDir(), "data")
+	run := func(args ...string) []byte {
+		t.Helper()
+		out, err := bundleCmd(t, nil, args...).Output()
+		if err != nil {
+			t.Fatalf("forgectl %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	run("pull", "--endpoint", h.URL, "--data", data, cliRepo)
+	// v2: one chunk file changes.
+	changed := "coreai/" + synthbundle.ChunkName(4, 7) + "/weights/weight-00.bin"
+	os.WriteFile(filepath.Join(src, changed), []byte("new weights"), 0o644)
+	rel, _ := bundle.LoadRelease(src)
+	if err := bundle.BuildInventory(src, rel); err != nil {
+		t.Fatal(err)
+	}
+	rel.Write(src)
+	v2, _ := h.Publish(cliRepo, src, "main")
+
+	var uc struct {
+		UpToDate     bool     `json:"up_to_date"`
+		ChangedFiles []string `json:"changed_files"`
+	}
+	json.Unmarshal(run("update", "check", "--json", "--endpoint", h.URL, "--data", data, cliRepo), &uc)
+	if uc.UpToDate || len(uc.ChangedFiles) != 1 || uc.ChangedFiles[0] != changed {
+		t.Fatalf("update check: %+v", uc)
+	}
+	run("update", "apply", "--endpoint", h.URL, "--data", data, cliRepo)
+	var st struct{ Commit, Previous string }
+	json.Unmarshal(run("update", "rollback", "--json", "--data", data, cliRepo), &st)
+	if st.Commit != v1 || st.Previous != v2 {
+		t.Fatalf("rollback: %+v, want %s (previous %s)", st, v1, v2)
+	}
+	var list []struct {
+		Repo      string
+		Current   string
+		Snapshots []struct{ Commit string }
+	}
+	json.Unmarshal(run("bundle", "list", "--json", "--data", data), &list)
+	if len(list) != 1 || list[0].Current != v1 || len(list[0].Snapshots) != 2 {
+		t.Fatalf("bundle list: %+v", list)
+	}
+	var gc struct {
+		Removed []string `json:"removed_snapshots"`
+	}
+	json.Unmarshal(run("gc", "--json", "--data", data), &gc)
+	if len(gc.Removed) != 0 {
+		t.Fatalf("gc removed a served or previous snapshot: %v", gc.Removed)
+	}
+	// Offline: no network; the installed revision is still reachable.
+	off := bundleCmd(t, []string{"FORGE_OFFLINE=1"}, "pull", "--endpoint", "http://127.0.0.1:1", "--data", data, "--revision", v1, cliRepo)
+	if out, err := off.CombinedOutput(); err != nil || !strings.Contains(string(out), "already installed") {
+		t.Fatalf("offline pull: %v\n%s", err, out)
+	}
+}

@@ -40,7 +40,10 @@ func (r *renderer) global(name string) Value {
 		return Func(func(args []Value, _ *Dict) (Value, error) {
 			msg := ""
 			if len(args) > 0 {
-				msg = toString(args[0])
+				var err error
+				if msg, err = r.str(args[0]); err != nil {
+					return nil, err
+				}
 			}
 			return nil, &raised{msg}
 		})
@@ -411,7 +414,11 @@ func (r *renderer) join(v Value, sep string) (Value, error) {
 	switch x := v.(type) {
 	case *List:
 		for _, it := range x.Items {
-			parts = append(parts, toString(it))
+			s, err := r.str(it)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, s)
 		}
 	case string:
 		for _, c := range x {
@@ -460,12 +467,12 @@ func (r *renderer) applyFilter(name string, v Value, a callArgs, sc *scope) (Val
 	case "safe":
 		return v, nil
 	case "tojson":
-		return tojsonFilter(v, args, kw)
+		return tojsonFilter(v, args, kw, r.lim.MaxOutput)
 	case "string":
 		if v == nil {
 			return "None", nil
 		}
-		return toString(v), nil
+		return r.str(v)
 	case "length", "count":
 		switch x := v.(type) {
 		case string:
@@ -529,7 +536,11 @@ func (r *renderer) applyFilter(name string, v Value, a callArgs, sc *scope) (Val
 		for _, it := range items {
 			dup := false
 			for _, seen := range out.Items {
-				dup = dup || equal(seen, it)
+				eq, err := r.eq(seen, it)
+				if err != nil {
+					return nil, err
+				}
+				dup = dup || eq
 			}
 			if !dup {
 				out.Items = append(out.Items, it)
@@ -612,8 +623,8 @@ func (r *renderer) applyFilter(name string, v Value, a callArgs, sc *scope) (Val
 	return nil, fmt.Errorf("filter %s does not apply to a %s", name, typeName(v))
 }
 
-func tojsonFilter(v Value, args []Value, kw *Dict) (Value, error) {
-	o := jsonOptions{itemSep: ", ", keySep: ": "}
+func tojsonFilter(v Value, args []Value, kw *Dict, maxLen int) (Value, error) {
+	o := jsonOptions{itemSep: ", ", keySep: ": ", maxLen: maxLen}
 	switch ind := arg(args, kw, 0, "indent", nil).(type) {
 	case nil:
 	case int64:
@@ -777,7 +788,7 @@ func (r *renderer) selectAttr(keep bool, v Value, args []Value) (Value, error) {
 			if !ok {
 				return nil, errors.New("selectattr/rejectattr test name must be a string")
 			}
-			if pass, err = applyTest(test, av, args[2:]...); err != nil {
+			if pass, err = r.applyTest(test, av, args[2:]...); err != nil {
 				return nil, err
 			}
 		} else {
@@ -829,7 +840,7 @@ func (r *renderer) mapFilter(v Value, args []Value, kw *Dict, sc *scope) (Value,
 	return out, nil
 }
 
-func applyTest(name string, v Value, args ...Value) (bool, error) {
+func (r *renderer) applyTest(name string, v Value, args ...Value) (bool, error) {
 	switch name {
 	case "defined":
 		_, u := v.(undefined)
@@ -891,17 +902,18 @@ func applyTest(name string, v Value, args ...Value) (bool, error) {
 		if len(args) == 0 {
 			return false, fmt.Errorf("test %s needs a value to compare with", name)
 		}
-		return equal(v, args[0]), nil
+		return r.eq(v, args[0])
 	case "ne", "!=":
 		if len(args) == 0 {
 			return false, fmt.Errorf("test %s needs a value to compare with", name)
 		}
-		return !equal(v, args[0]), nil
+		eq, err := r.eq(v, args[0])
+		return !eq, err
 	case "in":
 		if len(args) == 0 {
 			return false, errors.New("test in needs a container")
 		}
-		return contains(args[0], v)
+		return r.contains(args[0], v)
 	}
 	return false, fmt.Errorf("unknown test %q", name)
 }

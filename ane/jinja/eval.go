@@ -154,7 +154,11 @@ func (r *renderer) execOne(s stmt, sc *scope, w *strings.Builder) error {
 		if err != nil {
 			return err
 		}
-		return r.write(w, toString(v), n.line)
+		s, err := r.str(v)
+		if err != nil {
+			return err
+		}
+		return r.write(w, s, n.line)
 	case *ifNode:
 		c, err := r.eval(n.cond, sc)
 		if err != nil {
@@ -184,7 +188,11 @@ func (r *renderer) execOne(s stmt, sc *scope, w *strings.Builder) error {
 		if err != nil {
 			return err
 		}
-		return r.write(w, toString(v), n.line)
+		s, err := r.str(v)
+		if err != nil {
+			return err
+		}
+		return r.write(w, s, n.line)
 	}
 	return fmt.Errorf("internal: unknown statement %T", s)
 }
@@ -461,7 +469,7 @@ func (r *renderer) evalNode(e expr, sc *scope) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		res, err := applyTest(n.name, v)
+		res, err := r.applyTest(n.name, v)
 		if err != nil {
 			return nil, err
 		}
@@ -701,12 +709,11 @@ func (r *renderer) binary(n *binary, sc *scope) (Value, error) {
 		return nil, err
 	}
 	switch n.op {
-	case "==":
-		return equal(l, rv), nil
-	case "!=":
-		return !equal(l, rv), nil
+	case "==", "!=":
+		eq, err := r.eq(l, rv)
+		return eq == (n.op == "=="), err
 	case "in", "not in":
-		in, err := contains(rv, l)
+		in, err := r.contains(rv, l)
 		if err != nil {
 			return nil, err
 		}
@@ -715,7 +722,7 @@ func (r *renderer) binary(n *binary, sc *scope) (Value, error) {
 		if err := definedOperands(n.op, l, rv); err != nil {
 			return nil, err
 		}
-		return r.checkLen(toString(l) + toString(rv))
+		return r.concat(l, rv)
 	}
 	if err := definedOperands(n.op, l, rv); err != nil {
 		return nil, err
@@ -738,10 +745,13 @@ func (r *renderer) binary(n *binary, sc *scope) (Value, error) {
 		}
 	case (lStr || rStr) && n.op == "+":
 		// The reference renderer concatenates a string with anything.
-		return r.checkLen(toString(l) + toString(rv))
+		return r.concat(l, rv)
 	}
 	if ll, ok := l.(*List); ok && n.op == "+" {
 		if rl, ok := rv.(*List); ok {
+			if len(ll.Items)+len(rl.Items) > r.lim.MaxSteps {
+				return nil, fmt.Errorf("list of %d items exceeds the %d-step limit", len(ll.Items)+len(rl.Items), r.lim.MaxSteps)
+			}
 			return &List{Items: append(append([]Value(nil), ll.Items...), rl.Items...)}, nil
 		}
 	}
@@ -760,8 +770,38 @@ func definedOperands(op string, l, r Value) error {
 	return nil
 }
 
+// str is how a value prints, within the output limit.
+func (r *renderer) str(v Value) (string, error) {
+	switch v.(type) {
+	case *List, *Dict, *Namespace:
+		return toJSON(v, jsonOptions{itemSep: ", ", keySep: ": ", maxLen: r.lim.MaxOutput}, 0, false)
+	}
+	return toString(v), nil
+}
+
+func (r *renderer) concat(a, b Value) (Value, error) {
+	as, err := r.str(a)
+	if err != nil {
+		return nil, err
+	}
+	bs, err := r.str(b)
+	if err != nil {
+		return nil, err
+	}
+	return r.checkLen(as + bs)
+}
+
+// eq is ==, each value visited counting as a step.
+func (r *renderer) eq(a, b Value) (bool, error) {
+	res := equal(a, b, func() bool { r.steps++; return r.steps <= r.lim.MaxSteps })
+	if r.steps > r.lim.MaxSteps {
+		return false, fmt.Errorf("comparison exceeded the %d-step limit", r.lim.MaxSteps)
+	}
+	return res, nil
+}
+
 // contains is "needle in haystack".
-func contains(haystack, needle Value) (bool, error) {
+func (r *renderer) contains(haystack, needle Value) (bool, error) {
 	switch h := haystack.(type) {
 	case undefined:
 		return false, nil
@@ -773,8 +813,8 @@ func contains(haystack, needle Value) (bool, error) {
 		return strings.Contains(h, s), nil
 	case *List:
 		for _, it := range h.Items {
-			if equal(it, needle) {
-				return true, nil
+			if eq, err := r.eq(it, needle); eq || err != nil {
+				return eq, err
 			}
 		}
 		return false, nil
@@ -786,7 +826,7 @@ func contains(haystack, needle Value) (bool, error) {
 		_, found := h.Get(s)
 		return found, nil
 	case *Namespace:
-		return contains(h.Attrs, needle)
+		return r.contains(h.Attrs, needle)
 	}
 	return false, fmt.Errorf("'in' needs a string, list or mapping on the right, not a %s", typeName(haystack))
 }

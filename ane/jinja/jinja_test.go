@@ -215,3 +215,28 @@ func TestJinja2SemanticsBeyondReference(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// Containers that share themselves grow exponentially when printed,
+// compared or concatenated; each is stopped by a limit, not memory.
+func TestLimitsOnSelfSharingContainers(t *testing.T) {
+	lim := Limits{MaxOutput: 1 << 16, MaxSteps: 100_000, MaxDepth: 16}
+	grow := "{% set ns = namespace(a=[1]) %}{% for i in range(40) %}{% set ns.a = [ns.a, ns.a] %}{% endfor %}"
+	for src, msg := range map[string]string{
+		grow + "{{ ns.a }}":                "limit",
+		grow + "{{ ns.a|tojson }}":         "limit",
+		grow + "{{ ns.a == ns.a }}":        "step limit",
+		grow + "{{ ns.a in [ns.a] }}":      "step limit",
+		grow + "{{ 'x' ~ ns.a }}":          "limit",
+		grow + "{{ [ns.a, ns.a]|unique }}": "step limit",
+		grow + "{{ [ns.a]|join }}":         "limit",
+		"{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}": "step limit",
+	} {
+		tpl, err := Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tpl.RenderWith(NewDict(), lim, time.Now); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: got %v, want an error mentioning %q", src[len(grow)-1:], err, msg)
+		}
+	}
+}

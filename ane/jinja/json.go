@@ -161,6 +161,7 @@ func ValueOf(x any) (Value, error) {
 }
 
 type jsonOptions struct {
+	maxLen      int // 0: unlimited; else an error past this many bytes
 	indent      int
 	itemSep     string
 	keySep      string
@@ -183,6 +184,9 @@ func toJSON(v Value, o jsonOptions, depth int, undefToNull bool) (string, error)
 func writeJSON(b *strings.Builder, v Value, o jsonOptions, depth int, undefToNull bool) error {
 	if depth > maxJSONDepth {
 		return fmt.Errorf("tojson: value nested deeper than %d levels (does it contain itself?)", maxJSONDepth)
+	}
+	if o.maxLen > 0 && b.Len() > o.maxLen {
+		return fmt.Errorf("tojson: JSON longer than the %d-byte limit", o.maxLen)
 	}
 	pad := func(d int) {
 		if o.indent > 0 {

@@ -134,6 +134,10 @@ func truthy(v Value) bool {
 	return true
 }
 
+// maxPrintedContainer bounds toString of a container outside a rendering
+// (the renderer's own str applies its output limit and reports errors).
+const maxPrintedContainer = 1 << 20
+
 // toString is how {{ value }} prints, matching the reference renderer:
 // booleans print as true/false, integral floats keep ".0", containers
 // print as JSON.
@@ -153,10 +157,7 @@ func toString(v Value) string {
 	case string:
 		return x
 	case *List, *Dict, *Namespace:
-		s, err := toJSON(v, jsonOptions{itemSep: ", ", keySep: ": "}, 0, false)
-		if err != nil {
-			return ""
-		}
+		s, _ := toJSON(v, jsonOptions{itemSep: ", ", keySep: ": ", maxLen: maxPrintedContainer}, 0, false)
 		return s
 	case Func:
 		return "<function>"
@@ -198,8 +199,13 @@ func jsNumber(f float64) string {
 
 // equal is == in templates. None and undefined compare equal, as in the
 // reference renderer; numbers compare by value across int and float;
-// containers compare element by element.
-func equal(a, b Value) bool {
+// containers compare element by element. tick is called for every value
+// visited and stops the comparison (false) when it returns false, which
+// bounds the work on huge or self-sharing containers.
+func equal(a, b Value, tick func() bool) bool {
+	if !tick() {
+		return false
+	}
 	switch x := a.(type) {
 	case nil, undefined:
 		switch b.(type) {
@@ -224,7 +230,7 @@ func equal(a, b Value) bool {
 			return false
 		}
 		for i := range x.Items {
-			if !equal(x.Items[i], y.Items[i]) {
+			if !equal(x.Items[i], y.Items[i], tick) {
 				return false
 			}
 		}
@@ -236,7 +242,7 @@ func equal(a, b Value) bool {
 		}
 		for _, k := range x.keys {
 			yv, ok := y.Get(k)
-			if !ok || !equal(x.vals[k], yv) {
+			if !ok || !equal(x.vals[k], yv, tick) {
 				return false
 			}
 		}

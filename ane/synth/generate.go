@@ -52,8 +52,11 @@ func Generate(dir string, opts Options) error {
 	return err
 }
 
-// Write is Generate returning a report of what it wrote. On error every
-// file it created is removed again, so dir never holds a partial model.
+// Write is Generate returning a report of what it wrote. Files of the same
+// names are replaced (each atomically), shard files of an earlier
+// checkpoint that this one does not have are removed, and any other file
+// in dir is left alone. On error every file it created is removed again,
+// so dir never holds a partial model.
 func Write(dir string, opts Options) (rep *Report, err error) {
 	p, err := LookupPreset(opts.Preset)
 	if err != nil {

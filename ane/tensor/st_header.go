@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -75,9 +74,12 @@ func parseHeader(hdr []byte, dataSize int64) (*layout, error) {
 	if !utf8.Valid(hdr) {
 		return nil, formatErr(RuleHeaderUTF8, "header is not valid UTF-8")
 	}
+	if len(hdr) == 0 || hdr[0] != '{' {
+		return nil, formatErr(RuleHeaderJSON, "header must start with '{'")
+	}
 	dec := json.NewDecoder(bytes.NewReader(hdr))
 	dec.UseNumber()
-	if err := expectDelim(dec, '{', "the header"); err != nil {
+	if err := expectDelim(dec, '{', "the header", RuleHeaderJSON); err != nil {
 		return nil, err
 	}
 	l := &layout{metadata: map[string]string{}}
@@ -99,7 +101,7 @@ func parseHeader(hdr []byte, dataSize int64) (*layout, error) {
 		}
 		l.tensors = append(l.tensors, t)
 	}
-	if err := expectDelim(dec, '}', "the header"); err != nil {
+	if err := expectDelim(dec, '}', "the header", RuleHeaderJSON); err != nil {
 		return nil, err
 	}
 	if tok, err := dec.Token(); err != io.EOF {
@@ -143,8 +145,8 @@ func checkOffsets(ts []TensorInfo, dataSize int64) error {
 }
 
 func parseMetadata(dec *json.Decoder, into map[string]string) error {
-	if err := expectDelim(dec, '{', "__metadata__"); err != nil {
-		return asRule(err, RuleMetadata)
+	if err := expectDelim(dec, '{', "__metadata__", RuleMetadata); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for dec.More() {
@@ -159,14 +161,14 @@ func parseMetadata(dec *json.Decoder, into map[string]string) error {
 		}
 		into[key] = v
 	}
-	return expectDelim(dec, '}', "__metadata__")
+	return expectDelim(dec, '}', "__metadata__", RuleHeaderJSON)
 }
 
 func parseEntry(dec *json.Decoder, name string) (TensorInfo, error) {
 	t := TensorInfo{Name: name}
 	where := fmt.Sprintf("tensor %q", name)
-	if err := expectDelim(dec, '{', where); err != nil {
-		return t, asRule(err, RuleEntry)
+	if err := expectDelim(dec, '{', where, RuleEntry); err != nil {
+		return t, err
 	}
 	seen := map[string]bool{}
 	var offsets []int64
@@ -210,7 +212,7 @@ func parseEntry(dec *json.Decoder, name string) (TensorInfo, error) {
 			return t, formatErr(RuleEntry, "%s: unknown field %q (want dtype, shape, data_offsets)", where, key)
 		}
 	}
-	if err := expectDelim(dec, '}', where); err != nil {
+	if err := expectDelim(dec, '}', where, RuleHeaderJSON); err != nil {
 		return t, err
 	}
 	for _, f := range []string{"dtype", "shape", "data_offsets"} {
@@ -256,8 +258,8 @@ func byteSize(shape []int, elemSize int) (int64, bool) {
 
 // intArray reads a JSON array of integers.
 func intArray(dec *json.Decoder, where, field, rule string) ([]int64, error) {
-	if err := expectDelim(dec, '[', where+": "+field); err != nil {
-		return nil, asRule(err, rule)
+	if err := expectDelim(dec, '[', where+": "+field, rule); err != nil {
+		return nil, err
 	}
 	var out []int64
 	for dec.More() {
@@ -272,7 +274,7 @@ func intArray(dec *json.Decoder, where, field, rule string) ([]int64, error) {
 		}
 		out = append(out, v)
 	}
-	if err := expectDelim(dec, ']', where+": "+field); err != nil {
+	if err := expectDelim(dec, ']', where+": "+field, RuleHeaderJSON); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -295,21 +297,19 @@ func objectKey(dec *json.Decoder, seen map[string]bool, where string) (string, e
 	return key, nil
 }
 
-func expectDelim(dec *json.Decoder, want json.Delim, where string) error {
+// expectDelim reads the delimiter want. Malformed JSON breaks the JSON rule;
+// a well-formed value of the wrong kind breaks wrongKind, the rule of the
+// field being read.
+func expectDelim(dec *json.Decoder, want json.Delim, where, wrongKind string) error {
 	tok, err := dec.Token()
 	if d, ok := tok.(json.Delim); err == nil && ok && d == want {
 		return nil
 	}
-	return formatErr(RuleHeaderJSON, "%s: expected %q, found %s", where, want, describe(tok, err))
-}
-
-// asRule relabels a structural error with the rule of the field it is about.
-func asRule(err error, rule string) error {
-	var fe *FormatError
-	if errors.As(err, &fe) && fe.Rule == RuleHeaderJSON {
-		fe.Rule = rule
+	rule := wrongKind
+	if err != nil {
+		rule = RuleHeaderJSON
 	}
-	return err
+	return formatErr(rule, "%s: expected %q, found %s", where, want, describe(tok, err))
 }
 
 // describe names a JSON token (or the error reading it) for messages.

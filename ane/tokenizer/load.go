@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,37 +19,25 @@ type fileJSON struct {
 }
 
 type modelJSON struct {
-	Type                    string         `json:"type"`
-	Dropout                 *float64       `json:"dropout"`
-	UnkToken                *string        `json:"unk_token"`
-	ContinuingSubwordPrefix *string        `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string        `json:"end_of_word_suffix"`
-	FuseUnk                 bool           `json:"fuse_unk"`
-	ByteFallback            bool           `json:"byte_fallback"`
-	IgnoreMerges            bool           `json:"ignore_merges"`
-	Vocab                   map[string]int `json:"vocab"`
-	Merges                  []mergeJSON    `json:"merges"`
+	Type                    string          `json:"type"`
+	Dropout                 *float64        `json:"dropout"`
+	UnkToken                *string         `json:"unk_token"`
+	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
+	FuseUnk                 bool            `json:"fuse_unk"`
+	ByteFallback            bool            `json:"byte_fallback"`
+	IgnoreMerges            bool            `json:"ignore_merges"`
+	Vocab                   json.RawMessage `json:"vocab"`  // see parseVocab
+	Merges                  json.RawMessage `json:"merges"` // see parseMerges
 }
 
 // mergeJSON is one merge, written either "a b" (older files) or ["a", "b"].
 type mergeJSON struct{ a, b string }
 
 func (m *mergeJSON) UnmarshalJSON(data []byte) error {
-	if len(data) > 0 && data[0] == '"' {
-		s, err := quickString(data)
-		if err != nil {
-			return err
-		}
-		a, b, ok := strings.Cut(s, " ")
-		if !ok {
-			return fmt.Errorf("merge %q is not two tokens separated by a space", s)
-		}
-		m.a, m.b = a, b
-		return nil
-	}
-	if a, b, ok := quickPair(data); ok {
-		m.a, m.b = a, b
-		return nil
+	var s string
+	if err := json.Unmarshal(data, &s); err == nil {
+		return m.fromString(s)
 	}
 	var pair []string
 	if err := json.Unmarshal(data, &pair); err != nil {
@@ -63,33 +50,13 @@ func (m *mergeJSON) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// quickString decodes a JSON string literal, without the general decoder
-// when it has no escapes (the common case; merges are most of the file).
-func quickString(data []byte) (string, error) {
-	if len(data) >= 2 && data[len(data)-1] == '"' && bytes.IndexByte(data[1:len(data)-1], '\\') < 0 &&
-		bytes.IndexByte(data[1:len(data)-1], '"') < 0 {
-		return string(data[1 : len(data)-1]), nil
+func (m *mergeJSON) fromString(s string) error {
+	a, b, ok := strings.Cut(s, " ")
+	if !ok {
+		return fmt.Errorf("merge %q is not two tokens separated by a space", s)
 	}
-	var s string
-	err := json.Unmarshal(data, &s)
-	return s, err
-}
-
-// quickPair decodes ["a","b"] without escapes or whitespace; ok is false
-// for anything else (which the general decoder then handles).
-func quickPair(data []byte) (a, b string, ok bool) {
-	if len(data) < 7 || data[0] != '[' || data[1] != '"' || data[len(data)-1] != ']' || data[len(data)-2] != '"' {
-		return "", "", false
-	}
-	inner := data[2 : len(data)-2]
-	if bytes.IndexByte(inner, '\\') >= 0 {
-		return "", "", false
-	}
-	i := bytes.Index(inner, []byte(`","`))
-	if i < 0 || bytes.IndexByte(inner[i+3:], '"') >= 0 || bytes.IndexByte(inner[:i], '"') >= 0 {
-		return "", "", false
-	}
-	return string(inner[:i]), string(inner[i+3:]), true
+	m.a, m.b = a, b
+	return nil
 }
 
 // Parse builds a Tokenizer from the bytes of a tokenizer.json. Every
@@ -143,15 +110,23 @@ func buildBPE(j *modelJSON) (*bpe, error) {
 	if j.Type != "" && j.Type != "BPE" {
 		return nil, fmt.Errorf("model.type: %q is not supported (only BPE)", j.Type)
 	}
-	if j.Vocab == nil {
+	vocab, err := parseVocab(j.Vocab)
+	if err != nil {
+		return nil, err
+	}
+	if vocab == nil {
 		return nil, errors.New("model.vocab: missing")
+	}
+	merges, err := parseMerges(j.Merges)
+	if err != nil {
+		return nil, err
 	}
 	if j.Dropout != nil && *j.Dropout != 0 {
 		return nil, fmt.Errorf("model.dropout: %v is not supported (BPE dropout makes encoding random)", *j.Dropout)
 	}
 	m := &bpe{
-		vocab:        j.Vocab,
-		merges:       make(map[uint64]mergeRule, len(j.Merges)),
+		vocab:        vocab,
+		merges:       make(map[uint64]mergeRule, len(merges)),
 		unkID:        -1,
 		fuseUnk:      j.FuseUnk,
 		byteFallback: j.ByteFallback,
@@ -163,21 +138,21 @@ func buildBPE(j *modelJSON) (*bpe, error) {
 	if j.EndOfWordSuffix != nil {
 		m.suffix = *j.EndOfWordSuffix
 	}
-	for tok, id := range j.Vocab {
+	for tok, id := range vocab {
 		if id < 0 || id >= maxTokenID {
 			return nil, fmt.Errorf("model.vocab[%q]: id %d out of range [0, %d)", tok, id, maxTokenID)
 		}
 	}
 	if j.UnkToken != nil {
-		id, ok := j.Vocab[*j.UnkToken]
+		id, ok := vocab[*j.UnkToken]
 		if !ok {
 			return nil, fmt.Errorf("model.unk_token: %q is not in the vocabulary", *j.UnkToken)
 		}
 		m.unkID = int32(id)
 	}
-	for i, mg := range j.Merges {
-		a, okA := j.Vocab[mg.a]
-		b, okB := j.Vocab[mg.b]
+	for i, mg := range merges {
+		a, okA := vocab[mg.a]
+		b, okB := vocab[mg.b]
 		if !okA || !okB {
 			missing := mg.a
 			if okA {
@@ -186,7 +161,7 @@ func buildBPE(j *modelJSON) (*bpe, error) {
 			return nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary", i, missing)
 		}
 		joined := mg.a + strings.TrimPrefix(mg.b, m.prefix)
-		id, ok := j.Vocab[joined]
+		id, ok := vocab[joined]
 		if !ok {
 			return nil, fmt.Errorf("model.merges[%d]: merged token %q is not in the vocabulary", i, joined)
 		}
@@ -198,12 +173,12 @@ func buildBPE(j *modelJSON) (*bpe, error) {
 	m.byteFast = m.prefix == "" && m.suffix == ""
 	for b := 0; b < 256; b++ {
 		m.byteIDs[b], m.fallbackIDs[b] = -1, -1
-		if id, ok := j.Vocab[byteRuneStr[b]]; ok {
+		if id, ok := vocab[byteRuneStr[b]]; ok {
 			m.byteIDs[b] = int32(id)
 		} else {
 			m.byteFast = false // unknown bytes need the general path's unk/fallback rules
 		}
-		if id, ok := j.Vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+		if id, ok := vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
 			m.fallbackIDs[b] = int32(id)
 		}
 	}

@@ -80,7 +80,8 @@ func TestErrorsNameTheLine(t *testing.T) {
 		{"{{ 1 / 0 }}", 1, "division by zero"},
 		{"{% set x = 5 %}\n{% set x.y = 1 %}", 2, "only a namespace"},
 		{"{{ @ }}", 1, "unexpected character '@'"},
-		{"{% if true %}\n{% break %}\n{% endif %}", 0, "break or continue outside a loop"},
+		{"{% if true %}\n{% break %}\n{% endif %}", 2, "{% break %} outside a for loop"},
+		{"{% for x in xs %}{% macro m() %}\n{% continue %}{% endmacro %}{% endfor %}", 2, "{% continue %} outside a for loop"},
 	}
 	for _, c := range cases {
 		_, err := renderString(c.src, vars(t, `{"messages": [{"content": "x"}]}`))

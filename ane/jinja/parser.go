@@ -145,6 +145,7 @@ type parser struct {
 	toks  []token
 	i     int
 	depth int
+	loops int // enclosing for bodies, where break and continue are allowed
 }
 
 func (p *parser) errf(format string, a ...any) error {
@@ -308,6 +309,9 @@ func (p *parser) parseStatement() (stmt, error) {
 	case "filter":
 		return p.parseFilterBlock(a)
 	case "break", "continue":
+		if p.loops == 0 {
+			return nil, &Error{Line: t.line, Msg: fmt.Sprintf("{%% %s %%} outside a for loop", t.val)}
+		}
 		if _, err := p.expect(tCloseStmt); err != nil {
 			return nil, err
 		}
@@ -433,7 +437,10 @@ func (p *parser) parseFor(a at) (stmt, error) {
 	if _, err := p.expect(tCloseStmt); err != nil {
 		return nil, err
 	}
-	if n.body, err = p.parseUntil("for", a.line, "else", "endfor"); err != nil {
+	p.loops++
+	n.body, err = p.parseUntil("for", a.line, "else", "endfor")
+	p.loops--
+	if err != nil {
 		return nil, err
 	}
 	if p.toks[p.i+1].val == "else" {
@@ -488,7 +495,11 @@ func (p *parser) parseMacro(a at) (stmt, error) {
 	if _, err := p.expect(tCloseStmt); err != nil {
 		return nil, err
 	}
-	if n.body, err = p.parseUntil("macro", a.line, "endmacro"); err != nil {
+	outerLoops := p.loops
+	p.loops = 0 // a macro body is not inside the loop it is defined in
+	n.body, err = p.parseUntil("macro", a.line, "endmacro")
+	p.loops = outerLoops
+	if err != nil {
 		return nil, err
 	}
 	return n, p.endBlock("endmacro")

@@ -25,10 +25,14 @@ func main() {
 	layers := flag.Int("layers", 8, "with -gen: model layers")
 	chunk := flag.Int("chunk-layers", 4, "with -gen: layers per chunk package")
 	token := flag.String("token", "", "require this bearer token")
+	genOnly := flag.Bool("gen-only", false, "exit after generating")
 	flag.Parse()
 	if *gen != "" {
 		if _, err := synthbundle.Generate(*gen, synthbundle.Options{TotalBytes: *size, WeightFiles: *files, Layers: *layers, ChunkLayers: *chunk, Seed: 1}); err != nil {
 			log.Fatal(err)
+		}
+		if *genOnly {
+			return
 		}
 	}
 	h := hubtest.New()

@@ -34,6 +34,9 @@ type Client struct {
 	StallTimeout time.Duration // no body bytes for this long = retry
 	PartSize     int64         // resume checkpoint interval
 	UserAgent    string
+
+	// wait sleeps between attempts (replaced in tests to observe backoff).
+	wait func(ctx context.Context, d time.Duration) error
 }
 
 // New returns a client with production defaults.
@@ -279,7 +282,7 @@ func (c *Client) retry(ctx context.Context, fn func() error) error {
 		if !ok {
 			return err
 		}
-		if werr := sleep(ctx, wait); werr != nil {
+		if werr := c.sleep(ctx, wait); werr != nil {
 			return werr
 		}
 	}
@@ -317,6 +320,13 @@ type finalError struct{ err error }
 
 func (e *finalError) Error() string { return e.err.Error() }
 func (e *finalError) Unwrap() error { return e.err }
+
+func (c *Client) sleep(ctx context.Context, d time.Duration) error {
+	if c.wait != nil {
+		return c.wait(ctx, d)
+	}
+	return sleep(ctx, d)
+}
 
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

@@ -268,3 +268,45 @@ func TestTokenFromEnv(t *testing.T) {
 		t.Fatalf("HF_TOKEN: got %q", got)
 	}
 }
+
+func TestBackoffHonoursRetryAfterAndDoubles(t *testing.T) {
+	fx := newFixture(t)
+	const p = "coreai/chunk.bin"
+	fx.hub.Inject(hubtest.Fault{Kind: hubtest.TooManyRequests, Path: p, Times: 1, RetryAfter: 7})
+	fx.hub.Inject(hubtest.Fault{Kind: hubtest.ServerError, Path: p, Times: 2})
+	c := fx.client()
+	c.Backoff = 100 * time.Millisecond
+	var waits []time.Duration
+	c.wait = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
+	fx.fetchOK(t, c, fx.download(t, p))
+	want := []time.Duration{7 * time.Second, 200 * time.Millisecond, 400 * time.Millisecond}
+	if len(waits) != len(want) {
+		t.Fatalf("waits = %v, want %v", waits, want)
+	}
+	for i := range want {
+		if waits[i] != want[i] {
+			t.Fatalf("waits = %v, want %v (Retry-After first, then doubling backoff)", waits, want)
+		}
+	}
+}
+
+func TestFetchGivesUpAfterMaxRetries(t *testing.T) {
+	fx := newFixture(t)
+	const p = "coreai/chunk.bin"
+	fx.hub.Inject(hubtest.Fault{Kind: hubtest.ServerError, Path: p})
+	c := fx.client()
+	c.MaxRetries = 3
+	attempts := 0
+	c.wait = func(context.Context, time.Duration) error { attempts++; return nil }
+	_, err := c.Fetch(context.Background(), fx.download(t, p))
+	if err == nil || !strings.Contains(err.Error(), "HTTP 500") || attempts != 3 {
+		t.Fatalf("err = %v after %d waits", err, attempts)
+	}
+	// 404 is final at once.
+	d := fx.download(t, p)
+	d.Path = "missing.bin"
+	attempts = 0
+	if _, err := c.Fetch(context.Background(), d); err == nil || !strings.Contains(err.Error(), "EntryNotFound") || attempts != 0 {
+		t.Fatalf("404: err = %v after %d waits", err, attempts)
+	}
+}

@@ -98,7 +98,7 @@ func (c *Client) Fetch(ctx context.Context, d Download) (Result, error) {
 			c.saveCheckpoint(d, w, offset)
 			return res, fmt.Errorf("download %s: %w", d.Path, err)
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := c.sleep(ctx, wait); err != nil {
 			c.saveCheckpoint(d, w, offset)
 			return res, err
 		}

@@ -874,7 +874,13 @@ func (r *renderer) applyTest(name string, v Value, args ...Value) (bool, error) 
 	case "mapping":
 		_, ok := v.(*Dict)
 		return ok, nil
-	case "iterable", "sequence":
+	case "iterable": // lists and strings only, as in the reference renderer
+		switch v.(type) {
+		case *List, string:
+			return true, nil
+		}
+		return false, nil
+	case "sequence":
 		switch v.(type) {
 		case *List, string, *Dict:
 			return true, nil

@@ -241,3 +241,12 @@ func TestLimitsOnSelfSharingContainers(t *testing.T) {
 		}
 	}
 }
+
+// Booleans compare as numbers (True == 1, as in Python and the reference);
+// "iterable" means lists and strings, as in the reference.
+func TestEqualityAndIterable(t *testing.T) {
+	got := mustRender(t, `{{ true == 1 }}|{{ false == 0.0 }}|{{ true == 'true' }}|{{ {'a': 1} is iterable }}|{{ {'a': 1} is sequence }}|{{ 'x' is iterable }}`, NewDict())
+	if got != "true|true|false|false|true|true" {
+		t.Fatalf("got %q", got)
+	}
+}

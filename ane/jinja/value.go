@@ -198,7 +198,7 @@ func jsNumber(f float64) string {
 }
 
 // equal is == in templates. None and undefined compare equal, as in the
-// reference renderer; numbers compare by value across int and float;
+// reference renderer; numbers and booleans compare by value;
 // containers compare element by element. tick is called for every value
 // visited and stops the comparison (false) when it returns false, which
 // bounds the work on huge or self-sharing containers.
@@ -216,14 +216,10 @@ func equal(a, b Value, tick func() bool) bool {
 	case string:
 		y, ok := b.(string)
 		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case int64, float64:
+	case bool, int64, float64: // True == 1, as in Python
 		fa, _ := number(a)
 		fb, ok := number(b)
-		_, isBool := b.(bool)
-		return ok && !isBool && fa == fb
+		return ok && fa == fb
 	case *List:
 		y, ok := b.(*List)
 		if !ok || len(x.Items) != len(y.Items) {

@@ -1,11 +1,12 @@
 // Regenerates reference.jsonl from cases.json with the reference renderer,
 // @huggingface/jinja 0.5.11 (the renderer behind ../shared/testdata/qwen3/chat_renders.jsonl):
-//   npm install @huggingface/jinja@0.5.11 && node gen_reference.mjs
+//   npm install @huggingface/jinja@0.5.11 && node gen_reference.mjs [cases.json reference.jsonl]
 // Each output line is a case plus "text" (the rendering) or "error": true.
 import { Template } from "@huggingface/jinja";
 import fs from "fs";
 
-const cases = JSON.parse(fs.readFileSync(new URL("cases.json", import.meta.url), "utf8"));
+const [input = "cases.json", output = "reference.jsonl"] = process.argv.slice(2);
+const cases = JSON.parse(fs.readFileSync(new URL(input, import.meta.url), "utf8"));
 const out = [];
 for (const c of cases) {
   const line = { name: c.name, template: c.template, context: c.context ?? {} };
@@ -16,4 +17,4 @@ for (const c of cases) {
   }
   out.push(JSON.stringify(line));
 }
-fs.writeFileSync(new URL("reference.jsonl", import.meta.url), out.join("\n") + "\n");
+fs.writeFileSync(new URL(output, import.meta.url), out.join("\n") + "\n");

@@ -250,3 +250,18 @@ func TestEqualityAndIterable(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+func TestValueOf(t *testing.T) {
+	v, err := ValueOf(map[string]any{"b": []any{1, 2.5, "x", nil, true}, "a": map[string]any{"z": int32(3)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := NewDict()
+	vars.Set("v", v)
+	if got := mustRender(t, "{{ v|tojson }}", vars); got != `{"a": {"z": 3}, "b": [1, 2.5, "x", null, true]}` {
+		t.Fatalf("got %s", got)
+	}
+	if _, err := ValueOf(struct{}{}); err == nil || !strings.Contains(err.Error(), "struct {}") {
+		t.Fatalf("unsupported type: %v", err)
+	}
+}

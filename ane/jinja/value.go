@@ -56,20 +56,6 @@ func (d *Dict) Get(key string) (Value, bool) {
 	return v, ok
 }
 
-// Delete removes key if present.
-func (d *Dict) Delete(key string) {
-	if _, ok := d.vals[key]; !ok {
-		return
-	}
-	delete(d.vals, key)
-	for i, k := range d.keys {
-		if k == key {
-			d.keys = append(d.keys[:i:i], d.keys[i+1:]...)
-			break
-		}
-	}
-}
-
 // Keys returns the keys in insertion order.
 func (d *Dict) Keys() []string { return d.keys }
 

@@ -3,7 +3,10 @@ package ref
 import (
 	"errors"
 	"fmt"
+	"github.com/forgedaemon/forged/ane/tensor"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/forgedaemon/forged/ane/config"
@@ -59,11 +62,45 @@ func OpenExport(modelDir, exportDir string, opts Options) (*Model, error) {
 	exports := &DirFiles{Dir: exportDir}
 	closeAll := closers{files, exports}
 	src, err := openCheckpoint(modelDir, files)
+	var embed Embedding
+	if err == nil {
+		var npy *tensor.NPYFile
+		embed, npy, err = openNPYEmbedding(filepath.Join(exportDir, EmbeddingNPY), cm)
+		if npy != nil {
+			closeAll = append(closeAll, npy)
+		}
+	}
 	var w *Weights
 	if err == nil {
-		w, err = LoadExport(ConfigFromModel(cm), src, exports, nil)
+		w, err = LoadExport(ConfigFromModel(cm), src, exports, embed)
 	}
 	return finish(cm, w, opts, closeAll, err)
+}
+
+// EmbeddingNPY is the FP16 embedding table an export directory may hold;
+// when present it is used (memory-mapped) instead of the checkpoint's.
+const EmbeddingNPY = "embed_tokens_fp16.npy"
+
+// openNPYEmbedding maps path if it exists (nil, nil, nil if it does not).
+func openNPYEmbedding(path string, cm *config.Model) (Embedding, *tensor.NPYFile, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	f, err := tensor.OpenNPY(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := f.Header()
+	if h.Descr != "<f2" || !slices.Equal(h.Shape, []int{cm.VocabSize, cm.HiddenSize}) {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %s %v, want <f2 [%d %d] (vocab × hidden)", path, h.Descr, h.Shape, cm.VocabSize, cm.HiddenSize)
+	}
+	e, err := NewF16Embedding(cm.VocabSize, cm.HiddenSize, f.Data())
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return e, f, nil
 }
 
 type closers []io.Closer

@@ -677,9 +677,6 @@ func sliceIndices(n int, start, stop, step *int64) ([]int, error) {
 		}
 	} else {
 		a, b := clamp(start, int64(n)-1, -1, int64(n)-1), clamp(stop, -1, -1, int64(n)-1)
-		if stop != nil && *stop < 0 && *stop+int64(n) < 0 {
-			b = -1
-		}
 		for i := a; i > b; i += st {
 			out = append(out, int(i))
 		}

@@ -265,3 +265,78 @@ func TestValueOf(t *testing.T) {
 		t.Fatalf("unsupported type: %v", err)
 	}
 }
+
+// Slices against a direct model of CPython's PySlice_AdjustIndices for every
+// start/stop/step in -7..7 on lists of 0..5 items (the model itself was checked
+// once against python3 on the same 23,040 cases).
+func TestSlicesLikePython(t *testing.T) {
+	pySlice := func(n int, start, stop, step *int) []int {
+		st := 1
+		if step != nil {
+			st = *step
+		}
+		norm := func(p *int, def int) int {
+			if p == nil {
+				return def
+			}
+			v := *p
+			if v < 0 {
+				v += n
+			}
+			lo, hi := 0, n
+			if st < 0 {
+				lo, hi = -1, n-1
+			}
+			return max(lo, min(v, hi))
+		}
+		var out []int
+		if st > 0 {
+			for i := norm(start, 0); i < norm(stop, n); i += st {
+				out = append(out, i)
+			}
+		} else {
+			for i := norm(start, n-1); i > norm(stop, -1); i += st {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	vals := []*int{nil}
+	for v := -7; v <= 7; v++ {
+		vals = append(vals, &v)
+	}
+	for n := 0; n <= 5; n++ {
+		for _, a := range vals {
+			for _, b := range vals {
+				for _, c := range vals {
+					if c != nil && *c == 0 {
+						continue
+					}
+					var a64, b64, c64 *int64
+					if a != nil {
+						x := int64(*a)
+						a64 = &x
+					}
+					if b != nil {
+						x := int64(*b)
+						b64 = &x
+					}
+					if c != nil {
+						x := int64(*c)
+						c64 = &x
+					}
+					got, err := sliceIndices(n, a64, b64, c64)
+					want := pySlice(n, a, b, c)
+					if err != nil || len(got) != len(want) {
+						t.Fatalf("n=%d %v:%v:%v got %v want %v", n, a, b, c, got, want)
+					}
+					for i := range got {
+						if got[i] != want[i] {
+							t.Fatalf("n=%d got %v want %v", n, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -117,6 +117,7 @@ type Parser struct {
 	reasonStart bool   // no reasoning text yet: leading newlines are dropped
 	heldNL      string // newlines at the end of the reasoning so far
 	afterThink  bool   // just closed </think>: leading newlines are dropped
+	scanned     int    // bytes of an open tool call already searched for its end
 }
 
 // NewParser starts a parser for one response.
@@ -157,10 +158,14 @@ func (p *Parser) step(ev []Event) []Event {
 		p.buf = p.buf[len(p.buf)-keep:]
 		return ev
 	case stateToolCall:
-		i := strings.Index(p.buf, ToolCallClose)
+		from := max(0, p.scanned-len(ToolCallClose)+1) // the start of the body was searched already
+		i := strings.Index(p.buf[from:], ToolCallClose)
 		if i < 0 {
+			p.scanned = len(p.buf)
 			return ev
 		}
+		i += from
+		p.scanned = 0
 		body := p.buf[:i]
 		p.buf = p.buf[i+len(ToolCallClose):]
 		p.state = stateContent

@@ -8,7 +8,9 @@ import (
 // before rendering: role "developer" becomes "system", a "reasoning" field
 // becomes "reasoning_content", and tool-call arguments sent as a JSON string
 // (the OpenAI wire form) are decoded to an object so the template can walk
-// them. The input is not modified; messages it does not touch are shared.
+// them. A null or missing "content" (OpenAI clients send null beside
+// tool_calls) becomes "", which templates such as Qwen3's string-test
+// without checking for none. The input is not modified.
 func NormalizeMessages(msgs *jinja.List) *jinja.List {
 	out := &jinja.List{Items: make([]jinja.Value, len(msgs.Items))}
 	for i, m := range msgs.Items {
@@ -31,8 +33,15 @@ func NormalizeMessages(msgs *jinja.List) *jinja.List {
 				}
 			case "tool_calls":
 				v = decodeArguments(v)
+			case "content":
+				if v == nil {
+					v = ""
+				}
 			}
 			n.Set(k, v)
+		}
+		if _, has := n.Get("content"); !has {
+			n.Set("content", "")
 		}
 		out.Items[i] = n
 	}

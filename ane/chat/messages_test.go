@@ -1,6 +1,8 @@
 package chat
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -11,15 +13,16 @@ func TestNormalizeMessages(t *testing.T) {
 	req, err := ParseRequest([]byte(`{"messages": [
 		{"role": "developer", "content": "Be brief."},
 		{"role": "user", "content": "Weather?"},
-		{"role": "assistant", "content": "", "reasoning": "need tool", "tool_calls": [
+		{"role": "assistant", "content": null, "reasoning": "need tool", "tool_calls": [
 			{"type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 2}"}},
-			{"name": "raw", "arguments": "not json"}]}]}`))
+			{"name": "raw", "arguments": "not json"}]},
+		{"role": "tool"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := toJSON(t, req.Messages)
 	got := toJSON(t, NormalizeMessages(req.Messages))
-	want := `[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "", "reasoning_content": "need tool", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}}, {"name": "raw", "arguments": "not json"}]}]`
+	want := `[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "", "reasoning_content": "need tool", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}}, {"name": "raw", "arguments": "not json"}]}, {"role": "tool", "content": ""}]`
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
@@ -95,4 +98,43 @@ func FuzzParseRequest(f *testing.F) {
 		req.Messages = NormalizeMessages(req.Messages)
 		_, _ = tpl.Render(req) // template errors are fine; panics are not
 	})
+}
+
+// OpenAI clients send content: null beside tool_calls. The Qwen3 template
+// cannot take that as is (it tests '</think>' in content); normalized, the
+// request renders exactly as the reference rendering with content "".
+func TestNormalizedNullContentMatchesReference(t *testing.T) {
+	tpl, err := LoadTemplate(sharedTestdata(t, "qwen3", "tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(sharedTestdata(t, "qwen3", "chat_renders.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, `"name":"tool_call_and_response"`) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, `"role":"assistant","content":""`) {
+		t.Fatal("reference line not found")
+	}
+	var want struct{ Text string }
+	if err := json.Unmarshal([]byte(line), &want); err != nil {
+		t.Fatal(err)
+	}
+	req, err := ParseRequest([]byte(strings.Replace(line, `"role":"assistant","content":""`, `"role":"assistant","content":null`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tpl.Render(req); err == nil || !strings.Contains(err.Error(), "template line") {
+		t.Fatalf("null content rendered without normalization: %v", err)
+	}
+	req.Messages = NormalizeMessages(req.Messages)
+	got, err := tpl.Render(req)
+	if err != nil || got != want.Text {
+		t.Fatalf("got %q, %v\nwant %q", got, err, want.Text)
+	}
 }

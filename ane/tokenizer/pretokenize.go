@@ -93,24 +93,8 @@ type span struct {
 
 func (sp *splitPreTokenizer) split(dst []piece, p piece) []piece {
 	s := p.modelText()
-	if sp.behavior == isolated && !sp.invert {
-		// The hot path (every GPT-4-style file): no span list needed.
-		prev := 0
-		for prev < len(s) {
-			start, end, ok := sp.pattern.next(s, prev)
-			if !ok {
-				break
-			}
-			if start > prev {
-				dst = append(dst, piece{text: s[prev:start]})
-			}
-			dst = append(dst, piece{text: s[start:end]})
-			prev = end
-		}
-		if prev < len(s) {
-			dst = append(dst, piece{text: s[prev:]})
-		}
-		return dst
+	if sp.behavior == isolated { // every GPT-4-style file; invert changes nothing here
+		return splitIsolated(dst, s, sp.pattern, false)
 	}
 	var spans []span
 	prev := 0
@@ -128,10 +112,31 @@ func (sp *splitPreTokenizer) split(dst []piece, p piece) []piece {
 	if prev < len(s) {
 		spans = append(spans, span{prev, len(s), sp.invert})
 	}
-	for _, sp := range applyBehavior(spans, sp.behavior) {
-		if sp.end > sp.start {
-			dst = append(dst, piece{text: s[sp.start:sp.end]})
+	for _, kept := range applyBehavior(spans, sp.behavior) {
+		if kept.end > kept.start {
+			dst = append(dst, piece{text: s[kept.start:kept.end]})
 		}
+	}
+	return dst
+}
+
+// splitIsolated appends the matches of m in s and the text between them,
+// each as its own piece.
+func splitIsolated(dst []piece, s string, m matcher, byteLevel bool) []piece {
+	prev := 0
+	for prev < len(s) {
+		start, end, ok := m.next(s, prev)
+		if !ok {
+			break
+		}
+		if start > prev {
+			dst = append(dst, piece{text: s[prev:start], byteLevel: byteLevel})
+		}
+		dst = append(dst, piece{text: s[start:end], byteLevel: byteLevel})
+		prev = end
+	}
+	if prev < len(s) {
+		dst = append(dst, piece{text: s[prev:], byteLevel: byteLevel})
 	}
 	return dst
 }
@@ -215,22 +220,7 @@ func (bl *byteLevelPreTokenizer) split(dst []piece, p piece) []piece {
 	if bl.regex == nil {
 		return append(dst, piece{text: text, byteLevel: true})
 	}
-	prev := 0
-	for prev < len(text) {
-		start, end, ok := bl.regex.next(text, prev)
-		if !ok {
-			break
-		}
-		if start > prev {
-			dst = append(dst, piece{text: text[prev:start], byteLevel: true})
-		}
-		dst = append(dst, piece{text: text[start:end], byteLevel: true})
-		prev = end
-	}
-	if prev < len(text) {
-		dst = append(dst, piece{text: text[prev:], byteLevel: true})
-	}
-	return dst
+	return splitIsolated(dst, text, bl.regex, true)
 }
 
 type preTokenizerJSON struct {

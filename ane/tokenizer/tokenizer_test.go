@@ -129,6 +129,7 @@ func TestSplitBehaviors(t *testing.T) {
 		{"MergedWithPrevious", false, []string{"the-", "final-", "-", "countdown"}},
 		{"MergedWithNext", false, []string{"the", "-final", "-", "-countdown"}},
 		{"Contiguous", false, []string{"the", "-", "final", "--", "countdown"}},
+		{"Isolated", true, []string{"the", "-", "final", "-", "-", "countdown"}},
 		{"Removed", true, []string{"-", "-", "-"}},
 		{"MergedWithPrevious", true, []string{"the", "-final", "-", "-countdown"}},
 	} {
@@ -343,4 +344,28 @@ func TestConcurrentEncode(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Invalid UTF-8 is encoded byte for byte, so the ids still carry every
+// input byte (Decode then shows each bad sequence as U+FFFD).
+func TestInvalidUTF8KeepsEveryByte(t *testing.T) {
+	tok := loadQwen(t)
+	for _, c := range []struct{ in, decoded string }{
+		{"a\xffb", "a\uFFFDb"},
+		{"\xe4\xbd", "\uFFFD"},
+		{"é\xc3", "é\uFFFD"},
+		{"x\x80\x80 y", "x\uFFFD\uFFFD y"},
+	} {
+		ids := tok.Encode(c.in)
+		var raw []byte
+		for _, id := range ids {
+			raw, _ = tok.decoder.append(raw, id, len(raw) == 0)
+		}
+		if string(raw) != c.in {
+			t.Errorf("Encode(%q) carries bytes %q", c.in, raw)
+		}
+		if got := tok.Decode(ids); got != c.decoded {
+			t.Errorf("Decode(Encode(%q)) = %q, want %q", c.in, got, c.decoded)
+		}
+	}
 }

@@ -26,23 +26,29 @@ func (d *decoder) append(dst []byte, id int, first bool) ([]byte, bool) {
 	return append(dst, d.arena[d.start[id]:d.start[id+1]]...), true
 }
 
-// newDecoder precomputes the bytes of every token. byteLevel selects the
-// ByteLevel decoder; otherwise tokens are joined with spaces, as Hugging
+// newDecoder precomputes the bytes of every token of t. byteLevel selects
+// the ByteLevel decoder; otherwise tokens are joined with spaces, as Hugging
 // Face does without a decoder.
-func newDecoder(tokens []string, known []bool, byteLevel bool) decoder {
-	d := decoder{start: make([]uint32, len(tokens)+1), known: known}
+func newDecoder(t *Tokenizer, byteLevel bool) decoder {
+	n := len(t.idToToken)
+	d := decoder{start: make([]uint32, n+1), known: make([]bool, n)}
 	if !byteLevel {
 		d.separator = " "
 	}
-	for id, tok := range tokens {
+	for id := range n {
 		d.start[id] = uint32(len(d.arena))
+		tok, ok := t.TokenString(id)
+		if !ok {
+			continue
+		}
+		d.known[id] = true
 		if byteLevel {
 			d.arena = byteLevelDecode(d.arena, tok)
 		} else {
 			d.arena = append(d.arena, tok...)
 		}
 	}
-	d.start[len(tokens)] = uint32(len(d.arena))
+	d.start[n] = uint32(len(d.arena))
 	return d
 }
 

@@ -91,20 +91,13 @@ func Parse(data []byte) (*Tokenizer, error) {
 	if err := t.buildVocabulary(f.AddedTokens); err != nil {
 		return nil, err
 	}
-	known := make([]bool, len(t.idToToken))
-	tokens := make([]string, len(t.idToToken))
-	for id := range t.idToToken {
-		if s, ok := t.TokenString(id); ok {
-			known[id], tokens[id] = true, s
-		}
-	}
-	t.decoder = newDecoder(tokens, known, byteLevelDecoder)
+	t.decoder = newDecoder(t, byteLevelDecoder)
 	return t, nil
 }
 
-// maxTokenID bounds ids so a hostile file cannot make us allocate
-// gigabytes for the id table.
-const maxTokenID = 1 << 24
+// maxTokenID bounds ids (8× the largest real vocabularies) so a small
+// hostile file cannot make us allocate huge id tables.
+const maxTokenID = 1 << 21
 
 func buildBPE(j *modelJSON) (*bpe, error) {
 	if j.Type != "" && j.Type != "BPE" {

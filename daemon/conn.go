@@ -110,31 +110,55 @@ func (c *conn) readLoop(writerDone <-chan struct{}) {
 	}
 }
 
+// writeLoop writes queued messages. It flushes whenever the queue is empty,
+// so no message ever waits in the buffer while the writer is idle, and a
+// burst of events costs one write instead of one per event.
 func (c *conn) writeLoop(done chan<- struct{}) {
 	defer close(done)
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	var written []chan struct{} // waiting for the next flush
+	fail := func(err error) {
+		if !errors.Is(err, net.ErrClosed) {
+			c.log.Warn("closing connection: write failed", "err", err)
+		}
+		c.cancel(err)
+	}
 	for {
+		var m outMsg
 		select {
-		case m := <-c.out:
-			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-			_, err := bw.Write(m.frame)
-			if err == nil {
-				err = bw.Flush()
+		case m = <-c.out:
+		case <-c.ctx.Done():
+			return
+		}
+		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+		for {
+			if _, err := bw.Write(m.frame); err != nil {
+				fail(err)
+				return
 			}
 			if m.written != nil {
-				close(m.written)
-			}
-			if err != nil {
-				if !errors.Is(err, net.ErrClosed) {
-					c.log.Warn("closing connection: write failed", "err", err)
-				}
-				c.cancel(err)
-				return
+				written = append(written, m.written)
 			}
 			if m.last {
-				return
+				break
 			}
-		case <-c.ctx.Done():
+			select {
+			case m = <-c.out:
+				continue
+			default:
+			}
+			break
+		}
+		err := bw.Flush()
+		for _, w := range written {
+			close(w)
+		}
+		written = written[:0]
+		if err != nil {
+			fail(err)
+			return
+		}
+		if m.last {
 			return
 		}
 	}

@@ -3,7 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"runtime"
+	"runtime/metrics"
 	"slices"
 	"time"
 	"unicode"
@@ -140,7 +140,7 @@ func (c *conn) opHello(_ context.Context, req wire.Request) (any, error) {
 	c.log = c.log.With("client", a.Client)
 	state, _, _ := c.s.currentState()
 	return wire.HelloResult{
-		Daemon: version.Get().Version, Protocol: wire.ProtocolVersion, Capabilities: capabilities(),
+		Daemon: daemonVersion, Protocol: wire.ProtocolVersion, Capabilities: capabilities(),
 		Bundle: c.s.Backend().Model().Bundle, State: state, MaxFrame: uint64(c.s.cfg.Limits.MaxFrame),
 	}, nil
 }
@@ -154,7 +154,7 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 	state, reason, _ := s.currentState()
 	queued, running, slots := s.sched.Counts()
 	res := wire.StatusResult{
-		Daemon: version.Get().Version, Protocol: wire.ProtocolVersion, State: state, Reason: reason,
+		Daemon: daemonVersion, Protocol: wire.ProtocolVersion, State: state, Reason: reason,
 		Bundle: s.Backend().Model().Bundle, UptimeMS: uint64(time.Since(s.started).Milliseconds()),
 		Queued: uint64(queued), Running: uint64(running), Slots: uint64(slots),
 		Sessions: []wire.SessionInfo{}, Requests: []wire.RequestInfo{}, Memory: s.Backend().Memory(),
@@ -177,10 +177,22 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 		res.Sessions = append(res.Sessions, k.sessionInfos()...)
 	}
 	slices.SortFunc(res.Sessions, func(a, b wire.SessionInfo) int { return compareStrings(a.Session, b.Session) })
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	res.Memory.GoHeap = ms.HeapAlloc
+	res.Memory.GoHeap = goHeapBytes()
 	return res, nil
+}
+
+// daemonVersion is read once: version.Get parses the build info.
+var daemonVersion = version.Get().Version
+
+// goHeapBytes reads the live heap without runtime.ReadMemStats, which stops
+// the world on every status call.
+func goHeapBytes() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
 }
 
 func compareStrings(a, b string) int {

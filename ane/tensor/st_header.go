@@ -1,9 +1,7 @@
 package tensor
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -67,9 +65,10 @@ func readLayout(r io.ReaderAt, fileSize int64) (*layout, error) {
 }
 
 // parseHeader validates the JSON header against a data section of dataSize
-// bytes. It walks the JSON token by token because encoding/json would
-// silently keep the last of two duplicate keys; the fixed schema also bounds
-// nesting (anything deeper than a tensor entry's arrays is rejected).
+// bytes. It scans the JSON itself (st_json.go) because encoding/json would
+// silently keep the last of two duplicate keys and its token API is slow;
+// following the fixed schema also bounds nesting: nothing deeper than a
+// tensor entry's arrays is ever entered.
 func parseHeader(hdr []byte, dataSize int64) (*layout, error) {
 	if !utf8.Valid(hdr) {
 		return nil, formatErr(RuleHeaderUTF8, "header is not valid UTF-8")
@@ -77,35 +76,27 @@ func parseHeader(hdr []byte, dataSize int64) (*layout, error) {
 	if len(hdr) == 0 || hdr[0] != '{' {
 		return nil, formatErr(RuleHeaderJSON, "header must start with '{'")
 	}
-	dec := json.NewDecoder(bytes.NewReader(hdr))
-	dec.UseNumber()
-	if err := expectDelim(dec, '{', "the header", RuleHeaderJSON); err != nil {
+	s := &hdrScanner{b: hdr}
+	if err := s.expect('{', literal("the header"), RuleHeaderJSON); err != nil {
 		return nil, err
 	}
 	l := &layout{metadata: map[string]string{}}
-	seen := map[string]bool{}
-	for dec.More() {
-		key, err := objectKey(dec, seen, "the header")
-		if err != nil {
-			return nil, err
-		}
+	err := s.members(literal("the header"), func(key string) error {
 		if key == "__metadata__" {
-			if err := parseMetadata(dec, l.metadata); err != nil {
-				return nil, err
-			}
-			continue
+			return parseMetadata(s, l.metadata)
 		}
-		t, err := parseEntry(dec, key)
+		t, err := parseEntry(s, key)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		l.tensors = append(l.tensors, t)
-	}
-	if err := expectDelim(dec, '}', "the header", RuleHeaderJSON); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	if tok, err := dec.Token(); err != io.EOF {
-		return nil, formatErr(RuleHeaderJSON, "unexpected %v after the header object", describe(tok, err))
+	if s.peek() != 0 {
+		return nil, formatErr(RuleHeaderJSON, "unexpected %s after the header object", s.describeNext())
 	}
 	if err := checkOffsets(l.tensors, dataSize); err != nil {
 		return nil, err
@@ -144,75 +135,76 @@ func checkOffsets(ts []TensorInfo, dataSize int64) error {
 	return nil
 }
 
-func parseMetadata(dec *json.Decoder, into map[string]string) error {
-	if err := expectDelim(dec, '{', "__metadata__", RuleMetadata); err != nil {
+func parseMetadata(s *hdrScanner, into map[string]string) error {
+	if err := s.expect('{', literal("__metadata__"), RuleMetadata); err != nil {
 		return err
 	}
-	seen := map[string]bool{}
-	for dec.More() {
-		key, err := objectKey(dec, seen, "__metadata__")
-		if err != nil {
-			return err
+	return s.members(literal("__metadata__"), func(key string) error {
+		if s.peek() != '"' {
+			return s.kindErr(RuleMetadata, "__metadata__[%q] is %s, not a string", key, s.describeNext())
 		}
-		tok, err := dec.Token()
-		v, ok := tok.(string)
-		if err != nil || !ok {
-			return formatErr(RuleMetadata, "__metadata__[%q] is %s, not a string", key, describe(tok, err))
-		}
+		v, err := s.str()
 		into[key] = v
-	}
-	return expectDelim(dec, '}', "__metadata__", RuleHeaderJSON)
+		return err
+	})
 }
 
-func parseEntry(dec *json.Decoder, name string) (TensorInfo, error) {
+// lazyString formats a message fragment only when it is printed.
+type lazyString func() string
+
+func (l lazyString) String() string { return l() }
+
+func parseEntry(s *hdrScanner, name string) (TensorInfo, error) {
 	t := TensorInfo{Name: name}
-	where := fmt.Sprintf("tensor %q", name)
-	if err := expectDelim(dec, '{', where, RuleEntry); err != nil {
+	// Quoting the name is the costliest step of a valid entry, so it is
+	// done only when there is an error to report.
+	where := lazyString(func() string { return fmt.Sprintf("tensor %q", name) })
+	if err := s.expect('{', where, RuleEntry); err != nil {
 		return t, err
 	}
 	seen := map[string]bool{}
 	var offsets []int64
-	for dec.More() {
-		key, err := objectKey(dec, seen, where)
-		if err != nil {
-			return t, err
-		}
+	err := s.members(where, func(key string) error {
+		seen[key] = true
 		switch key {
 		case "dtype":
-			tok, err := dec.Token()
-			s, ok := tok.(string)
-			if err != nil || !ok {
-				return t, formatErr(RuleEntry, "%s: dtype is %s, not a string", where, describe(tok, err))
+			if s.peek() != '"' {
+				return s.kindErr(RuleEntry, "%s: dtype is %s, not a string", where, s.describeNext())
 			}
-			t.DType = DType(s)
+			d, err := s.str()
+			if err != nil {
+				return err
+			}
+			t.DType = DType(d)
 			if t.DType.Size() == 0 {
-				return t, formatErr(RuleDType, "%s: unknown dtype %q", where, s)
+				return formatErr(RuleDType, "%s: unknown dtype %q", where, d)
 			}
 		case "shape":
-			dims, err := intArray(dec, where, "shape", RuleShape)
+			dims, err := intArray(s, where, "shape", RuleShape)
 			if err != nil {
-				return t, err
+				return err
 			}
 			t.Shape = make([]int, len(dims))
 			for i, d := range dims {
 				if d < 0 || int64(int(d)) != d {
-					return t, formatErr(RuleShape, "%s: shape[%d] = %d is negative or too large", where, i, d)
+					return formatErr(RuleShape, "%s: shape[%d] = %d is negative or too large", where, i, d)
 				}
 				t.Shape[i] = int(d)
 			}
 		case "data_offsets":
-			offsets, err = intArray(dec, where, "data_offsets", RuleEntry)
-			if err != nil {
-				return t, err
+			var err error
+			if offsets, err = intArray(s, where, "data_offsets", RuleEntry); err != nil {
+				return err
 			}
 			if len(offsets) != 2 {
-				return t, formatErr(RuleEntry, "%s: data_offsets has %d entries, want [begin, end]", where, len(offsets))
+				return formatErr(RuleEntry, "%s: data_offsets has %d entries, want [begin, end]", where, len(offsets))
 			}
 		default:
-			return t, formatErr(RuleEntry, "%s: unknown field %q (want dtype, shape, data_offsets)", where, key)
+			return formatErr(RuleEntry, "%s: unknown field %q (want dtype, shape, data_offsets)", where, key)
 		}
-	}
-	if err := expectDelim(dec, '}', where, RuleHeaderJSON); err != nil {
+		return nil
+	})
+	if err != nil {
 		return t, err
 	}
 	for _, f := range []string{"dtype", "shape", "data_offsets"} {
@@ -256,81 +248,37 @@ func byteSize(shape []int, elemSize int) (int64, bool) {
 	return int64(n), !overflow
 }
 
-// intArray reads a JSON array of integers.
-func intArray(dec *json.Decoder, where, field, rule string) ([]int64, error) {
-	if err := expectDelim(dec, '[', where+": "+field, rule); err != nil {
+// intArray reads a JSON array of integers; wrong kinds break rule.
+func intArray(s *hdrScanner, where fmt.Stringer, field, rule string) ([]int64, error) {
+	if err := s.expect('[', lazyString(func() string { return where.String() + ": " + field }), rule); err != nil {
 		return nil, err
 	}
 	var out []int64
-	for dec.More() {
-		tok, err := dec.Token()
-		num, ok := tok.(json.Number)
-		if err != nil || !ok {
-			return nil, formatErr(rule, "%s: %s[%d] is %s, not an integer", where, field, len(out), describe(tok, err))
+	if s.peek() == ']' {
+		s.i++
+		return out, nil
+	}
+	for {
+		if c := s.peek(); c != '-' && (c < '0' || c > '9') {
+			return nil, s.kindErr(rule, "%s: %s[%d] is %s, not an integer", where, field, len(out), s.describeNext())
 		}
-		v, perr := strconv.ParseInt(string(num), 10, 64)
-		if perr != nil {
-			return nil, formatErr(rule, "%s: %s[%d] = %s is not an integer that fits in 64 bits", where, field, len(out), num)
+		lit, isInt, err := s.number()
+		if err != nil {
+			return nil, err
+		}
+		v, perr := strconv.ParseInt(lit, 10, 64)
+		if !isInt || perr != nil {
+			return nil, formatErr(rule, "%s: %s[%d] = %s is not an integer that fits in 64 bits", where, field, len(out), lit)
 		}
 		out = append(out, v)
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return out, nil
+		default:
+			return nil, s.syntax("in %s: %s: expected ',' or ']', found %s", where, field, s.describeNext())
+		}
 	}
-	if err := expectDelim(dec, ']', where+": "+field, RuleHeaderJSON); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// objectKey reads the next key of an object and rejects repeats.
-func objectKey(dec *json.Decoder, seen map[string]bool, where string) (string, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return "", formatErr(RuleHeaderJSON, "in %s: %v", where, err)
-	}
-	key, ok := tok.(string)
-	if !ok {
-		return "", formatErr(RuleHeaderJSON, "in %s: key is %s", where, describe(tok, nil))
-	}
-	if seen[key] {
-		return "", formatErr(RuleDuplicateKey, "key %q appears twice in %s", key, where)
-	}
-	seen[key] = true
-	return key, nil
-}
-
-// expectDelim reads the delimiter want. Malformed JSON breaks the JSON rule;
-// a well-formed value of the wrong kind breaks wrongKind, the rule of the
-// field being read.
-func expectDelim(dec *json.Decoder, want json.Delim, where, wrongKind string) error {
-	tok, err := dec.Token()
-	if d, ok := tok.(json.Delim); err == nil && ok && d == want {
-		return nil
-	}
-	rule := wrongKind
-	if err != nil {
-		rule = RuleHeaderJSON
-	}
-	return formatErr(rule, "%s: expected %q, found %s", where, want, describe(tok, err))
-}
-
-// describe names a JSON token (or the error reading it) for messages.
-func describe(tok json.Token, err error) string {
-	if err == io.EOF {
-		return "end of header"
-	}
-	if err != nil {
-		return "invalid JSON (" + err.Error() + ")"
-	}
-	switch v := tok.(type) {
-	case json.Delim:
-		return fmt.Sprintf("%q", string(v))
-	case string:
-		return fmt.Sprintf("string %q", v)
-	case json.Number:
-		return "number " + string(v)
-	case bool:
-		return fmt.Sprintf("boolean %v", v)
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%v", tok)
 }

@@ -108,3 +108,36 @@ func TestParseIDs(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLines: arbitrary input never panics, and every non-blank input line
+// gets exactly one output line (an answer or an error), in order.
+func FuzzLines(f *testing.F) {
+	tok := flagTokenizer(f)
+	f.Add([]byte(`{"text":"a<s>b"}` + "\n" + `{"ids":[97,300]}` + "\n\nnot json\n"))
+	f.Add([]byte(`{"ids":[1,2,-3]}` + "\r\n" + `[1, 2]` + "\n" + `{"text":null}`))
+	f.Add([]byte("1, 2 3"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want := 0
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.TrimSpace(l) != "" {
+				want++
+			}
+		}
+		for _, run := range []func(*strings.Builder) error{
+			func(w *strings.Builder) error { return tok.EncodeLines(strings.NewReader(string(data)), w) },
+			func(w *strings.Builder) error { return tok.DecodeLines(strings.NewReader(string(data)), w) },
+		} {
+			var out strings.Builder
+			err := run(&out)
+			if got := strings.Count(out.String(), "\n"); got != want {
+				t.Fatalf("%d output lines for %d input lines (err %v)", got, want, err)
+			}
+			if err != nil && !strings.Contains(out.String(), `"error"`) {
+				t.Fatalf("error %v but no error line in the output", err)
+			}
+		}
+		if ids, err := ParseIDs(string(data)); err == nil && ids == nil {
+			t.Fatal("ParseIDs returned nil without an error")
+		}
+	})
+}

@@ -19,7 +19,7 @@ func addedTok(id int, content string, flags ...string) map[string]any {
 	return m
 }
 
-func flagTokenizer(t *testing.T) *Tokenizer {
+func flagTokenizer(t testing.TB) *Tokenizer {
 	return mustParse(t, tokenizerJSON(t,
 		map[string]any{"type": "BPE", "vocab": byteVocab(), "merges": []any{}},
 		map[string]any{

@@ -172,9 +172,14 @@ func (t *Template) Render(req *Request) (string, error) {
 		vars.Set(k, v)
 	}
 	vars.Set("messages", req.Messages)
+	// transformers always passes tools and documents, None when absent, so
+	// templates may test "tools is not none" without "is defined".
+	var tools jinja.Value // none
 	if req.Tools != nil {
-		vars.Set("tools", req.Tools)
+		tools = req.Tools
 	}
+	vars.Set("tools", tools)
+	vars.Set("documents", nil)
 	vars.Set("add_generation_prompt", req.AddGenerationPrompt)
 	if req.Vars != nil {
 		for _, k := range req.Vars.Keys() {

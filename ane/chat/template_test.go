@@ -157,3 +157,26 @@ func TestParseRequestErrors(t *testing.T) {
 		}
 	}
 }
+
+// Like transformers, tools and documents are always variables (none when
+// not given), so a Mistral-style "tools is not none" test works unguarded.
+func TestToolsAndDocumentsDefaultToNone(t *testing.T) {
+	p := writeFile(t, t.TempDir(), TokenizerConfigFile, `{"chat_template": "{% if tools is not none %}{% for t in tools %}{{ t.name }}{% endfor %}{% else %}no tools{% endif %}|{{ documents is none }}"}`)
+	tpl, err := LoadTemplate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for body, want := range map[string]string{
+		`{"messages": []}`:                                          "no tools|true",
+		`{"messages": [], "tools": null}`:                           "no tools|true",
+		`{"messages": [], "tools": [{"name": "a"}, {"name": "b"}]}`: "ab|true",
+	} {
+		req, err := ParseRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := tpl.Render(req); err != nil || got != want {
+			t.Errorf("%s: got %q, %v; want %q", body, got, err, want)
+		}
+	}
+}

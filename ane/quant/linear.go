@@ -129,8 +129,16 @@ func (t *mulTask) RunRange(w, lo, hi int) {
 			m.decodeGroup(g, buf)
 			for k := 0; k < cd; k++ {
 				row := buf[k*cols : (k+1)*cols]
-				for tok := 0; tok < t.n; tok++ {
-					t.dst[tok*rows+g*cd+k] = dot(row, t.x[tok*cols:(tok+1)*cols])
+				r := g*cd + k
+				tok := 0
+				for ; tok+4 <= t.n; tok += 4 {
+					x := t.x[tok*cols : (tok+4)*cols]
+					s0, s1, s2, s3 := dot4(row, x[:cols], x[cols:2*cols], x[2*cols:3*cols], x[3*cols:])
+					t.dst[tok*rows+r], t.dst[(tok+1)*rows+r] = s0, s1
+					t.dst[(tok+2)*rows+r], t.dst[(tok+3)*rows+r] = s2, s3
+				}
+				for ; tok < t.n; tok++ {
+					t.dst[tok*rows+r] = dot(row, t.x[tok*cols:(tok+1)*cols])
 				}
 			}
 		}

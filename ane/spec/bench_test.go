@@ -16,6 +16,11 @@ type costProfile struct {
 	perCall, perRow, draft int
 }
 
+// cycleCost is a cycle's cost in plain steps, for Auto.CycleCost.
+func (p costProfile) cycleCost() float64 {
+	return float64(p.perCall+(MaxDrafts+1)*p.perRow+p.draft) / float64(p.perCall+p.perRow)
+}
+
 var profiles = []costProfile{
 	// The published ANE runtime: the v8 verify entry has a fixed shape, so
 	// one row costs what eight do; the drafter costs ~0.18 of a verify
@@ -30,7 +35,9 @@ var profiles = []costProfile{
 // speculatively, side by side in each iteration, with a test drafter whose
 // drafts are right with probability 0, 0.5 or 0.9, and reports the speedup
 // (plain time / speculative time; below 1 is a slowdown), the accepted
-// drafts per cycle and the share of speculative target calls.
+// drafts per cycle and the share of speculative target calls; "modelled" is
+// the speedup the cost model predicts (busy-loop iterations counted, no
+// timing noise), "speedup" the measured one.
 func BenchmarkSpeculation(b *testing.B) {
 	const tokens = 256
 	for _, prof := range profiles {
@@ -39,18 +46,23 @@ func BenchmarkSpeculation(b *testing.B) {
 				name := prof.name + "/hit=" + map[float64]string{0: "0%", 0.5: "50%", 0.9: "90%"}[hit] + "/" + string(mode)
 				b.Run(name, func(b *testing.B) {
 					var plain, spec time.Duration
+					var plainWork, specWork int
 					var st Stats
 					for b.Loop() {
+						w0 := burned
 						plain += timeDecode(b, prof, tokens, nil, Config{})
+						w1 := burned
 						d := func(t *toyTarget, seed uint64) Drafter {
 							return &oracleDrafter{contextDrafter: contextDrafter{work: prof.draft}, t: t, hit: hit,
 								rng: rand.New(rand.NewPCG(seed, 9))}
 						}
 						var sp *Speculator
-						spec += timeDecode(b, prof, tokens, d, Config{Mode: mode}, &sp)
+						spec += timeDecode(b, prof, tokens, d, Config{Mode: mode, Auto: Auto{CycleCost: prof.cycleCost()}}, &sp)
+						plainWork, specWork = plainWork+w1-w0, specWork+burned-w1
 						st = sp.Stats()
 					}
 					b.ReportMetric(float64(plain)/float64(spec), "speedup")
+					b.ReportMetric(float64(plainWork)/float64(specWork), "modelled")
 					b.ReportMetric(float64(st.Accepted)/float64(max(st.Cycles, 1)), "accepted/cycle")
 					b.ReportMetric(float64(st.Cycles)/float64(st.Cycles+st.PlainSteps), "drafting")
 				})

@@ -1,6 +1,9 @@
 package spec
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Mode selects when the Speculator drafts.
 type Mode string
@@ -33,45 +36,61 @@ type Config struct {
 
 // Auto tunes ModeAuto. Drafting pauses when the mean number of accepted
 // drafts over the last Window cycles is below MinAccepted, and resumes for
-// another Window-cycle trial after RetryAfter plain steps. Zero fields take
-// the defaults. A rolling mean over a whole window (rather than reacting to
-// a few bad cycles) keeps a drafter that is right half the time (mean ≈ 1
-// accepted per cycle, s.d. ≈ 1.4 per cycle) from being paused by chance.
+// another Window-cycle trial after RetryAfter plain steps. A rolling mean
+// over a whole window (rather than reacting to a few bad cycles) keeps a
+// drafter that is right half the time (mean ≈ 1 accepted per cycle, s.d.
+// ≈ 1.4 per cycle) from being paused by chance. Decisions depend on counts
+// only, never on timing, so seeded runs stay reproducible.
+//
+// Zero fields take defaults derived from CycleCost, the backend's cost of
+// one cycle (a verify of 8 rows plus a drafter call) in plain steps.
 type Auto struct {
-	MinAccepted float64 // accepted drafts per cycle worth a drafter call; default 0.3
-	Window      int     // cycles averaged; default 32
-	RetryAfter  int     // plain steps before drafting is tried again; default 256
+	// CycleCost defaults to 1.18, the ANE: its verify has a fixed T = 8
+	// shape and the drafter costs about 0.18 of it (16.7 ms incl. the 3 ms
+	// gap vs 91.5 ms, reference §5.3). A CPU backend, whose verify cost
+	// grows with rows, must say so here.
+	CycleCost float64
+	// MinAccepted defaults to 1.5 × BreakEven(CycleCost, 1) (0.27 on the
+	// ANE). If even 7 accepted drafts per cycle could not pay for a cycle,
+	// auto never drafts.
+	MinAccepted float64
+	// Window defaults to 32 cycles.
+	Window int
+	// RetryAfter defaults to enough plain steps that a failed trial window
+	// costs at most 5%: max(256, 20·Window·(CycleCost − 1)).
+	RetryAfter int
 }
 
-// DefaultAuto is the auto policy used for zero Config.Auto fields.
-// MinAccepted 0.3: on the ANE a verify costs the same for 1 or 8 rows and a
-// drafter call about 0.18 of one (16.7 ms vs 91.5 ms, reference §5.3), so a
-// cycle breaks even near 0.18 accepted drafts (BreakEven). A CPU backend,
-// whose verify cost grows with rows, needs a higher value.
-var DefaultAuto = Auto{MinAccepted: 0.3, Window: 32, RetryAfter: 256}
+// DefaultCycleCost is the ANE's cycle cost in plain steps.
+const DefaultCycleCost = 1.18
 
 // BreakEven is the mean accepted drafts per cycle at which speculation
-// neither gains nor loses: a cycle (verify of 8 rows + drafter) costs
-// cycleCost and yields 1 + accepted tokens; a plain step costs plainCost.
+// neither gains nor loses: a cycle costs cycleCost and yields 1 + accepted
+// tokens; a plain step costs plainCost and yields one.
 func BreakEven(cycleCost, plainCost float64) float64 { return cycleCost/plainCost - 1 }
 
 func (a Auto) withDefaults() Auto {
+	if a.CycleCost == 0 {
+		a.CycleCost = DefaultCycleCost
+	}
 	if a.MinAccepted == 0 {
-		a.MinAccepted = DefaultAuto.MinAccepted
+		a.MinAccepted = 1.5 * BreakEven(a.CycleCost, 1)
 	}
 	if a.Window == 0 {
-		a.Window = DefaultAuto.Window
+		a.Window = 32
 	}
 	if a.RetryAfter == 0 {
-		a.RetryAfter = DefaultAuto.RetryAfter
+		a.RetryAfter = max(256, int(math.Ceil(20*float64(a.Window)*(a.CycleCost-1))))
 	}
 	return a
 }
 
-func (a Auto) validate() error {
+func (a Auto) validate(explicit Auto) error {
 	switch {
-	case !(a.MinAccepted >= 0 && a.MinAccepted <= MaxDrafts):
-		return fmt.Errorf("speculative auto min_accepted %v is outside [0, %d]", a.MinAccepted, MaxDrafts)
+	case !(a.CycleCost >= 1) || math.IsInf(a.CycleCost, 1):
+		return fmt.Errorf("speculative auto cycle_cost %v is not a finite number ≥ 1 (plain steps per cycle)", a.CycleCost)
+	case explicit.MinAccepted != 0 && !(a.MinAccepted > 0 && a.MinAccepted <= MaxDrafts):
+		return fmt.Errorf("speculative auto min_accepted %v is outside (0, %d]", a.MinAccepted, MaxDrafts)
 	case a.Window < 1 || a.Window > 1<<16:
 		return fmt.Errorf("speculative auto window %d is outside 1..65536 cycles", a.Window)
 	case a.RetryAfter < 1:
@@ -108,10 +127,13 @@ func newPolicy(cfg Config, haveDrafter bool) (*policy, error) {
 		return nil, fmt.Errorf("speculative mode on needs a drafter")
 	}
 	auto := cfg.Auto.withDefaults()
-	if err := auto.validate(); err != nil {
+	if err := auto.validate(cfg.Auto); err != nil {
 		return nil, err
 	}
-	p := &policy{mode: mode, auto: auto, on: mode != ModeOff && haveDrafter}
+	// In auto mode a drafter that cannot pay even when always right is
+	// never called.
+	hopeless := mode == ModeAuto && auto.MinAccepted > MaxDrafts
+	p := &policy{mode: mode, auto: auto, on: mode != ModeOff && haveDrafter && !hopeless}
 	if mode == ModeAuto {
 		p.recent = make([]int, auto.Window)
 	}
@@ -140,7 +162,7 @@ func (p *policy) cycle(k int) {
 // plainStep records a step without drafting; in auto mode enough of them
 // bring drafting back for another trial window.
 func (p *policy) plainStep() {
-	if p.mode != ModeAuto || p.pauses == 0 {
+	if p.mode != ModeAuto || p.pauses == 0 || p.auto.MinAccepted > MaxDrafts {
 		return
 	}
 	p.plains++

@@ -239,6 +239,21 @@ func TestPolicyTransitions(t *testing.T) {
 	if got := BreakEven(1.18, 1); got < 0.179 || got > 0.181 {
 		t.Fatalf("BreakEven(1.18, 1) = %v", got)
 	}
+	// Defaults follow the cycle cost.
+	for _, c := range []struct {
+		cost       float64
+		minAcc     float64
+		retryAfter int
+		on         bool
+	}{{0, 0.27, 256, true}, {3, 3, 1280, true}, {9, 12, 5120, false}} {
+		q, err := newPolicy(Config{Mode: ModeAuto, Auto: Auto{CycleCost: c.cost}}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(q.auto.MinAccepted-c.minAcc) > 1e-9 || q.auto.RetryAfter != c.retryAfter || q.drafting() != c.on {
+			t.Errorf("cycle cost %v: min_accepted %v retry_after %d drafting %v", c.cost, q.auto.MinAccepted, q.auto.RetryAfter, q.drafting())
+		}
+	}
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -253,6 +268,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Mode: ModeOn}, nil, "needs a drafter"},
 		{Config{Mode: "fast"}, d, `mode "fast"`},
 		{Config{Auto: Auto{MinAccepted: 9}}, d, "min_accepted"},
+		{Config{Auto: Auto{CycleCost: 0.5}}, d, "cycle_cost"},
 		{Config{Auto: Auto{Window: -1}}, d, "window"},
 		{Config{Auto: Auto{RetryAfter: -1}}, d, "retry_after"},
 	}

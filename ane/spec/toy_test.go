@@ -120,8 +120,13 @@ func (m *toyTarget) Accept(n int) error {
 
 var burnSink uint64
 
+// burned counts every busy-loop iteration, so benchmarks can also report
+// the speedup their cost model predicts, free of timing noise.
+var burned int
+
 // burn spends CPU time proportional to n without sleeping.
 func burn(n int) {
+	burned += n
 	h := burnSink
 	for i := 0; i < n; i++ {
 		h = h*6364136223846793005 + 1442695040888963407

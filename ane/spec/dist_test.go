@@ -20,7 +20,7 @@ import (
 func TestSampledDistributionMatchesPlain(t *testing.T) {
 	const (
 		vocab = 10
-		runs  = 12000
+		runs  = 8000
 		alpha = 0.001
 	)
 	opts := sample.Options{Temperature: 1, TopK: 6, TopP: 0.9, PresencePenalty: 0.6, MaxTokens: 10}

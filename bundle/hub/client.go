@@ -32,8 +32,11 @@ type Client struct {
 	Backoff      time.Duration // first 5xx/network backoff, doubled per attempt
 	MaxBackoff   time.Duration
 	StallTimeout time.Duration // no body bytes for this long = retry
-	PartSize     int64         // resume checkpoint interval
-	UserAgent    string
+	PartSize     int64         // resume checkpoint interval: a crash costs at most this much
+	// Streams is the number of parallel ranged requests for one large
+	// file (1 = a single stream). They fetch PartSize/Streams segments.
+	Streams   int
+	UserAgent string
 
 	// wait sleeps between attempts (replaced in tests to observe backoff).
 	wait func(ctx context.Context, d time.Duration) error
@@ -57,6 +60,7 @@ func New(endpoint, token string) *Client {
 		MaxBackoff:   30 * time.Second,
 		StallTimeout: 30 * time.Second,
 		PartSize:     64 << 20,
+		Streams:      4,
 		UserAgent:    "forged",
 	}
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,18 +152,26 @@ func TestFetchRecoversFromFaults(t *testing.T) {
 		// After a cut the server ignores Range: the prefix comes again and is skipped.
 		{"ignore range", hubtest.Fault{Kind: hubtest.IgnoreRange, Path: p}, 3 << 20},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			fx := newFixture(t)
-			fx.hub.Inject(tc.fault)
-			if tc.fault.Kind == hubtest.IgnoreRange {
-				fx.hub.Inject(hubtest.Fault{Kind: hubtest.CutAfter, Path: p, N: 3 << 20, Times: 1})
-			}
-			res := fx.fetchOK(t, fx.client(), fx.download(t, p))
-			if res.Received < size || res.Received > size+tc.maxExtra {
-				t.Fatalf("received %d bytes for a %d-byte file (allowed extra %d)", res.Received, size, tc.maxExtra)
-			}
-		})
+	for _, streams := range []int{1, 4} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/streams=%d", tc.name, streams), func(t *testing.T) {
+				fx := newFixture(t)
+				fx.hub.Inject(tc.fault)
+				if tc.fault.Kind == hubtest.IgnoreRange {
+					fx.hub.Inject(hubtest.Fault{Kind: hubtest.CutAfter, Path: p, N: 3 << 20, Times: 1})
+				}
+				c := fx.client()
+				c.Streams = streams
+				res := fx.fetchOK(t, c, fx.download(t, p))
+				extra := tc.maxExtra
+				if streams > 1 && tc.fault.Kind == hubtest.IgnoreRange {
+					extra = 4 * size // one whole-file answer per segment in flight, then one stream
+				}
+				if res.Received < size || res.Received > size+extra {
+					t.Fatalf("received %d bytes for a %d-byte file (allowed extra %d)", res.Received, size, extra)
+				}
+			})
+		}
 	}
 }
 
@@ -195,38 +207,51 @@ func TestFetchRejectsHubMetadataThatDisagrees(t *testing.T) {
 }
 
 func TestFetchResumesFromCheckpointAcrossProcesses(t *testing.T) {
-	fx := newFixture(t)
-	const p = "coreai/chunk.bin"
-	d := fx.download(t, p)
-	// First "process": dies after 3.5 MiB. The files are copied at that
-	// moment, as a kill -9 would leave them (no final checkpoint).
-	crash := filepath.Join(t.TempDir(), "crash")
-	ctx, cancel := context.WithCancel(context.Background())
-	var got, crashedAt int64
-	d.Progress = func(n int64) {
-		got += n
-		if got >= 3<<20+1<<19 && ctx.Err() == nil {
-			crashedAt = got
-			copyFile(t, d.Partial, crash)
-			copyFile(t, d.Partial+".state", crash+".state")
-			cancel()
-		}
-	}
-	if _, err := fx.client().Fetch(ctx, d); !errors.Is(err, context.Canceled) {
-		t.Fatalf("expected cancellation, got %v", err)
-	}
-	// Second "process" starts from the crash state.
-	d.Progress = nil
-	copyFile(t, crash, d.Partial)
-	copyFile(t, crash+".state", d.Partial+".state")
-	res := fx.fetchOK(t, fx.client(), d)
-	part := int64(1 << 20)
-	if res.ResumedFrom != crashedAt/part*part {
-		t.Fatalf("crashed at %d, resumed from %d, want the last part boundary %d", crashedAt, res.ResumedFrom, crashedAt/part*part)
-	}
-	t.Logf("crashed at %d bytes, resumed from %d: %d bytes fetched twice", crashedAt, res.ResumedFrom, crashedAt-res.ResumedFrom)
-	if want := int64(len(fx.files[p])) - res.ResumedFrom; res.Received != want {
-		t.Fatalf("received %d bytes on resume, want %d", res.Received, want)
+	for _, streams := range []int{1, 4} {
+		t.Run(fmt.Sprintf("streams=%d", streams), func(t *testing.T) {
+			fx := newFixture(t)
+			const p = "coreai/chunk.bin"
+			const part = 1 << 20
+			d := fx.download(t, p)
+			// First "process": dies after 3.5 MiB. The files are copied at
+			// that moment, as a kill -9 would leave them (no final checkpoint).
+			crash := filepath.Join(t.TempDir(), "crash")
+			ctx, cancel := context.WithCancel(context.Background())
+			var got atomic.Int64
+			var crashedAt int64
+			var once sync.Once
+			d.Progress = func(n int64) {
+				if got.Add(n) >= 3<<20+1<<19 {
+					once.Do(func() {
+						crashedAt = got.Load()
+						copyFile(t, d.Partial+".state", crash+".state")
+						copyFile(t, d.Partial, crash)
+						cancel()
+					})
+				}
+			}
+			c := fx.client()
+			c.Streams = streams
+			if _, err := c.Fetch(ctx, d); !errors.Is(err, context.Canceled) {
+				t.Fatalf("expected cancellation, got %v", err)
+			}
+			// Second "process" starts from the crash state.
+			d.Progress = nil
+			copyFile(t, crash, d.Partial)
+			copyFile(t, crash+".state", d.Partial+".state")
+			res := fx.fetchOK(t, c, d)
+			again := crashedAt - res.ResumedFrom
+			t.Logf("crashed after receiving %d bytes, resumed from %d: %d bytes fetched twice", crashedAt, res.ResumedFrom, again)
+			if streams == 1 && res.ResumedFrom != crashedAt/part*part {
+				t.Fatalf("one stream: resumed from %d, want the last part boundary %d", res.ResumedFrom, crashedAt/part*part)
+			}
+			if res.ResumedFrom == 0 || again < 0 || again > part {
+				t.Fatalf("resumed from %d after receiving %d: more than one part (%d) fetched twice", res.ResumedFrom, crashedAt, part)
+			}
+			if want := int64(len(fx.files[p])) - res.ResumedFrom; res.Received != want {
+				t.Fatalf("received %d bytes on resume, want %d", res.Received, want)
+			}
+		})
 	}
 }
 
@@ -275,6 +300,7 @@ func TestBackoffHonoursRetryAfterAndDoubles(t *testing.T) {
 	fx.hub.Inject(hubtest.Fault{Kind: hubtest.TooManyRequests, Path: p, Times: 1, RetryAfter: 7})
 	fx.hub.Inject(hubtest.Fault{Kind: hubtest.ServerError, Path: p, Times: 2})
 	c := fx.client()
+	c.Streams = 1
 	c.Backoff = 100 * time.Millisecond
 	var waits []time.Duration
 	c.wait = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
@@ -296,6 +322,7 @@ func TestFetchGivesUpAfterMaxRetries(t *testing.T) {
 	fx.hub.Inject(hubtest.Fault{Kind: hubtest.ServerError, Path: p})
 	c := fx.client()
 	c.MaxRetries = 3
+	c.Streams = 1
 	attempts := 0
 	c.wait = func(context.Context, time.Duration) error { attempts++; return nil }
 	_, err := c.Fetch(context.Background(), fx.download(t, p))
@@ -308,5 +335,30 @@ func TestFetchGivesUpAfterMaxRetries(t *testing.T) {
 	attempts = 0
 	if _, err := c.Fetch(context.Background(), d); err == nil || !strings.Contains(err.Error(), "EntryNotFound") || attempts != 0 {
 		t.Fatalf("404: err = %v after %d waits", err, attempts)
+	}
+}
+
+func TestParallelSegmentsFailWithoutHanging(t *testing.T) {
+	fx := newFixture(t)
+	const p = "coreai/chunk.bin"
+	// One segment keeps failing: the others are cancelled and Fetch returns.
+	fx.hub.Inject(hubtest.Fault{Kind: hubtest.CutAfter, Path: p, N: 2<<20 + 100})
+	c := fx.client()
+	c.MaxRetries = 2
+	c.wait = func(context.Context, time.Duration) error { return nil }
+	d := fx.download(t, p)
+	_, err := c.Fetch(context.Background(), d)
+	if err == nil || !strings.Contains(err.Error(), p) {
+		t.Fatalf("err = %v", err)
+	}
+	// The verified prefix stops before the bad segment and is resumable.
+	var cp checkpoint
+	data, _ := os.ReadFile(d.Partial + ".state")
+	if json.Unmarshal(data, &cp) != nil || cp.Offset == 0 || cp.Offset > 2<<20+100 {
+		t.Fatalf("checkpoint after the failure: %s", data)
+	}
+	fx.hub.ClearFaults()
+	if res := fx.fetchOK(t, c, d); res.ResumedFrom != cp.Offset {
+		t.Fatalf("resumed from %d, checkpoint says %d", res.ResumedFrom, cp.Offset)
 	}
 }

@@ -74,6 +74,19 @@ func (c *Client) Fetch(ctx context.Context, d Download) (Result, error) {
 
 	w := newHashWriter(f, h)
 	defer w.close()
+	if c.Streams > 1 && d.Size-offset >= 2*c.segmentSize() {
+		offset, err = c.fetchSegments(ctx, d, w, offset, &res)
+		switch {
+		case errors.Is(err, errRangeIgnored):
+			// The server answers ranges with the whole file: carry on with
+			// one stream from the verified prefix.
+			if err := resetTo(f, offset); err != nil {
+				return res, err
+			}
+		case err != nil:
+			return res, err
+		}
+	}
 	failures := 0
 	for offset < d.Size {
 		n, err := c.fetchFrom(ctx, d, w, offset, &res)
@@ -153,62 +166,29 @@ func (c *Client) openPartial(d Download) (*os.File, hash.Hash, int64, error) {
 	return f, h, offset, nil
 }
 
-// saveCheckpoint records offset and hash state atomically. Called only
-// when the file holds exactly offset bytes, all synced.
+// saveCheckpoint records offset and hash state once every written byte
+// is hashed and synced.
 func (c *Client) saveCheckpoint(d Download, w *hashWriter, offset int64) {
-	if w.sync() != nil || w.f.Sync() != nil {
-		return
-	}
-	state, err := w.h.(encoding.BinaryMarshaler).MarshalBinary()
-	if err != nil {
-		return
-	}
-	data, _ := json.Marshal(checkpoint{Path: d.Path, SHA256: d.SHA256, Size: d.Size, Offset: offset, Hash: state})
-	tmp := d.Partial + ".state.tmp"
-	if os.WriteFile(tmp, data, 0o644) == nil {
-		os.Rename(tmp, d.Partial+".state")
+	if w.sync() == nil {
+		c.checkpointAt(d, w, offset)
 	}
 }
 
 // fetchFrom makes one request for the bytes from offset on and streams
 // them into w. It returns how many new bytes it wrote.
 func (c *Client) fetchFrom(ctx context.Context, d Download, w *hashWriter, offset int64, res *Result) (int64, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	hdr := http.Header{}
-	if offset > 0 {
-		hdr.Set("Range", "bytes="+strconv.FormatInt(offset, 10)+"-")
-	}
-	var stalled atomic.Bool
-	stall := time.AfterFunc(c.StallTimeout, func() { stalled.Store(true); cancel() })
-	defer stall.Stop()
-	resp, _, err := c.do(ctx, http.MethodGet, c.FileURL(d.Repo, d.Commit, d.Path), hdr,
-		func(h http.Header) error { return checkHeaders(d, h) })
+	body, err := c.openRange(ctx, d, offset, d.Size)
 	if err != nil {
-		if stalled.Load() {
-			return 0, fmt.Errorf("no response for %v", c.StallTimeout)
-		}
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body := io.Reader(resp.Body)
-	switch resp.StatusCode {
-	case http.StatusPartialContent:
-		start, ok := contentRangeStart(resp.Header.Get("Content-Range"))
-		if !ok || start != offset {
-			return 0, fmt.Errorf("asked for bytes from %d, server sent Content-Range %q", offset, resp.Header.Get("Content-Range"))
+	defer body.Close()
+	if !body.ranged && offset > 0 {
+		// The server ignored Range: skip what we already have.
+		skipped, err := io.CopyN(io.Discard, body, offset)
+		res.Received += skipped
+		if err != nil {
+			return 0, err
 		}
-	case http.StatusOK:
-		if offset > 0 {
-			// The server ignored Range: skip what we already have.
-			skipped, err := io.CopyN(io.Discard, body, offset)
-			res.Received += skipped
-			if err != nil {
-				return 0, err
-			}
-		}
-	default:
-		return 0, fmt.Errorf("unexpected HTTP %d", resp.StatusCode)
 	}
 
 	buf := w.getBuf()
@@ -219,7 +199,6 @@ func (c *Client) fetchFrom(ctx context.Context, d Download, w *hashWriter, offse
 		want := min(int64(len(buf)), nextCheckpoint-(offset+written))
 		n, rerr := body.Read(buf[:want])
 		if n > 0 {
-			stall.Reset(c.StallTimeout)
 			if offset+written+int64(n) > d.Size {
 				return written, &finalError{fmt.Errorf("server sent more than the %d bytes release.json lists", d.Size)}
 			}
@@ -243,12 +222,80 @@ func (c *Client) fetchFrom(ctx context.Context, d Download, w *hashWriter, offse
 			return written, nil
 		}
 		if rerr != nil {
-			if stalled.Load() {
-				rerr = fmt.Errorf("stalled: no data for %v", c.StallTimeout)
-			}
 			return written, rerr
 		}
 	}
+}
+
+// rangeBody is a response body for bytes [start, end) of a file that
+// fails with a stall error when no byte arrives for StallTimeout.
+type rangeBody struct {
+	io.ReadCloser
+	ranged  bool // 206: the body starts at the requested offset
+	c       *Client
+	timer   *time.Timer
+	stalled *atomic.Bool
+	cancel  context.CancelFunc
+}
+
+func (b *rangeBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.c.StallTimeout)
+	}
+	if err != nil && err != io.EOF && b.stalled.Load() {
+		err = fmt.Errorf("stalled: no data for %v", b.c.StallTimeout)
+	}
+	return n, err
+}
+
+func (b *rangeBody) Close() error {
+	b.timer.Stop()
+	b.cancel()
+	return b.ReadCloser.Close()
+}
+
+// openRange requests bytes [start, end) (open-ended when end is the file
+// size and start is 0), checks the hub's metadata and the Content-Range.
+// A 200 answer to a ranged request comes back with ranged == false.
+func (c *Client) openRange(ctx context.Context, d Download, start, end int64) (*rangeBody, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	hdr := http.Header{}
+	if start > 0 || end < d.Size {
+		r := "bytes=" + strconv.FormatInt(start, 10) + "-"
+		if end < d.Size {
+			r += strconv.FormatInt(end-1, 10)
+		}
+		hdr.Set("Range", r)
+	}
+	var stalled atomic.Bool
+	timer := time.AfterFunc(c.StallTimeout, func() { stalled.Store(true); cancel() })
+	resp, _, err := c.do(ctx, http.MethodGet, c.FileURL(d.Repo, d.Commit, d.Path), hdr,
+		func(h http.Header) error { return checkHeaders(d, h) })
+	if err != nil {
+		timer.Stop()
+		cancel()
+		if stalled.Load() {
+			return nil, fmt.Errorf("no response for %v", c.StallTimeout)
+		}
+		return nil, err
+	}
+	body := &rangeBody{ReadCloser: resp.Body, c: c, timer: timer, stalled: &stalled, cancel: cancel}
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+		got, ok := contentRangeStart(resp.Header.Get("Content-Range"))
+		if !ok || got != start {
+			body.Close()
+			return nil, fmt.Errorf("asked for bytes from %d, server sent Content-Range %q", start, resp.Header.Get("Content-Range"))
+		}
+		body.ranged = true
+	case http.StatusOK:
+		body.ranged = start == 0 && end == d.Size
+	default:
+		body.Close()
+		return nil, fmt.Errorf("unexpected HTTP %d", resp.StatusCode)
+	}
+	return body, nil
 }
 
 // checkHeaders compares the hub's metadata with release.json before any

@@ -30,12 +30,13 @@ import (
 type FaultKind int
 
 const (
-	// CutAfter closes the connection after N body bytes.
+	// CutAfter closes the connection when the body reaches file offset N
+	// (for a request whose range contains N).
 	CutAfter FaultKind = iota
 	// FlipByte inverts the byte at file offset N whenever it is served.
 	FlipByte
-	// Stall stops sending after N body bytes, for StallFor or until the
-	// client gives up.
+	// Stall stops sending when the body reaches file offset N, for
+	// StallFor or until the client gives up.
 	Stall
 	// ServerError answers the resolve request with 500.
 	ServerError
@@ -234,10 +235,19 @@ func (h *Hub) ResetCounters() {
 // takeFault returns the first live fault of one of kinds for path, and
 // uses it up once.
 func (h *Hub) takeFault(path string, kinds ...FaultKind) *Fault {
+	return h.takeFaultIn(path, 0, -1, kinds...)
+}
+
+// takeFaultIn is takeFault for faults at a file offset: only those with
+// start <= N < end apply (end < 0: any offset).
+func (h *Hub) takeFaultIn(path string, start, end int64, kinds ...FaultKind) *Fault {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, f := range h.faults {
 		if f.Path != "" && f.Path != path {
+			continue
+		}
+		if end >= 0 && (f.N < start || f.N >= end) {
 			continue
 		}
 		if f.Times > 0 && f.used >= f.Times {
@@ -388,11 +398,10 @@ func (h *Hub) serveBody(w http.ResponseWriter, r *http.Request, path string, f f
 		panic(http.ErrAbortHandler)
 	}
 	defer fh.Close()
-	cut := h.takeFault(path, CutAfter)
-	flip := h.takeFault(path, FlipByte)
-	stall := h.takeFault(path, Stall)
+	cut := h.takeFaultIn(path, start, end, CutAfter)
+	flip := h.takeFaultIn(path, start, end, FlipByte)
+	stall := h.takeFaultIn(path, start, end, Stall)
 	buf := make([]byte, 256<<10)
-	sent := int64(0)
 	for off := start; off < end; {
 		n := int64(len(buf))
 		if end-off < n {
@@ -400,14 +409,14 @@ func (h *Hub) serveBody(w http.ResponseWriter, r *http.Request, path string, f f
 		}
 		// Stop chunks at the cut and stall points so they happen exactly there.
 		for _, flt := range []*Fault{cut, stall} {
-			if flt != nil && sent < flt.N && sent+n > flt.N {
-				n = flt.N - sent
+			if flt != nil && off < flt.N && off+n > flt.N {
+				n = flt.N - off
 			}
 		}
-		if cut != nil && sent >= cut.N {
+		if cut != nil && off >= cut.N {
 			panic(http.ErrAbortHandler) // drops the connection mid-body
 		}
-		if stall != nil && sent >= stall.N {
+		if stall != nil && off >= stall.N {
 			w.(http.Flusher).Flush()
 			if stall.StallFor > 0 {
 				select {
@@ -436,7 +445,6 @@ func (h *Hub) serveBody(w http.ResponseWriter, r *http.Request, path string, f f
 			return
 		}
 		off += n
-		sent += n
 	}
 }
 

@@ -166,6 +166,11 @@ func specialTokens(data []byte, name string) (*jinja.Dict, error) {
 
 // Render renders the conversation in req to prompt text.
 func (t *Template) Render(req *Request) (string, error) {
+	return t.tpl.Render(t.variables(req))
+}
+
+// variables are the template's variables for req, as transformers passes them.
+func (t *Template) variables(req *Request) *jinja.Dict {
 	vars := jinja.NewDict()
 	for _, k := range t.tokens.Keys() {
 		v, _ := t.tokens.Get(k)
@@ -187,5 +192,5 @@ func (t *Template) Render(req *Request) (string, error) {
 			vars.Set(k, v)
 		}
 	}
-	return t.tpl.Render(vars)
+	return vars
 }

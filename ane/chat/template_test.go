@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/forgedaemon/forged/ane/jinja"
 )
 
 // sharedTestdata is ../shared/testdata relative to the repository root.
@@ -22,13 +24,35 @@ func sharedTestdata(t testing.TB, parts ...string) string {
 	return p
 }
 
-// Every conversation in the reference renderings renders byte for byte.
+// Every conversation in the shared reference renderings renders byte for
+// byte, with Jinja2 semantics and with the reference renderer's strip.
 func TestReferenceRenders(t *testing.T) {
 	tpl, err := LoadTemplate(sharedTestdata(t, "qwen3", "tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(sharedTestdata(t, "qwen3", "chat_renders.jsonl"))
+	checkRenders(t, tpl, sharedTestdata(t, "qwen3", "chat_renders.jsonl"), 8, jinja.Options{})
+	checkRenders(t, tpl, sharedTestdata(t, "qwen3", "chat_renders.jsonl"), 8, jinja.Options{JSStrip: true})
+}
+
+// 150 seeded random conversations (system prompts, reasoning, tool calls
+// with object and string arguments, tool responses, non-ASCII, padded and
+// multi-line text, thinking on/off/unset) rendered by the same reference
+// renderer (testdata/gen_qwen3_renders.mjs) match byte for byte. They use
+// JSStrip: the Qwen3 template calls .lstrip('\n') / .strip('\n') on text
+// with spaces and tabs at its edges, which the reference strips and Jinja2
+// (and we, by default) keep.
+func TestRandomReferenceRenders(t *testing.T) {
+	tpl, err := LoadTemplate(sharedTestdata(t, "qwen3", "tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRenders(t, tpl, filepath.Join("testdata", "qwen3_renders.jsonl"), 150, jinja.Options{JSStrip: true})
+}
+
+func checkRenders(t *testing.T, tpl *Template, path string, atLeast int, opts jinja.Options) {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,22 +67,23 @@ func TestReferenceRenders(t *testing.T) {
 			Text string `json:"text"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &want); err != nil {
-			t.Fatalf("line %d: %v", n, err)
+			t.Fatalf("%s:%d: %v", path, n, err)
 		}
 		req, err := ParseRequest(sc.Bytes())
 		if err != nil {
 			t.Fatalf("%s: %v", want.Name, err)
 		}
-		got, err := tpl.Render(req)
+		got, err := tpl.tpl.RenderWith(tpl.variables(req), opts)
 		if err != nil {
-			t.Fatalf("%s: %v", want.Name, err)
+			t.Errorf("%s: %v", want.Name, err)
+			continue
 		}
 		if got != want.Text {
 			t.Errorf("%s:\n got %q\nwant %q", want.Name, got, want.Text)
 		}
 	}
-	if n < 8 {
-		t.Fatalf("read only %d reference renderings", n)
+	if n < atLeast {
+		t.Fatalf("%s: read only %d reference renderings", path, n)
 	}
 }
 

@@ -250,6 +250,9 @@ func (r *renderer) stringMethod(s, name string) Value {
 		return fn(func([]Value, *Dict) (Value, error) { return strings.ToLower(s), nil })
 	case "strip", "lstrip", "rstrip":
 		return fn(func(args []Value, _ *Dict) (Value, error) {
+			if r.jsStrip {
+				args = nil
+			}
 			return stripChars(s, args, name != "rstrip", name != "lstrip")
 		})
 	case "title":

@@ -38,14 +38,32 @@ func Parse(src string) (*Template, error) {
 	return &Template{body: body}, nil
 }
 
-// Render renders with vars as the template's variables and DefaultLimits.
-func (t *Template) Render(vars *Dict) (string, error) {
-	return t.RenderWith(vars, DefaultLimits, time.Now)
+// Options adjust one rendering; the zero value means DefaultLimits, the
+// real clock and Jinja2 semantics.
+type Options struct {
+	Limits Limits           // zero: DefaultLimits
+	Now    func() time.Time // the clock of strftime_now; nil: time.Now
+	// JSStrip makes strip/lstrip/rstrip ignore their argument and strip all
+	// whitespace, as @huggingface/jinja 0.5.11 does. Jinja2, which models
+	// are trained with, strips only the given characters; this exists to
+	// compare with that renderer.
+	JSStrip bool
 }
 
-// RenderWith renders with explicit limits and clock (for strftime_now).
-func (t *Template) RenderWith(vars *Dict, lim Limits, now func() time.Time) (string, error) {
-	r := &renderer{lim: lim, now: now}
+// Render renders with vars as the template's variables and default options.
+func (t *Template) Render(vars *Dict) (string, error) {
+	return t.RenderWith(vars, Options{})
+}
+
+// RenderWith renders with explicit options.
+func (t *Template) RenderWith(vars *Dict, o Options) (string, error) {
+	if o.Limits == (Limits{}) {
+		o.Limits = DefaultLimits
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	r := &renderer{lim: o.Limits, now: o.Now, jsStrip: o.JSStrip}
 	top := &scope{vars: map[string]Value{}}
 	if vars != nil {
 		for _, k := range vars.Keys() {
@@ -93,10 +111,11 @@ func (s *scope) set(name string, v Value) {
 func child(s *scope) *scope { return &scope{parent: s} }
 
 type renderer struct {
-	lim   Limits
-	now   func() time.Time
-	steps int
-	depth int
+	lim     Limits
+	now     func() time.Time
+	jsStrip bool
+	steps   int
+	depth   int
 }
 
 func (r *renderer) step(line int) error {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 )
 
 func mustRender(t *testing.T, src string, vars *Dict) string {
@@ -34,6 +33,14 @@ func TestStripWithCharacters(t *testing.T) {
 	want := "[ \nA \n][\n \nA ][ \nA ][a][A]"
 	if got != want {
 		t.Fatalf("got %q want %q", got, want)
+	}
+	tpl, err := Parse(`[{{ s.lstrip('\n') }}][{{ s.rstrip('\n') }}][{{ 'xxaxx'.strip('x') }}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := tpl.RenderWith(vars(t, `{"s": "\n \nA \n"}`), Options{JSStrip: true})
+	if err != nil || js != "[A \n][\n \nA][xxaxx]" {
+		t.Fatalf("JSStrip: %q %v", js, err)
 	}
 }
 
@@ -139,7 +146,7 @@ func TestLimitsStopRunawayTemplates(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", src, err)
 		}
-		_, err = tpl.RenderWith(NewDict(), lim, time.Now)
+		_, err = tpl.RenderWith(NewDict(), Options{Limits: lim})
 		if err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%q: got error %v, want one mentioning %q", src, err, msg)
 		}
@@ -201,7 +208,7 @@ func FuzzRender(f *testing.F) {
 			}
 			return
 		}
-		out, err := tpl.RenderWith(vars, Limits{MaxOutput: 1 << 16, MaxSteps: 20_000, MaxDepth: 16}, time.Now)
+		out, err := tpl.RenderWith(vars, Options{Limits: Limits{MaxOutput: 1 << 16, MaxSteps: 20_000, MaxDepth: 16}})
 		if err == nil && len(out) > 1<<16 {
 			t.Fatalf("output of %d bytes exceeds the limit", len(out))
 		}
@@ -236,7 +243,7 @@ func TestLimitsOnSelfSharingContainers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tpl.RenderWith(NewDict(), lim, time.Now); err == nil || !strings.Contains(err.Error(), msg) {
+		if _, err := tpl.RenderWith(NewDict(), Options{Limits: lim}); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%q: got %v, want an error mentioning %q", src[len(grow)-1:], err, msg)
 		}
 	}

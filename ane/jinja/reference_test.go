@@ -57,5 +57,5 @@ func renderString(src string, vars *Dict) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return tpl.RenderWith(vars, DefaultLimits, func() time.Time { return time.Date(2026, 3, 7, 9, 5, 0, 0, time.UTC) })
+	return tpl.RenderWith(vars, Options{Now: func() time.Time { return time.Date(2026, 3, 7, 9, 5, 0, 0, time.UTC) }})
 }

@@ -109,7 +109,8 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 	}
 }
 
-// Memory() agrees with what opening a session actually allocates.
+// Memory() agrees with what opening sessions actually allocates (several
+// at once, so unrelated heap noise stays small against them).
 func TestMemoryReportMatchesAllocations(t *testing.T) {
 	_, m := newTiny(t, Options{})
 	for _, ladder := range [][]int{{64}, {4096}} {
@@ -117,16 +118,51 @@ func TestMemoryReportMatchesAllocations(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		s := m.NewSession()
+		sessions := make([]*Session, 8)
+		for i := range sessions {
+			sessions[i] = m.NewSession()
+		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		rep := s.Memory()
+		var got int64
+		for _, s := range sessions {
+			got += s.Memory().Session()
+		}
 		actual := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-		got := rep.Session()
 		if d := float64(actual-got) / float64(actual); d > 0.1 || d < -0.1 {
 			t.Errorf("ladder %v: Memory() reports %d session bytes, heap grew by %d (%.1f%% off)", ladder, got, actual, 100*d)
 		}
-		runtime.KeepAlive(s)
-		s.Close()
+		for _, s := range sessions {
+			s.Close()
+		}
+	}
+}
+
+// Memory().Weights counts every matrix at its stored size (BF16 read in
+// place) and every vector at its float32 size; the embedding separately.
+func TestMemoryReportWeights(t *testing.T) {
+	cfg := tinyConfig()
+	_, src := newTinyModel(cfg, 1)
+	var want, embed int64
+	for name, tt := range src {
+		n := int64(len(tt.Data) / 2)
+		switch {
+		case name == embedName:
+			embed = 2 * n
+		case len(tt.Shape) == 2:
+			want += 2 * n
+		default:
+			want += 4 * n
+		}
+	}
+	w, err := LoadCheckpoint(cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := NewModel(cfg, w, Options{Ladder: []int{64}})
+	s := openSession(t, m)
+	rep := s.Memory()
+	if rep.Weights != want || rep.Embedding != embed {
+		t.Fatalf("Memory() weights %d, embedding %d; stored sizes give %d, %d", rep.Weights, rep.Embedding, want, embed)
 	}
 }

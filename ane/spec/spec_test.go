@@ -189,6 +189,33 @@ func TestAutoPausesAndRetries(t *testing.T) {
 	}
 }
 
+// A drafter that will never be used (mode off, or auto on a backend where
+// drafting cannot pay) is not even fed context.
+func TestUnusedDrafterIsNotCalled(t *testing.T) {
+	opts := sample.Options{Temperature: 0, MaxTokens: 20}
+	for _, cfg := range []Config{{Mode: ModeOff}, {Mode: ModeAuto, Auto: Auto{CycleCost: 9}}} {
+		target := newToyTarget(30, 77)
+		first := target.Feed([]int{1, 2})
+		s, _ := sample.New(opts)
+		stop, _ := sample.NewStopper(opts)
+		sp, err := New(target, failingContext{&scriptedDrafter{err: errScripted}}, s, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sp.Generate(first, 2, stop, nil, func(Token) error { return nil }); err != nil {
+			t.Fatalf("%+v: %v", cfg, err)
+		}
+		if st := sp.Stats(); st.PlainSteps != 19 || st.Cycles != 0 {
+			t.Fatalf("%+v: stats %+v", cfg, st)
+		}
+	}
+}
+
+// failingContext is a drafter whose every call fails.
+type failingContext struct{ Drafter }
+
+func (failingContext) AddContext([]float32, []int) error { return errScripted }
+
 func TestPolicyTransitions(t *testing.T) {
 	p, err := newPolicy(Config{Mode: ModeAuto, Auto: Auto{MinAccepted: 2, Window: 4, RetryAfter: 5}}, true)
 	if err != nil {

@@ -153,7 +153,7 @@ var (
 // uses the fake engine with a per-token delay; -fair.model runs a real
 // checkpoint (e.g. a tiny synthetic one) on the reference engine.
 //
-//	go test -run '^$' -bench Fairness -fair.duration 60s -fair.model DIR ./daemon/
+//	go test -run '^$' -bench Fairness -benchtime 1x ./daemon/ -args -fair.duration 60s -fair.model DIR
 func BenchmarkFairness(b *testing.B) {
 	var backend daemon.Backend = fakeengine.New(fakeengine.Options{TokenDelay: *fairDelay})
 	if *fairModel != "" {

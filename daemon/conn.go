@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -171,6 +172,15 @@ func (c *conn) send(v any, written chan struct{}) error {
 	if err != nil {
 		c.log.Error("encode reply", "err", err)
 		return err
+	}
+	if len(frame)-wire.HeaderSize > wire.MaxDaemonFrame {
+		// Only a reply can grow this large (tokenize, detokenize): answer
+		// its request with an error instead.
+		if r, ok := v.(wire.Reply); ok {
+			return c.send(wire.Reply{ID: r.ID, Error: wire.Errorf(wire.CodeTooLarge,
+				"the result is %d bytes, over the %d-byte limit of daemon frames; split the request", len(frame)-wire.HeaderSize, wire.MaxDaemonFrame)}, written)
+		}
+		return fmt.Errorf("event of %d bytes exceeds the frame limit", len(frame))
 	}
 	m := outMsg{frame: frame, written: written}
 	select {

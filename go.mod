@@ -6,7 +6,9 @@ require github.com/spf13/cobra v1.10.2
 
 require (
 	github.com/dlclark/regexp2 v1.12.0 // indirect
+	github.com/ebitengine/purego v0.11.3 // indirect
 	golang.org/x/term v0.48.0 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
 )
 
 require (

@@ -16,17 +16,31 @@ import (
 type modelFlags struct {
 	model, export string
 	threads       int
+	kv            string
+	numerics      []string
 }
 
 func (f *modelFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.model, "model", "", "BF16 checkpoint directory (config.json, shards, tokenizer.json)")
 	c.Flags().StringVar(&f.export, "export", "", "quantized export directory (layer_NN*.safetensors, lm_head.safetensors) to run instead of the dense checkpoint")
 	c.Flags().IntVar(&f.threads, "threads", 0, "worker threads (0: one per CPU)")
+	c.Flags().StringVar(&f.kv, "kv", "fp16", "attention history format: fp16 or v8 (int8 values, fp16 scales)")
+	c.Flags().StringSliceVar(&f.numerics, "numerics", nil, "mirror the ANE graph: tanh-silu, stable-softplus (default exact)")
 	c.MarkFlagRequired("model")
 }
 
 func (f *modelFlags) open() (*ref.Model, error) {
-	opts := ref.Options{Threads: f.threads}
+	opts := ref.Options{Threads: f.threads, KV: ane.KVFormat(f.kv)}
+	for _, n := range f.numerics {
+		switch n {
+		case "tanh-silu":
+			opts.Numerics.TanhSiLU = true
+		case "stable-softplus":
+			opts.Numerics.StableSoftplus = true
+		default:
+			return nil, fmt.Errorf("--numerics %q: want tanh-silu or stable-softplus", n)
+		}
+	}
 	if f.export != "" {
 		return ref.OpenExport(f.model, f.export, opts)
 	}

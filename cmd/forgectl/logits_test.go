@@ -57,6 +57,14 @@ func TestLogitsCommand(t *testing.T) {
 		}
 	}
 
+	// The ANE-mirroring options run and stay close to the exact result.
+	out, _, err = runCtl(t, "", "logits", "--model", dir, "--ids", "5,17,200", "--top", "1", "--json",
+		"--kv", "v8", "--numerics", "tanh-silu,stable-softplus")
+	var alt logitsResult
+	if err != nil || json.Unmarshal([]byte(out), &alt) != nil || alt.Top[0].ID != want[0].ID {
+		t.Fatalf("--kv v8 --numerics: %v %+v (want top id %d)", err, alt.Top, want[0].ID)
+	}
+
 	// --text encodes with the checkpoint tokenizer; all logits are printed.
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
@@ -86,6 +94,8 @@ func TestLogitsCommandErrors(t *testing.T) {
 		{[]string{"--ids", "1", "--text", "a"}, "exactly one of --ids and --text"},
 		{[]string{"--ids", "1", "--top", "-2"}, "--top -2"},
 		{[]string{"--ids", "1", "--export", t.TempDir()}, "layer_00"},
+		{[]string{"--ids", "1", "--kv", "int4"}, `KV format "int4"`},
+		{[]string{"--ids", "1", "--numerics", "fast-exp"}, `--numerics "fast-exp"`},
 	}
 	for _, c := range cases {
 		_, _, err := runCtl(t, "", append([]string{"logits", "--model", dir}, c.args...)...)

@@ -69,6 +69,8 @@ type incoming struct {
 	Error  *wire.Error        `msgpack:"error"`
 	Event  string             `msgpack:"event"`
 	Data   msgpack.RawMessage `msgpack:"data"`
+
+	connErr error // set instead of a reply when the connection ended
 }
 
 type call struct {
@@ -129,14 +131,15 @@ func (c *Client) readLoop() {
 	}
 	c.mu.Lock()
 	if errors.Is(err, net.ErrClosed) {
-		err = ErrClosed
+		c.err = ErrClosed
+	} else {
+		c.err = fmt.Errorf("%w: %v", ErrClosed, err)
 	}
-	c.err = fmt.Errorf("%w: %v", ErrClosed, err)
 	calls := c.calls
 	c.calls = map[uint64]*call{}
 	c.mu.Unlock()
 	for _, cl := range calls {
-		cl.reply <- incoming{Error: &wire.Error{Code: "", Message: c.err.Error()}}
+		cl.reply <- incoming{connErr: c.err}
 	}
 }
 
@@ -211,12 +214,12 @@ func (c *Client) call(ctx context.Context, op string, args, out any) error {
 }
 
 func decodeReply(m incoming, out any) error {
+	if m.connErr != nil {
+		return m.connErr
+	}
 	if !m.OK {
 		if m.Error == nil {
 			return &wire.Error{Code: wire.CodeInternal, Message: "reply with neither result nor error"}
-		}
-		if m.Error.Code == "" { // the connection ended
-			return errors.New(m.Error.Message)
 		}
 		return m.Error
 	}

@@ -177,3 +177,17 @@ func TestClientSubscribe(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// When the daemon goes away, calls in flight and later calls fail with ErrClosed.
+func TestClientDaemonGone(t *testing.T) {
+	path, srv := serve(t, fakeengine.Options{TokenDelay: time.Millisecond})
+	c := dial(t, path)
+	s := c.Generate(context.Background(), wire.GenerateArgs{IDs: []uint32{1}, MaxTokens: ptr(uint64(60000))})
+	srv.Shutdown()
+	if _, err := s.Result(); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("stream after shutdown: %v", err)
+	}
+	if _, err := c.Status(context.Background()); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("call after shutdown: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,6 +105,14 @@ func copyBandwidth() float64 {
 	return best
 }
 
+// cpuSeconds is the process's user + system CPU time: under a loaded
+// machine it shows the work done, where wall time also shows the waiting.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
 // decodeSteps runs n decode steps, restarting the session when the context
 // fills, and returns the time spent in the steps.
 func decodeSteps(b *testing.B, s *Session, n int) time.Duration {
@@ -133,7 +142,9 @@ func benchDecode(b *testing.B, preset string, export bool) {
 	bw := copyBandwidth()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuSeconds()
 	spent := decodeSteps(b, s, b.N)
+	cpu := cpuSeconds() - cpu0
 	b.StopTimer()
 	perTok := spent.Seconds() / float64(b.N)
 	wb := float64(m.WeightBytes())
@@ -141,6 +152,7 @@ func benchDecode(b *testing.B, preset string, export bool) {
 	b.ReportMetric(wb/1e6, "MB/token")
 	b.ReportMetric(bw/1e9, "copyGB/s")
 	b.ReportMetric(wb/perTok/bw, "bw_ratio")
+	b.ReportMetric(1e3*cpu/float64(b.N), "cpu_ms/token")
 }
 
 func BenchmarkDecodeExport(b *testing.B) {
@@ -167,6 +179,7 @@ func BenchmarkPrefillExport(b *testing.B) {
 			s.Feed(ids)
 			var spent time.Duration
 			b.ResetTimer()
+			cpu0 := cpuSeconds()
 			for i := 0; i < b.N; i++ {
 				s.Reset()
 				start := time.Now()
@@ -176,6 +189,7 @@ func BenchmarkPrefillExport(b *testing.B) {
 				spent += time.Since(start)
 			}
 			b.ReportMetric(float64(64*b.N)/spent.Seconds(), "tok/s")
+			b.ReportMetric(1e3*(cpuSeconds()-cpu0)/float64(64*b.N), "cpu_ms/token")
 		})
 	}
 }

@@ -102,15 +102,16 @@ func (b *buckets) clear(k int) {
 func (b *buckets) fill(idx []uint8, x []float32) {
 	x = x[:len(idx)]
 	a0, a1, a2, a3 := &b[0], &b[1], &b[2], &b[3]
-	j := 0
-	for ; j+4 <= len(idx); j += 4 {
-		a0[idx[j]] += x[j]
-		a1[idx[j+1]] += x[j+1]
-		a2[idx[j+2]] += x[j+2]
-		a3[idx[j+3]] += x[j+3]
+	// Reslicing instead of indexing at j+k lets the compiler drop bounds checks.
+	for len(idx) >= 4 && len(x) >= 4 {
+		a0[idx[0]] += x[0]
+		a1[idx[1]] += x[1]
+		a2[idx[2]] += x[2]
+		a3[idx[3]] += x[3]
+		idx, x = idx[4:], x[4:]
 	}
-	for ; j < len(idx); j++ {
-		a0[idx[j]] += x[j]
+	for j, i := range idx {
+		a0[i] += x[j]
 	}
 }
 
@@ -122,15 +123,15 @@ func (m *LUT) mulVec1(y, x []float32, r0, r1 int) {
 		row := m.idx[r*m.cols : (r+1)*m.cols]
 		xs := x[:len(row)]
 		var s0, s1, s2, s3 float32
-		j := 0
-		for ; j+4 <= len(row); j += 4 {
-			s0 += lut[row[j]] * xs[j]
-			s1 += lut[row[j+1]] * xs[j+1]
-			s2 += lut[row[j+2]] * xs[j+2]
-			s3 += lut[row[j+3]] * xs[j+3]
+		for len(row) >= 4 && len(xs) >= 4 {
+			s0 += lut[row[0]] * xs[0]
+			s1 += lut[row[1]] * xs[1]
+			s2 += lut[row[2]] * xs[2]
+			s3 += lut[row[3]] * xs[3]
+			row, xs = row[4:], xs[4:]
 		}
-		for ; j < len(row); j++ {
-			s0 += lut[row[j]] * xs[j]
+		for j, i := range row {
+			s0 += lut[i] * xs[j]
 		}
 		y[r] = ((s0 + s1) + (s2 + s3)) * m.rowScale(r)
 	}

@@ -38,15 +38,15 @@ func Densify(m Matrix) []float32 {
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	for len(a) >= 4 && len(b) >= 4 {
+		s0 += a[0] * b[0]
+		s1 += a[1] * b[1]
+		s2 += a[2] * b[2]
+		s3 += a[3] * b[3]
+		a, b = a[4:], b[4:]
 	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
+	for i, v := range a {
+		s0 += v * b[i]
 	}
 	return (s0 + s1) + (s2 + s3)
 }
@@ -138,15 +138,15 @@ func (m *BF16) mulVec(y, x []float32, r0, r1 int) {
 		row := m.w[r*m.cols : (r+1)*m.cols]
 		xs := x[:len(row)]
 		var s0, s1, s2, s3 float32
-		j := 0
-		for ; j+4 <= len(row); j += 4 {
-			s0 += bf(row[j]) * xs[j]
-			s1 += bf(row[j+1]) * xs[j+1]
-			s2 += bf(row[j+2]) * xs[j+2]
-			s3 += bf(row[j+3]) * xs[j+3]
+		for len(row) >= 4 && len(xs) >= 4 {
+			s0 += bf(row[0]) * xs[0]
+			s1 += bf(row[1]) * xs[1]
+			s2 += bf(row[2]) * xs[2]
+			s3 += bf(row[3]) * xs[3]
+			row, xs = row[4:], xs[4:]
 		}
-		for ; j < len(row); j++ {
-			s0 += bf(row[j]) * xs[j]
+		for j, h := range row {
+			s0 += bf(h) * xs[j]
 		}
 		y[r] = (s0 + s1) + (s2 + s3)
 	}
@@ -194,15 +194,15 @@ func (m *Int8) mulVec(y, x []float32, r0, r1 int) {
 		row := m.q[r*m.cols : (r+1)*m.cols]
 		xs := x[:len(row)]
 		var s0, s1, s2, s3 float32
-		j := 0
-		for ; j+4 <= len(row); j += 4 {
-			s0 += float32(row[j]) * xs[j]
-			s1 += float32(row[j+1]) * xs[j+1]
-			s2 += float32(row[j+2]) * xs[j+2]
-			s3 += float32(row[j+3]) * xs[j+3]
+		for len(row) >= 4 && len(xs) >= 4 {
+			s0 += float32(row[0]) * xs[0]
+			s1 += float32(row[1]) * xs[1]
+			s2 += float32(row[2]) * xs[2]
+			s3 += float32(row[3]) * xs[3]
+			row, xs = row[4:], xs[4:]
 		}
-		for ; j < len(row); j++ {
-			s0 += float32(row[j]) * xs[j]
+		for j, q := range row {
+			s0 += float32(q) * xs[j]
 		}
 		y[r] = ((s0 + s1) + (s2 + s3)) * m.scale[r]
 	}

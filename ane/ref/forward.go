@@ -266,51 +266,77 @@ func (s *Session) attention(li int, L *layer, h, y []float32, n int) {
 		}
 		s.writeHistory(li, p, kk[t*kw:(t+1)*kw], vv[t*kw:(t+1)*kw])
 	}
-	att := s.s.att[:n*nh*hd]
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	rep := nh / nkv
-	kv := s.s.kvrow
+	// Queries: norm and RoPE per row (serial: the RoPE tables are shared).
 	for t := 0; t < n; t++ {
-		p := s.pos + t
-		s.ropeTables(p)
+		s.ropeTables(s.pos + t)
 		for hh := 0; hh < nh; hh++ {
 			q := qg[t*qw+hh*2*hd : t*qw+hh*2*hd+hd]
-			gate := qg[t*qw+hh*2*hd+hd : t*qw+(hh+1)*2*hd]
 			rmsNormCentered(q, q, L.qNorm, c.Eps)
 			s.rope(q)
-			g := hh / rep
-			sc := s.s.scores[:p+1]
-			mx := float32(math.Inf(-1))
-			for j := range sc {
-				half.F16ToF32(kv, s.kc[li][(j*nkv+g)*hd:(j*nkv+g+1)*hd])
-				sc[j] = dotf(q, kv) * scale
-				mx = max(mx, sc[j])
-			}
-			var sum float64
-			for j := range sc {
-				e := float32(math.Exp(float64(sc[j] - mx)))
-				sc[j] = e
-				sum += float64(e)
-			}
-			inv := float32(1 / sum)
-			out := att[(t*nh+hh)*hd : (t*nh+hh+1)*hd]
-			clear(out)
-			for j, w := range sc {
-				s.readValue(li, j, g, kv)
-				w *= inv
-				for d := range out {
-					out[d] += w * kv[d]
-				}
-			}
-			for d := range out {
-				out[d] *= sigmoid(gate[d])
-			}
 		}
 	}
+	att := s.s.att[:n*nh*hd]
+	s.attn = attnTask{s: s, li: li, qg: qg, att: att}
+	parts := s.run.Pool().Workers()
+	if n*nh*(s.pos+n)*hd < 1<<15 {
+		parts = 1
+	}
+	s.run.Pool().Run(&s.attn, n*nh, 1, parts)
+	s.attn = attnTask{}
 	if L.mixOut != nil {
 		rotateRows(L.mixOut, att, n, nh*hd)
 	}
 	s.run.Apply(L.o, y, att, n)
+}
+
+// attnTask computes the attention output of (row, head) pairs [lo, hi),
+// each worker with its own score and value-row scratch.
+type attnTask struct {
+	s       *Session
+	li      int
+	qg, att []float32
+}
+
+func (a *attnTask) RunRange(w, lo, hi int) {
+	s, c := a.s, &a.s.m.cfg
+	nh, nkv, hd := c.Heads, c.KVHeads, c.HeadDim
+	qw, rep := 2*nh*hd, nh/nkv
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	kv := s.s.kvrow[w*hd : (w+1)*hd]
+	kc := s.kc[a.li]
+	for pr := lo; pr < hi; pr++ {
+		t, hh := pr/nh, pr%nh
+		p := s.pos + t
+		q := a.qg[t*qw+hh*2*hd : t*qw+hh*2*hd+hd]
+		gate := a.qg[t*qw+hh*2*hd+hd : t*qw+(hh+1)*2*hd]
+		g := hh / rep
+		sc := s.s.scores[w*s.ctx : w*s.ctx+p+1]
+		mx := float32(math.Inf(-1))
+		for j := range sc {
+			half.F16ToF32(kv, kc[(j*nkv+g)*hd:(j*nkv+g+1)*hd])
+			sc[j] = dotf(q, kv) * scale
+			mx = max(mx, sc[j])
+		}
+		var sum float64
+		for j := range sc {
+			e := float32(math.Exp(float64(sc[j] - mx)))
+			sc[j] = e
+			sum += float64(e)
+		}
+		inv := float32(1 / sum)
+		out := a.att[(t*nh+hh)*hd : (t*nh+hh+1)*hd]
+		clear(out)
+		for j, wt := range sc {
+			s.readValue(a.li, j, g, kv)
+			wt *= inv
+			for d := range out {
+				out[d] += wt * kv[d]
+			}
+		}
+		for d := range out {
+			out[d] *= sigmoid(gate[d])
+		}
+	}
 }
 
 func dotf(a, b []float32) float32 {

@@ -35,6 +35,7 @@ type Session struct {
 
 	lastRows int // rows of the last forward call (for Features)
 	s        scratch
+	attn     attnTask
 }
 
 type scratch struct {
@@ -84,7 +85,7 @@ func (m *Model) NewSession() *Session {
 	sc.qg, sc.kk, sc.vv = make([]float32, M*2*c.Heads*c.HeadDim), make([]float32, M*c.KVHeads*c.HeadDim), make([]float32, M*c.KVHeads*c.HeadDim)
 	sc.att = make([]float32, M*c.Heads*c.HeadDim)
 	sc.cos, sc.sin = make([]float32, c.RotaryDim/2), make([]float32, c.RotaryDim/2)
-	sc.kvrow, sc.kvmem = make([]float32, c.HeadDim), make([]float32, c.LinValueDim)
+	sc.kvrow, sc.kvmem = make([]float32, s.run.Pool().Workers()*c.HeadDim), make([]float32, c.LinValueDim)
 	sc.gate, sc.up = make([]float32, M*c.Intermediate), make([]float32, M*c.Intermediate)
 	sc.logits = make([]float32, T*c.Vocab)
 	sc.feat = make([]float32, M*len(m.opts.Taps)*H)
@@ -123,7 +124,7 @@ func (s *Session) allocHistory(ctx int) {
 	g := make([]uint32, ctx)
 	copy(g, s.rowGen[:min(len(s.rowGen), keep)])
 	s.rowGen = g
-	s.s.scores = make([]float32, ctx)
+	s.s.scores = make([]float32, s.run.Pool().Workers()*ctx)
 	s.ctx, s.hi = ctx, keep
 }
 

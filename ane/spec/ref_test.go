@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -185,7 +186,8 @@ func TestGreedySpeculativeOnReferenceEngine(t *testing.T) {
 // time / speculative time). The preset defaults to tiny, because on this
 // engine a verify of 8 rows costs about 8 plain steps (see
 // BenchmarkVerifyRowsRef) and the small preset takes minutes per run on a
-// loaded machine; FORGED_SPEC_PRESET=small selects it.
+// loaded machine; FORGED_SPEC_PRESET=small selects it, FORGED_SPEC_TOKENS
+// the output length (default 128).
 func BenchmarkSpeculationRef(b *testing.B) {
 	preset := os.Getenv("FORGED_SPEC_PRESET")
 	if preset == "" {
@@ -197,15 +199,18 @@ func BenchmarkSpeculationRef(b *testing.B) {
 	for i := range prompt {
 		prompt[i] = (i * 131) % vocab
 	}
-	const tokens = 128
+	tokens := 128
+	if n, err := strconv.Atoi(os.Getenv("FORGED_SPEC_TOKENS")); err == nil && n > 0 {
+		tokens = n
+	}
 	opts := sample.Options{Temperature: 0, MaxTokens: tokens}
 	decodeRef(b, m, prompt, opts, nil, -1, Config{}, 0) // warm up (page in the weights)
 	plain, _, el := decodeRef(b, m, prompt, opts, nil, -1, Config{}, 0)
 	trace := append(slices.Clone(prompt), plain...)
-	spin := el / tokens * 18 / 100
+	spin := el / time.Duration(tokens) * 18 / 100
 	// The auto policy is told this engine's cycle cost in plain steps.
-	cycleCost := float64(verifyCost(b, m, prompt, MaxDrafts+1)+spin) / float64(el/tokens)
-	b.Logf("%s: plain step %v, cycle cost %.2f plain steps", preset, el/tokens, cycleCost)
+	cycleCost := float64(verifyCost(b, m, prompt, MaxDrafts+1)+spin) / float64(el/time.Duration(tokens))
+	b.Logf("%s: plain step %v, cycle cost %.2f plain steps", preset, el/time.Duration(tokens), cycleCost)
 	for _, hit := range []float64{0, 0.5, 0.9} {
 		for _, mode := range []Mode{ModeOn, ModeAuto} {
 			b.Run(fmt.Sprintf("%s/hit=%.0f%%/%s", preset, 100*hit, mode), func(b *testing.B) {

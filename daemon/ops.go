@@ -137,7 +137,6 @@ func (c *conn) opHello(_ context.Context, req wire.Request) (any, error) {
 	}
 	c.client = a.Client
 	c.mu.Unlock()
-	c.log = c.log.With("client", a.Client)
 	state, _, _ := c.s.currentState()
 	return wire.HelloResult{
 		Daemon: daemonVersion, Protocol: wire.ProtocolVersion, Capabilities: capabilities(),

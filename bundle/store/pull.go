@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
@@ -162,9 +163,16 @@ func (s *Store) download(ctx context.Context, repo, commit string, files []bundl
 		done     int64
 		active   []string
 	)
+	var lastEmit time.Time
 	progress := func(delta int64) {
 		mu.Lock()
 		done += delta
+		// Reads arrive every few KiB; report at most every 50 ms (and the end).
+		if time.Since(lastEmit) < 50*time.Millisecond && done != total {
+			mu.Unlock()
+			return
+		}
+		lastEmit = time.Now()
 		e := Event{Kind: "progress", Repo: repo, Done: done, Total: total, Active: slices.Clone(active)}
 		mu.Unlock()
 		s.emit(e)
@@ -313,10 +321,14 @@ func (s *Store) install(repo, commit string, releaseJSON []byte, files []bundle.
 	}
 	final := s.SnapshotDir(repo, commit)
 	if exists(final) {
-		// A snapshot with fewer components (e.g. --plain): replace it.
-		if err := os.RemoveAll(final); err != nil {
+		// A snapshot with fewer components (e.g. --plain) is being replaced:
+		// move it aside first so the path is never missing for long, and
+		// files a reader has open stay valid (they are links to blobs).
+		old := staging + ".old"
+		if err := os.Rename(final, old); err != nil {
 			return err
 		}
+		defer func() { makeWritable(old); os.RemoveAll(old) }()
 	}
 	if err := os.Rename(staging, final); err != nil {
 		return err

@@ -173,6 +173,9 @@ func (s *Store) resolveLocal(repo, rev string) (string, error) {
 	if rev == "" {
 		rev = "main"
 	}
+	if err := bundle.CheckPath(rev); err != nil {
+		return "", fmt.Errorf("offline: revision %q: %v", rev, err)
+	}
 	data, err := os.ReadFile(s.path("refs", repoPath(repo), filepath.FromSlash(rev)))
 	if err != nil {
 		return "", fmt.Errorf("offline: %s@%s was never resolved on this machine", repo, rev)

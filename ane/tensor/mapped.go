@@ -3,7 +3,6 @@ package tensor
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 )
 
@@ -34,21 +33,6 @@ func openMapped(path string) (*mappedFile, error) {
 		m.data = data
 	}
 	return m, nil
-}
-
-// ReadAt reads from the mapping when there is one.
-func (m *mappedFile) ReadAt(p []byte, off int64) (int, error) {
-	if m.data == nil {
-		return m.f.ReadAt(p, off)
-	}
-	if off < 0 || off > int64(len(m.data)) {
-		return 0, io.EOF
-	}
-	n := copy(p, m.data[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
 }
 
 // section returns bytes [off, off+n): a zero-copy slice of the mapping, or a

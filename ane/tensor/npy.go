@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 )
@@ -24,7 +25,7 @@ func OpenNPY(path string) (*NPYFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := ReadNPYHeader(&sectionReader{m: m})
+	h, err := ReadNPYHeader(io.NewSectionReader(m.f, 0, m.size)) // pread: see OpenSafetensors
 	if err == nil && h.DataOffset+h.DataSize() != m.size {
 		err = formatErr(RuleNPYSize, "header (%d bytes) + shape %v × %d bytes = %d, but the file is %d bytes",
 			h.DataOffset, h.Shape, h.ItemSize(), h.DataOffset+h.DataSize(), m.size)
@@ -38,18 +39,6 @@ func OpenNPY(path string) (*NPYFile, error) {
 		f.rowLen, _ = byteSize(h.Shape[1:], h.ItemSize())
 	}
 	return f, nil
-}
-
-// sectionReader reads a mappedFile sequentially from the start.
-type sectionReader struct {
-	m   *mappedFile
-	off int64
-}
-
-func (r *sectionReader) Read(p []byte) (int, error) {
-	n, err := r.m.ReadAt(p, r.off)
-	r.off += int64(n)
-	return n, err
 }
 
 // Header returns the parsed header.

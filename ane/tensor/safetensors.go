@@ -25,7 +25,9 @@ func OpenSafetensors(path string) (*SafeFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := readLayout(m, m.size)
+	// The header is read with pread, not through the mapping: touching
+	// mapped pages would fault them in and make Close pay to unmap them.
+	l, err := readLayout(m.f, m.size)
 	if err != nil {
 		m.Close()
 		return nil, withPath(err, path)

@@ -226,11 +226,14 @@ func BenchmarkF16ToF32(b *testing.B) {
 	dst := make([]float32, n)
 	F16ToF32(dst, src) // build the table outside the timing
 	b.SetBytes(2 * n)
-	b.ResetTimer()
+	cpu0, cpuOK := processCPU()
 	for b.Loop() {
 		F16ToF32(dst, src)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/element")
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/n, "cpu-ns/element")
+	}
 }
 
 func BenchmarkF32ToF16(b *testing.B) {

@@ -4,7 +4,8 @@
 // the adapter between daemon.Backend and the engine packages.
 //
 // Not yet wired: the DFlash2 drafter (requests run plain decoding and report
-// an empty acceptance histogram) and thinking budgets.
+// an empty acceptance histogram). A thinking budget is enforced with
+// ane/chat's ThinkingGuard.
 package refbackend
 
 import (
@@ -162,6 +163,7 @@ func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit
 	if err != nil {
 		return out, wire.Errorf(wire.CodeBadRequest, "sampling: %v", err)
 	}
+	guard, guardText := b.newThinkingGuard(req), b.tok.NewStreamDecoder()
 	var generated []int
 	for len(generated) < req.MaxTokens {
 		if err := ctx.Err(); err != nil {
@@ -171,20 +173,40 @@ func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit
 		if err != nil {
 			return out, err
 		}
-		generated = append(generated, id)
-		if err := emit([]int{id}); err != nil {
+		step := []int{id}
+		if stop := guard.Observe(guardText.Add(id)); stop != "" {
+			// The thinking budget is spent: close the reasoning in the model's voice.
+			forced := b.tok.Encode(stop)
+			step = append(step, forced[:min(len(forced), req.MaxTokens-len(generated)-1)]...)
+		}
+		generated = append(generated, step...)
+		if err := emit(step); err != nil {
 			return out, err
 		}
 		if isStop(b.model.EOS, id) {
 			out.FinishReason = wire.FinishStop
 			break
 		}
-		if logits, err = st.engine.Feed([]int{id}); err != nil {
+		if logits, err = st.engine.Feed(step); err != nil {
 			return out, err
 		}
-		st.tokens = append(st.tokens, id)
+		st.tokens = append(st.tokens, step...)
 	}
 	return out, nil
+}
+
+// newThinkingGuard follows the reasoning of one generation (ane/chat's
+// ThinkingGuard, which forces the published THINK_STOP text at the budget).
+func (b *Backend) newThinkingGuard(req daemon.GenerateRequest) *chat.ThinkingGuard {
+	start := 0
+	for i := len(req.Prompt) - 1; i >= 0; i-- {
+		if req.Prompt[i] == b.turnStart {
+			start = i
+			break
+		}
+	}
+	open := chat.PromptOpensThinking(b.tok.Decode(req.Prompt[start:]))
+	return chat.NewThinkingGuard(req.ThinkingBudget, open)
 }
 
 // prefill feeds prompt[cached:]. For a session it snapshots the state just

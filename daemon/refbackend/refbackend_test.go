@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forgedaemon/forged/ane/chat"
 	"github.com/forgedaemon/forged/ane/synth"
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
@@ -150,6 +151,35 @@ func TestChatOnTinyModel(t *testing.T) {
 	if first.Usage.CachedTokens != 0 || second.Usage.CachedTokens == 0 || second.Usage.CachedTokens >= second.Usage.PromptTokens {
 		t.Fatalf("cached tokens: first %d, second %d of %d", first.Usage.CachedTokens, second.Usage.CachedTokens, second.Usage.PromptTokens)
 	}
+	// A thinking budget of 3 closes the open <think> block after three
+	// reasoning tokens with the published THINK_STOP text.
+	budgetMax := uint64(60)
+	stream := c.Chat(ctx, wire.ChatArgs{MaxTokens: &budgetMax, Thinking: "on", ThinkingBudget: 3,
+		Messages: []wire.Message{{Role: "user", Content: "think briefly"}}})
+	var ids []uint32
+	for ev, err := range stream.Tokens() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.IDs...)
+	}
+	res, err := stream.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := c.Tokenize(ctx, chat.ThinkStop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := indexOf(ids, stop)
+	switch {
+	case at < 0 && res.FinishReason == wire.FinishStop && len(ids) <= 3:
+		t.Skipf("the tiny model ended before its budget: %q", res.Text)
+	case at != 3:
+		t.Fatalf("THINK_STOP at token %d, want 3 (budget 3): ids %v, text %q", at, ids, res.Text)
+	case !strings.Contains(res.Text, chat.ThinkStop):
+		t.Fatalf("text lacks THINK_STOP: %q", res.Text)
+	}
 	// Greedy decoding is deterministic: a fresh stateless request with the
 	// same conversation gives the same first answer.
 	max := uint64(8)
@@ -169,4 +199,13 @@ func equal(a, b []uint32) bool {
 		}
 	}
 	return true
+}
+
+func indexOf(s, sub []uint32) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if equal(s[i:i+len(sub)], sub) {
+			return i
+		}
+	}
+	return -1
 }

@@ -1,0 +1,21 @@
+// Package quantize is the math of the offline rebuild: the rounders of the
+// published FORMATS table (scalar and vector LUTs with per-channel scales,
+// INT8 per-channel, FP16 passthrough), codebook fitting (weighted k-means),
+// encoding to the export layout, GPTQ, round-to-nearest, the calibration
+// Hessian and the randomized-SVD low-rank residual.
+// The specification is reference/anemll-forge.md §4.2–4.5 and §4.8.
+//
+// The API the rebuild pipeline (ane/rebuild) calls, kept stable:
+//
+//	r, err := Fit(name, w, rows, cols, format, FitOptions{ColumnWeights: diagH, Seed: 0})
+//	q, info, err := GPTQ(w, rows, cols, h, r, GPTQOptions{})   // or RTN(w, rows, cols, r)
+//	enc, err := r.Encode(q)                                     // export tensors of §4.1/§4.4
+//	a, b, err := LowRank(w−dequant(q), rows, cols, 64, seed)    // fp16 factors, A·B ≈ E
+//	h := NewHessian(n); h.Add(x, tokens); H := h.Finalize()      // H = XᵀX/N, float64
+//
+// Matrices are row-major float32 (rows = Cout, cols = Cin). Every error
+// names the matrix given to Fit. GPTQ runs in float64 (the published code
+// sweeps in float32), so its result matches an exact float64 rendering of
+// the algorithm; see docs/QUANTIZE.md for this and the other deliberate
+// differences.
+package quantize

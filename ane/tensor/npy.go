@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync"
 )
@@ -102,33 +103,93 @@ func (f *NPYFile) Close() error { return f.m.Close() }
 // rename). descr is one of <f2 <f4 <i4 <i8 |u1 |i1 and data holds
 // product(shape) × itemsize little-endian bytes.
 func WriteNPY(path, descr string, shape []int, data []byte) error {
-	size, ok := npyItemSizes[descr]
-	if !ok {
-		return fmt.Errorf("%s: dtype %q is not supported (want <f2 <f4 <i4 <i8 |u1 |i1)", path, descr)
-	}
-	for i, d := range shape {
-		if d < 0 {
-			return fmt.Errorf("%s: shape[%d] = %d is negative", path, i, d)
-		}
-	}
-	want, ok := byteSize(shape, size)
-	if !ok {
-		return fmt.Errorf("%s: shape %v × %d bytes overflows", path, shape, size)
-	}
-	if want != int64(len(data)) {
-		return fmt.Errorf("%s: shape %v of %s needs %d bytes, data has %d", path, shape, descr, want, len(data))
-	}
-	tmp, err := createTemp(path)
+	w, err := NewNPYWriter(path, descr, shape)
 	if err != nil {
 		return err
 	}
+	if int64(len(data)) != w.size {
+		w.Abort()
+		return fmt.Errorf("%s: shape %v of %s needs %d bytes, data has %d", path, shape, descr, w.size, len(data))
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit()
+}
+
+// NPYWriter streams a .npy file too large to hold in memory (the 2.5 GB
+// embedding table): the header is written first, then Write appends data in
+// C order, and Commit checks the size, fsyncs and renames into place.
+// Nothing appears at path unless Commit succeeds.
+type NPYWriter struct {
+	path    string
+	tmp     *os.File
+	size    int64 // bytes of data the shape needs
+	written int64
+}
+
+// NewNPYWriter validates descr and shape and writes the header to a
+// temporary file next to path.
+func NewNPYWriter(path, descr string, shape []int) (*NPYWriter, error) {
+	itemSize, ok := npyItemSizes[descr]
+	if !ok {
+		return nil, fmt.Errorf("%s: dtype %q is not supported (want <f2 <f4 <i4 <i8 |u1 |i1)", path, descr)
+	}
+	for i, d := range shape {
+		if d < 0 {
+			return nil, fmt.Errorf("%s: shape[%d] = %d is negative", path, i, d)
+		}
+	}
+	size, ok := byteSize(shape, itemSize)
+	if !ok {
+		return nil, fmt.Errorf("%s: shape %v × %d bytes overflows", path, shape, itemSize)
+	}
+	tmp, err := createTemp(path)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := tmp.Write(encodeNPYHeader(descr, shape)); err != nil {
 		abortTemp(tmp)
-		return err
+		return nil, err
 	}
-	if _, err := tmp.Write(data); err != nil {
+	return &NPYWriter{path: path, tmp: tmp, size: size}, nil
+}
+
+// Write appends array data; writing past the size the shape implies fails.
+func (w *NPYWriter) Write(p []byte) (int, error) {
+	if w.tmp == nil {
+		return 0, fmt.Errorf("%s: writer already committed or aborted", w.path)
+	}
+	if w.written+int64(len(p)) > w.size {
+		return 0, fmt.Errorf("%s: writing %d more bytes would exceed the %d the shape holds", w.path, len(p), w.size)
+	}
+	n, err := w.tmp.Write(p)
+	w.written += int64(n)
+	return n, err
+}
+
+// Commit checks all data was written, then fsyncs and renames the file
+// into place. On error the temporary file is removed.
+func (w *NPYWriter) Commit() error {
+	if w.tmp == nil {
+		return fmt.Errorf("%s: writer already committed or aborted", w.path)
+	}
+	tmp := w.tmp
+	w.tmp = nil
+	if w.written != w.size {
 		abortTemp(tmp)
-		return err
+		return fmt.Errorf("%s: %d of %d data bytes written; nothing was written", w.path, w.written, w.size)
 	}
-	return commitTemp(tmp, path)
+	return commitTemp(tmp, w.path)
+}
+
+// Abort discards the temporary file; path is untouched.
+func (w *NPYWriter) Abort() error {
+	if w.tmp == nil {
+		return nil
+	}
+	tmp := w.tmp
+	w.tmp = nil
+	return abortTemp(tmp)
 }

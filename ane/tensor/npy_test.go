@@ -208,6 +208,51 @@ func TestNPYValidationRules(t *testing.T) {
 	}
 }
 
+func TestNPYWriterStreams(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "embed.npy")
+	w, err := NewNPYWriter(path, "<f2", []int{3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 24)
+	for i := range want {
+		want[i] = byte(i + 1)
+	}
+	for row := range 3 { // one row at a time, as a converter would
+		if _, err := w.Write(want[row*8 : row*8+8]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Write([]byte{1}); err == nil || !strings.Contains(err.Error(), "exceed") {
+		t.Errorf("overfull write: err = %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatal("file visible before Commit")
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenNPY(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if !bytes.Equal(f.Data(), want) {
+		t.Errorf("data = %v", f.Data())
+	}
+	// An incomplete stream leaves the committed file untouched.
+	w, _ = NewNPYWriter(path, "<f2", []int{3, 4})
+	w.Write([]byte{9, 9})
+	if err := w.Commit(); err == nil || !strings.Contains(err.Error(), "2 of 24 data bytes") {
+		t.Errorf("incomplete commit: err = %v", err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got[len(got)-24:], want) {
+		t.Error("a failed stream changed the existing file")
+	}
+	assertOnlyFiles(t, dir, "embed.npy")
+}
+
 func TestWriteNPYRejectsBadInput(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "e.npy")

@@ -426,3 +426,16 @@ func waitFor(t testing.TB, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A panic in a backend fails that request with internal; the daemon lives on.
+func TestBackendPanicIsInternal(t *testing.T) {
+	ts := startServer(t, daemon.Config{}, fakeengine.Options{PanicText: "boom"})
+	r := dialRaw(t, ts.path)
+	r.hello()
+	if msg := expectError(t, r.call(2, "tokenize", map[string]any{"text": "boom"}), 2, "internal"); !strings.Contains(msg, "tokenize failed") {
+		t.Errorf("message %q", msg)
+	}
+	r.write(map[string]any{"id": 3, "op": "generate", "args": map[string]any{"prompt": "boom"}})
+	expectError(t, r.read(), 3, "internal")
+	result(t, r.call(4, "status", nil))
+}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"time"
@@ -87,7 +88,7 @@ func (c *conn) handle(req wire.Request) {
 		return
 	}
 	if !spec.streaming {
-		res, err := spec.run(c, c.ctx, req)
+		res, err := c.run(spec.run, c.ctx, req)
 		c.reply(req.ID, res, err)
 		return
 	}
@@ -102,7 +103,7 @@ func (c *conn) handle(req wire.Request) {
 	c.inflight[req.ID] = cancel
 	c.mu.Unlock()
 	c.reqs.Go(func() {
-		res, err := spec.run(c, ctx, req)
+		res, err := c.run(spec.run, ctx, req)
 		if err != nil && ctx.Err() != nil {
 			err = context.Cause(ctx) // report why it stopped (cancelled), not how
 		}
@@ -112,6 +113,18 @@ func (c *conn) handle(req wire.Request) {
 		cancel(nil)
 		c.reply(req.ID, res, err)
 	})
+}
+
+// run calls a handler, turning a panic (a bug in a handler or a backend)
+// into an internal error for that request instead of a dead daemon.
+func (c *conn) run(h handler, ctx context.Context, req wire.Request) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("handler panic", "op", req.Op, "panic", p, "stack", string(debug.Stack()))
+			res, err = nil, wire.Errorf(wire.CodeInternal, "%s failed: %v", req.Op, p)
+		}
+	}()
+	return h(c, ctx, req)
 }
 
 // event sends one event of a streaming request.

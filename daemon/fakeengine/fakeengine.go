@@ -27,7 +27,8 @@ type Options struct {
 	TokenDelay  time.Duration // per generated token (0: instant)
 	StopAfter   int           // emit EOS after this many tokens (0: never, run to max_tokens)
 	Revision    string
-	ContextSize []int // the context ladder (default 8192, 16384, 32768, 65536)
+	ContextSize []int  // the context ladder (default 8192, 16384, 32768, 65536)
+	PanicText   string // Tokenize panics on exactly this text (to test the daemon's recovery)
 }
 
 // Engine implements daemon.Backend.
@@ -60,6 +61,9 @@ func (e *Engine) Model() daemon.ModelInfo {
 
 // Tokenize maps each byte to its own id.
 func (e *Engine) Tokenize(text string) ([]int, error) {
+	if e.opts.PanicText != "" && text == e.opts.PanicText {
+		panic("fakeengine: asked to panic")
+	}
 	ids := make([]int, len(text))
 	for i := range len(text) {
 		ids[i] = int(text[i])

@@ -235,6 +235,7 @@ func (lm *LayerModel) Run(x []float32, n int, capture CaptureFunc) error {
 // from a checkpoint: embedding rows and the final norm.
 type CheckpointInputs struct {
 	cfg   Config
+	src   Source
 	embed *bf16Embedding
 	norm  []float32
 	files *DirFiles
@@ -255,7 +256,7 @@ func OpenInputs(dir string) (*CheckpointInputs, error) {
 	}
 	cfg := ConfigFromModel(cm)
 	r := &reader{src: src, where: "checkpoint " + dir}
-	in := &CheckpointInputs{cfg: cfg, files: files}
+	in := &CheckpointInputs{cfg: cfg, src: src, files: files}
 	t, err := r.get(embedName, cfg.Vocab, cfg.Hidden)
 	if err == nil && t.DType != "BF16" {
 		err = fmt.Errorf("checkpoint %s: %s has dtype %s, want BF16", dir, embedName, t.DType)
@@ -296,4 +297,34 @@ func (in *CheckpointInputs) FinalNorm(x []float32, n int) {
 		row := x[t*H : (t+1)*H]
 		rmsNormCentered(row, row, in.norm, in.cfg.Eps)
 	}
+}
+
+// Head returns the checkpoint's LM head as float32 (vocab×hidden).
+func (in *CheckpointInputs) Head() ([]float32, int, int, error) {
+	r := &reader{src: in.src, where: "checkpoint"}
+	m, err := r.dense(headName, in.cfg.Vocab, in.cfg.Hidden)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return quant.Densify(m), in.cfg.Vocab, in.cfg.Hidden, nil
+}
+
+// CheckCheckpoint verifies that every tensor of the checkpoint table
+// (ane/layout) is present in dir with its shape, without loading weights,
+// so a missing tensor is reported before any long work starts.
+func CheckCheckpoint(dir string) (*config.Model, error) {
+	cm, err := config.LoadModel(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := &DirFiles{Dir: dir}
+	defer files.Close()
+	src, err := openCheckpoint(dir, files)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTable(dir, cm, src); err != nil {
+		return nil, err
+	}
+	return cm, nil
 }

@@ -2,12 +2,14 @@ package daemon_test
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,7 +67,8 @@ func status(t testing.TB, path string) map[string]any {
 // group are refused; app ops still work. Credentials are injected.
 func TestUnauthorizedInjected(t *testing.T) {
 	creds := func(*net.UnixConn) (daemon.Peer, error) { return daemon.Peer{UID: 4242, GID: 4242, PID: 1}, nil }
-	ts := startServer(t, daemon.Config{Credentials: creds}, fakeengine.Options{})
+	var logs lockedBuffer
+	ts := startServer(t, daemon.Config{Credentials: creds, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, fakeengine.Options{})
 	r := dialRaw(t, ts.path)
 	r.hello()
 	for i, op := range []string{"shutdown", "config.get", "config.set", "pull", "update.apply", "gc"} {
@@ -75,6 +78,9 @@ func TestUnauthorizedInjected(t *testing.T) {
 		}
 	}
 	result(t, r.call(2, "status", nil))
+	if l := logs.String(); !strings.Contains(l, `msg="admin op refused" uid=4242 gid=4242 pid=1 op=shutdown client=conformance`) {
+		t.Errorf("refused admin op not logged with the caller:\n%s", l)
+	}
 
 	// The same uid in the configured admin group is an admin.
 	ts2 := startServer(t, daemon.Config{Credentials: creds, AdminGroup: "4242"}, fakeengine.Options{})
@@ -87,6 +93,23 @@ func TestUnauthorizedInjected(t *testing.T) {
 	r3 := dialRaw(t, ts3.path)
 	r3.hello()
 	expectError(t, r3.call(2, "status", nil), 2, "unauthorized")
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // The real thing: a client process running as uid 65534 (nobody), with the

@@ -1,0 +1,404 @@
+// Package config is forged's configuration file: its keys, their defaults,
+// strict parsing (unknown keys and bad values are errors that name the key)
+// and a Watcher that reloads the file when it changes.
+//
+// The file is JSON. Every key is optional; a missing key keeps its default.
+// docs/CONFIG.md documents each key.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/forgedaemon/forged/bundle/store"
+	"github.com/forgedaemon/forged/client"
+)
+
+// Config is the whole file. JSON names are the keys users write.
+type Config struct {
+	Socket       string   `json:"socket"`
+	DataDir      string   `json:"data_dir"`
+	Repo         string   `json:"repo"`
+	Revision     string   `json:"revision"`
+	Update       Update   `json:"update"`
+	Memory       Memory   `json:"memory"`
+	KeepAlive    Duration `json:"keep_alive"`
+	AdminGroup   string   `json:"admin_group"`
+	AllowedUsers []string `json:"allowed_users"`
+	Limits       Limits   `json:"limits"`
+	Context      Context  `json:"context"`
+	Drafter      string   `json:"drafter"`
+	LogLevel     string   `json:"log_level"`
+}
+
+// Update is the automatic update policy.
+type Update struct {
+	Auto      bool     `json:"auto"`
+	Interval  Duration `json:"interval"`
+	Jitter    Duration `json:"jitter"`
+	Window    Window   `json:"window"`
+	Bandwidth ByteSize `json:"bandwidth_limit"` // bytes per second; 0 = unlimited
+}
+
+// Memory is the memory budget policy.
+type Memory struct {
+	Reserve ByteSize `json:"reserve"`
+}
+
+// Limits bound what callers can ask of the daemon.
+type Limits struct {
+	MaxFrame  int `json:"max_frame"`
+	PerCaller int `json:"per_caller"`
+	MaxQueue  int `json:"max_queue"`
+	Slots     int `json:"slots"`
+}
+
+// Context caps the context ladder.
+type Context struct {
+	Max int `json:"max"` // tokens; 0 = the largest entry the bundle has
+}
+
+// Drafter modes.
+const (
+	DrafterAuto = "auto"
+	DrafterOn   = "on"
+	DrafterOff  = "off"
+)
+
+// DefaultRepo is the published bundle the daemon tracks unless told otherwise.
+const DefaultRepo = "anemll/anemll-forge-qwen3.8-27B"
+
+// Default returns the configuration used for every key the file leaves out,
+// for the current user (root gets the system paths).
+func Default() *Config {
+	return &Config{
+		Socket:   client.DefaultSocketPath(),
+		DataDir:  store.DefaultDataDir(),
+		Repo:     DefaultRepo,
+		Revision: "main",
+		Update: Update{
+			Auto:     true,
+			Interval: Duration(6 * time.Hour),
+			Jitter:   Duration(30 * time.Minute),
+		},
+		Memory:    Memory{Reserve: 4 << 30},
+		KeepAlive: Duration(10 * time.Minute),
+		Limits:    Limits{MaxFrame: 1 << 20, PerCaller: 4, MaxQueue: 256, Slots: 1},
+		Drafter:   DrafterAuto,
+		LogLevel:  "info",
+	}
+}
+
+// DefaultPath is where forged looks for its config file when --config is not
+// given: a per-user file, or the system one for root.
+func DefaultPath() string {
+	return PathFor(os.Geteuid() == 0)
+}
+
+// PathFor is the config file of the system service (system) or of the
+// current user's agent.
+func PathFor(system bool) string {
+	switch {
+	case system && runtime.GOOS == "darwin":
+		return "/Library/Application Support/forged/config.json"
+	case system:
+		return "/etc/forged/config.json"
+	case runtime.GOOS == "darwin":
+		home, _ := os.UserHomeDir()
+		return filepath.Join(home, "Library", "Application Support", "forged", "config.json")
+	}
+	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "forged", "config.json")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".config", "forged", "config.json")
+}
+
+// Load reads and validates the file at path. A missing file is not an error:
+// the defaults apply (a fresh install has no config file).
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Default(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads a config file's bytes over the defaults and validates the result.
+func Parse(data []byte) (*Config, error) {
+	c := Default()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("empty file (write {} for all defaults)")
+	}
+	if err := decodeStrict("", data, reflect.ValueOf(c).Elem()); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Marshal writes c as the indented JSON a user would edit.
+func (c *Config) Marshal() ([]byte, error) {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// Validate checks every key's rule and reports all violations, each naming its key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.Socket == "" || !filepath.IsAbs(c.Socket) {
+		bad("socket", "must be an absolute path, got %q", c.Socket)
+	} else if len(c.Socket) >= 104 { // sun_path on macOS, the smaller of the two
+		bad("socket", "must be shorter than 104 bytes (the Unix socket path limit), got %d", len(c.Socket))
+	}
+	if c.DataDir == "" || !filepath.IsAbs(c.DataDir) {
+		bad("data_dir", "must be an absolute path, got %q", c.DataDir)
+	}
+	if c.Repo == "" || strings.Count(c.Repo, "/") != 1 || strings.HasPrefix(c.Repo, "/") || strings.HasSuffix(c.Repo, "/") {
+		bad("repo", `must be "owner/name", got %q`, c.Repo)
+	}
+	if c.Revision == "" {
+		bad("revision", "must not be empty (a branch, tag or 40-hex commit)")
+	}
+	if c.Update.Interval < Duration(time.Minute) {
+		bad("update.interval", "must be at least 1m, got %q", c.Update.Interval)
+	}
+	if c.Update.Jitter < 0 || c.Update.Jitter > c.Update.Interval {
+		bad("update.jitter", "must be between 0 and update.interval (%s), got %q", c.Update.Interval, c.Update.Jitter)
+	}
+	if c.Update.Bandwidth != 0 && c.Update.Bandwidth < 64<<10 {
+		bad("update.bandwidth_limit", "must be 0 (unlimited) or at least 64KiB per second, got %s", c.Update.Bandwidth)
+	}
+	if c.KeepAlive < 0 {
+		bad("keep_alive", "must not be negative, got %q (use 0 to unload as soon as idle)", c.KeepAlive)
+	}
+	if c.Memory.Reserve > 1<<40 {
+		bad("memory.reserve", "must be at most 1TiB, got %s", c.Memory.Reserve)
+	}
+	if c.AdminGroup != "" && !validName(c.AdminGroup) {
+		bad("admin_group", "must be a group name or numeric gid, got %q", c.AdminGroup)
+	}
+	for i, u := range c.AllowedUsers {
+		if !validName(u) {
+			bad(fmt.Sprintf("allowed_users[%d]", i), "must be a user name or numeric uid, got %q", u)
+		}
+	}
+	if c.Limits.MaxFrame < 4<<10 || c.Limits.MaxFrame > 64<<20 {
+		bad("limits.max_frame", "must be between 4096 and 67108864 bytes, got %d", c.Limits.MaxFrame)
+	}
+	if c.Limits.PerCaller < 1 {
+		bad("limits.per_caller", "must be at least 1, got %d", c.Limits.PerCaller)
+	}
+	if c.Limits.MaxQueue < 1 {
+		bad("limits.max_queue", "must be at least 1, got %d", c.Limits.MaxQueue)
+	}
+	if c.Limits.Slots < 1 || c.Limits.Slots > 64 {
+		bad("limits.slots", "must be between 1 and 64, got %d", c.Limits.Slots)
+	}
+	if c.Context.Max != 0 && (c.Context.Max < 1024 || c.Context.Max%1024 != 0) {
+		bad("context.max", "must be 0 (no cap) or a multiple of 1024 tokens, got %d", c.Context.Max)
+	}
+	switch c.Drafter {
+	case DrafterAuto, DrafterOn, DrafterOff:
+	default:
+		bad("drafter", `must be "auto", "on" or "off", got %q`, c.Drafter)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level", `must be "debug", "info", "warn" or "error", got %q`, c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+// validName accepts a user or group name (POSIX portable characters) or a number.
+func validName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// AllowedUIDs resolves allowed_users to uids (an empty list means every local user).
+func (c *Config) AllowedUIDs() ([]int, error) {
+	var out []int
+	for i, name := range c.AllowedUsers {
+		if n, err := strconv.Atoi(name); err == nil {
+			out = append(out, n)
+			continue
+		}
+		u, err := user.Lookup(name)
+		if err != nil {
+			return nil, fmt.Errorf("allowed_users[%d]: %w", i, err)
+		}
+		n, _ := strconv.Atoi(u.Uid)
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// RestartKeys are the keys a running daemon cannot apply without a restart.
+var RestartKeys = []string{"socket", "data_dir"}
+
+// Changed lists the keys (dotted paths) whose values differ between a and b.
+func Changed(a, b *Config) []string {
+	var out []string
+	diffValues("", reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem(), &out)
+	sort.Strings(out)
+	return out
+}
+
+func diffValues(prefix string, a, b reflect.Value, out *[]string) {
+	if a.Kind() == reflect.Struct {
+		for i := 0; i < a.NumField(); i++ {
+			diffValues(join(prefix, jsonName(a.Type().Field(i))), a.Field(i), b.Field(i), out)
+		}
+		return
+	}
+	if !reflect.DeepEqual(a.Interface(), b.Interface()) {
+		*out = append(*out, prefix)
+	}
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
+func join(prefix, key string) string {
+	if prefix == "" {
+		return key
+	}
+	return prefix + "." + key
+}
+
+// decodeStrict decodes data into v, refusing keys v does not have and
+// naming the key path in every error.
+func decodeStrict(path string, data []byte, v reflect.Value) error {
+	_, custom := v.Addr().Interface().(json.Unmarshaler)
+	if v.Kind() != reflect.Struct || custom {
+		if err := json.Unmarshal(data, v.Addr().Interface()); err != nil {
+			return fmt.Errorf("%s: %s", path, describeJSONError(err, v.Type()))
+		}
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		where := path
+		if where == "" {
+			where = "config"
+		}
+		if err == nil {
+			err = errors.New("null")
+		}
+		return fmt.Errorf("%s: must be a JSON object: %v", where, err)
+	}
+	if dec.More() {
+		return errors.New("config: trailing data after the JSON object")
+	}
+	if err := checkDuplicates(path, data); err != nil {
+		return err
+	}
+	byName := map[string]int{}
+	var known []string
+	for i := 0; i < v.NumField(); i++ {
+		name := jsonName(v.Type().Field(i))
+		byName[name] = i
+		known = append(known, name)
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		i, ok := byName[k]
+		if !ok {
+			return fmt.Errorf("%s: unknown key (known keys here: %s)", join(path, k), strings.Join(known, ", "))
+		}
+		if err := decodeStrict(join(path, k), fields[k], v.Field(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDuplicates refuses an object that names a key twice (encoding/json
+// would silently keep the last one).
+func checkDuplicates(path string, data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // {
+		return err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return fmt.Errorf("%s: key given twice", join(path, key))
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func describeJSONError(err error, t reflect.Type) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("must be %s, got a JSON %s", kindName(t), te.Value)
+	}
+	return err.Error()
+}
+
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int:
+		return "an integer"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		return "a list of " + kindName(t.Elem()) + "s"
+	}
+	return t.String()
+}

@@ -439,3 +439,37 @@ func TestBackendPanicIsInternal(t *testing.T) {
 	expectError(t, r.read(), 3, "internal")
 	result(t, r.call(4, "status", nil))
 }
+
+// The ops and error codes the issue requires are all in PROTOCOL.md, and
+// the daemon knows every op (none answers "unknown op").
+func TestProtocolDocCoversOpsAndCodes(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "PROTOCOL.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := []string{"bad_request", "too_large", "unauthorized", "not_found", "busy", "context_exceeded",
+		"unavailable", "cancelled", "protocol_version", "internal"}
+	for _, c := range codes {
+		if !strings.Contains(string(doc), "| `"+c+"` |") {
+			t.Errorf("error code %s is not in the PROTOCOL.md table", c)
+		}
+	}
+	ops := []string{"hello", "status", "models", "tokenize", "detokenize", "chat", "generate", "session.open",
+		"session.close", "cancel", "subscribe", "pull", "verify", "update.check", "update.apply",
+		"update.rollback", "load", "unload", "pin", "gc", "config.get", "config.set", "shutdown"}
+	ts := startServer(t, daemon.Config{}, fakeengine.Options{})
+	r := dialRaw(t, ts.path)
+	r.hello()
+	for i, op := range ops {
+		if !strings.Contains(string(doc), "`"+op) {
+			t.Errorf("op %s is not documented", op)
+		}
+		if op == "shutdown" || op == "subscribe" {
+			continue // would stop the server / stream until cancelled
+		}
+		rep := r.call(uint64(100+i), op, map[string]any{"__probe": true})
+		if e, _ := rep["error"].(map[string]any); e != nil && strings.Contains(e["message"].(string), "unknown op") {
+			t.Errorf("daemon does not know op %s", op)
+		}
+	}
+}

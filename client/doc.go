@@ -2,4 +2,14 @@
 // socket (docs/PROTOCOL.md). Dial connects and says hello; Chat and Generate
 // return a Stream to range over; errors from the daemon are *Error with the
 // protocol's Code. The wire types live in client/wire, shared with the daemon.
+//
+// A Client is safe for concurrent use and multiplexes requests over one
+// connection. Consume every Stream (range over Tokens, or call Result):
+// events wait for their reader, which holds up the connection's other
+// replies, exactly as the daemon holds a client that stops reading.
+//
+//	c, err := client.Dial(ctx, "", client.Options{Name: "myapp"})
+//	s := c.Chat(ctx, wire.ChatArgs{Messages: []wire.Message{{Role: "user", Content: "Hi"}}})
+//	for ev, err := range s.Tokens() { … ev.Text … }
+//	res, err := s.Result() // usage, finish reason, revision, context entry
 package client

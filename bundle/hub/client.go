@@ -60,7 +60,7 @@ func New(endpoint, token string) *Client {
 		MaxBackoff:   30 * time.Second,
 		StallTimeout: 30 * time.Second,
 		PartSize:     64 << 20,
-		Streams:      4,
+		Streams:      1,
 		UserAgent:    "forged",
 	}
 }

@@ -344,6 +344,7 @@ func TestParallelSegmentsFailWithoutHanging(t *testing.T) {
 	// One segment keeps failing: the others are cancelled and Fetch returns.
 	fx.hub.Inject(hubtest.Fault{Kind: hubtest.CutAfter, Path: p, N: 2<<20 + 100})
 	c := fx.client()
+	c.Streams = 4
 	c.MaxRetries = 2
 	c.wait = func(context.Context, time.Duration) error { return nil }
 	d := fx.download(t, p)

@@ -251,8 +251,9 @@ func (b *rangeBody) Read(p []byte) (int, error) {
 
 func (b *rangeBody) Close() error {
 	b.timer.Stop()
+	err := b.ReadCloser.Close() // before cancel, so a drained connection is reused
 	b.cancel()
-	return b.ReadCloser.Close()
+	return err
 }
 
 // openRange requests bytes [start, end) (open-ended when end is the file

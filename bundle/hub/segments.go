@@ -17,20 +17,24 @@ import (
 // file, so parallel segments would each download it again.
 var errRangeIgnored = errors.New("server ignores Range requests")
 
-// segmentSize is the size of one parallel segment: PartSize split over
-// the streams, so the segments in flight never exceed one part.
+// window is how many segments may be downloaded or waiting to be hashed
+// at once: twice the streams, so the network keeps going while the
+// hasher works through finished segments.
+func (c *Client) window() int { return 2 * max(c.Streams, 1) }
+
+// segmentSize splits a part over the window, so the segments beyond the
+// last checkpoint never exceed one part.
 func (c *Client) segmentSize() int64 {
-	return max(c.PartSize/int64(max(c.Streams, 1)), 64<<10)
+	return max(c.PartSize/int64(c.window()), 64<<10)
 }
 
 // fetchSegments downloads [offset, d.Size) as consecutive segments over
 // up to Streams parallel ranged requests. Each segment is received into
 // memory, written at its offset, and hashed in order by this goroutine
 // while later segments are still arriving, so every byte is read once,
-// from the network. After each hashed segment the file is synced and a
-// checkpoint saved; at most Streams segments (one part) are in flight
-// beyond it, which bounds what a crash costs. It returns the verified
-// prefix length.
+// from the network. After each hashed segment a checkpoint is saved; at
+// most one window of segments (one part) is received beyond it, which
+// bounds what a crash costs. It returns the verified prefix length.
 func (c *Client) fetchSegments(ctx context.Context, d Download, w *hashWriter, offset int64, res *Result) (int64, error) {
 	seg := c.segmentSize()
 	n := int((d.Size - offset + seg - 1) / seg)
@@ -47,8 +51,9 @@ func (c *Client) fetchSegments(ctx context.Context, d Download, w *hashWriter, o
 	defer cancel()
 	var received atomic.Int64
 	defer func() { res.Received += received.Load() }()
-	tokens := make(chan struct{}, max(c.Streams, 1))
-	pool := make(chan []byte, max(c.Streams, 1))
+	window := make(chan struct{}, c.window())         // held until the segment is hashed
+	streams := make(chan struct{}, max(c.Streams, 1)) // held while it downloads
+	pool := make(chan []byte, c.window())
 	var wg sync.WaitGroup
 	defer wg.Wait()
 
@@ -56,9 +61,15 @@ func (c *Client) fetchSegments(ctx context.Context, d Download, w *hashWriter, o
 	go func() { // launcher: one goroutine per segment, Streams at a time
 		defer wg.Done()
 		for i := range n {
-			select {
-			case tokens <- struct{}{}:
-			case <-ctx.Done():
+			acquired := 0
+			for _, sem := range []chan struct{}{window, streams} {
+				select {
+				case sem <- struct{}{}:
+					acquired++
+				case <-ctx.Done():
+				}
+			}
+			if acquired < 2 {
 				for _, s := range slots[i:] {
 					s.err = ctx.Err()
 					close(s.done)
@@ -78,6 +89,7 @@ func (c *Client) fetchSegments(ctx context.Context, d Download, w *hashWriter, o
 				defer wg.Done()
 				defer close(s.done)
 				s.buf, s.err = c.fetchSegment(ctx, d, start, end, buf[:end-start], &received)
+				<-streams
 				if s.err == nil {
 					if _, err := w.f.WriteAt(s.buf, start); err != nil {
 						s.err = err
@@ -113,7 +125,7 @@ func (c *Client) fetchSegments(ctx context.Context, d Download, w *hashWriter, o
 		if pos < d.Size {
 			c.checkpointAt(d, w, pos)
 		}
-		<-tokens
+		<-window
 	}
 	return pos, nil
 }

@@ -16,6 +16,7 @@ import (
 type storeFlags struct {
 	data, endpoint string
 	partSize       int64
+	streams        int
 }
 
 func addDataFlag(c *cobra.Command, f *storeFlags) {
@@ -26,6 +27,7 @@ func addEndpointFlag(c *cobra.Command, f *storeFlags) {
 	c.Flags().StringVar(&f.endpoint, "endpoint", "", "hub endpoint (default $HF_ENDPOINT or "+hub.DefaultEndpoint+")")
 	c.Flags().Int64Var(&f.partSize, "part-size", 0, "resume checkpoint interval in bytes (tests)")
 	c.Flags().MarkHidden("part-size")
+	c.Flags().IntVar(&f.streams, "streams", 1, "parallel ranged requests per large file (raise for CDNs that cap each connection)")
 }
 
 // open opens the store; with network it attaches a hub client unless
@@ -39,6 +41,9 @@ func (f *storeFlags) open(network bool) (*store.Store, error) {
 		c := hub.New(hub.EndpointFromEnv(f.endpoint), hub.TokenFromEnv())
 		if f.partSize > 0 {
 			c.PartSize = f.partSize
+		}
+		if f.streams > 0 {
+			c.Streams = f.streams
 		}
 		s.Client = c
 	}

@@ -79,12 +79,13 @@ func TestPullKill9ThenResume(t *testing.T) {
 	}
 	const part = 8 << 20
 	// The hub stalls at 44 MiB (inside the sixth 8 MiB part); the pull
-	// fetches 2 MiB segments over 4 streams and checkpoints each one
-	// hashed, so the verified prefix stops exactly there.
+	// fetches 1 MiB segments over 4 streams and checkpoints each one
+	// hashed, so the verified prefix stops exactly there. (One stream per
+	// file, the default, is covered by the hub package's resume tests.)
 	stallAt := int64(44 << 20)
 	h.Inject(hubtest.Fault{Kind: hubtest.Stall, Path: big, N: stallAt})
 	data := filepath.Join(t.TempDir(), "data")
-	args := []string{"pull", "--json", "--endpoint", h.URL, "--data", data, "--part-size", "8388608", cliRepo}
+	args := []string{"pull", "--json", "--endpoint", h.URL, "--data", data, "--part-size", "8388608", "--streams", "4", cliRepo}
 
 	first := exec.Command(bin, args...)
 	first.Env = append(os.Environ(), "HF_TOKEN=hf_cli_token", "FORGE_OFFLINE=")

@@ -50,9 +50,10 @@ type Auto struct {
 	// gap vs 91.5 ms, reference §5.3). A CPU backend, whose verify cost
 	// grows with rows, must say so here.
 	CycleCost float64
-	// MinAccepted defaults to 1.5 × BreakEven(CycleCost, 1) (0.27 on the
-	// ANE). If even 7 accepted drafts per cycle could not pay for a cycle,
-	// auto never drafts.
+	// MinAccepted defaults to BreakEven(CycleCost, 1) + 0.1 (0.28 on the
+	// ANE): the margin covers the window mean's noise (s.d. ≈ 0.25 for a
+	// half-right drafter over 32 cycles). If even 7 accepted drafts per
+	// cycle could not pay for a cycle, auto never drafts.
 	MinAccepted float64
 	// Window defaults to 32 cycles.
 	Window int
@@ -74,7 +75,7 @@ func (a Auto) withDefaults() Auto {
 		a.CycleCost = DefaultCycleCost
 	}
 	if a.MinAccepted == 0 {
-		a.MinAccepted = 1.5 * BreakEven(a.CycleCost, 1)
+		a.MinAccepted = BreakEven(a.CycleCost, 1) + 0.1
 	}
 	if a.Window == 0 {
 		a.Window = 32

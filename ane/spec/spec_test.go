@@ -272,7 +272,7 @@ func TestPolicyTransitions(t *testing.T) {
 		minAcc     float64
 		retryAfter int
 		on         bool
-	}{{0, 0.27, 256, true}, {3, 3, 1280, true}, {9, 12, 5120, false}} {
+	}{{0, 0.28, 256, true}, {3, 2.1, 1280, true}, {9, 8.1, 5120, false}} {
 		q, err := newPolicy(Config{Mode: ModeAuto, Auto: Auto{CycleCost: c.cost}}, true)
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"io"
@@ -114,7 +115,7 @@ func (r *rawConn) tryRead(timeout time.Duration) (map[string]any, error) {
 	if _, err := io.ReadFull(r.nc, body); err != nil {
 		return nil, err
 	}
-	dec := msgpack.NewDecoder(bytesReader(body))
+	dec := msgpack.NewDecoder(bytes.NewReader(body))
 	dec.UseLooseInterfaceDecoding(true)
 	var m map[string]any
 	err := dec.Decode(&m)

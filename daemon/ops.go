@@ -188,7 +188,7 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 	for _, k := range conns {
 		res.Sessions = append(res.Sessions, k.sessionInfos()...)
 	}
-	slices.SortFunc(res.Sessions, func(a, b wire.SessionInfo) int { return compareStrings(a.Session, b.Session) })
+	slices.SortFunc(res.Sessions, func(a, b wire.SessionInfo) int { return compareSessionIDs(a.Session, b.Session) })
 	res.Memory.GoHeap = goHeapBytes()
 	return res, nil
 }
@@ -207,7 +207,8 @@ func goHeapBytes() uint64 {
 	return sample[0].Value.Uint64()
 }
 
-func compareStrings(a, b string) int {
+// compareSessionIDs orders "s2" before "s10" (ids are s + a counter).
+func compareSessionIDs(a, b string) int {
 	switch {
 	case len(a) != len(b):
 		return len(a) - len(b)

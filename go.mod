@@ -7,8 +7,11 @@ require github.com/spf13/cobra v1.10.2
 require (
 	github.com/dlclark/regexp2 v1.12.0 // indirect
 	github.com/ebitengine/purego v0.11.3 // indirect
+	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/kardianos/service v1.3.0 // indirect
 	golang.org/x/term v0.48.0 // indirect
 	gonum.org/v1/gonum v0.17.0 // indirect
+	howett.net/plist v1.0.1 // indirect
 )
 
 require (

@@ -280,7 +280,7 @@ func Changed(a, b *Config) []string {
 }
 
 func diffValues(prefix string, a, b reflect.Value, out *[]string) {
-	if a.Kind() == reflect.Struct {
+	if _, leaf := a.Interface().(json.Marshaler); a.Kind() == reflect.Struct && !leaf {
 		for i := 0; i < a.NumField(); i++ {
 			diffValues(join(prefix, jsonName(a.Type().Field(i))), a.Field(i), b.Field(i), out)
 		}
@@ -398,7 +398,7 @@ func kindName(t reflect.Type) string {
 	case reflect.String:
 		return "a string"
 	case reflect.Slice:
-		return "a list of " + kindName(t.Elem()) + "s"
+		return "a list of " + strings.TrimPrefix(kindName(t.Elem()), "a ") + "s"
 	}
 	return t.String()
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/rebuild/calib"
 	"github.com/forgedaemon/forged/ane/rebuild/plan"
 	"github.com/forgedaemon/forged/ane/ref"
@@ -41,8 +42,10 @@ func tinyModel(t testing.TB) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if tinyDir != "" {
-		os.RemoveAll(tinyDir)
+	for _, d := range []string{tinyDir, exportDir} {
+		if d != "" {
+			os.RemoveAll(d)
+		}
 	}
 	os.Exit(code)
 }
@@ -238,3 +241,5 @@ func TestBadInputBeforeWork(t *testing.T) {
 		})
 	}
 }
+
+func anyNumerics() ane.Numerics { return ane.Numerics{} }

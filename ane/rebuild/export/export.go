@@ -235,3 +235,77 @@ func write(path string, md map[string]string, mats ...*Matrix) error {
 	}
 	return tensor.WriteSafetensors(path, md, ts)
 }
+
+// ReadMatrix reads key's tensors from an export file back into a Matrix
+// (format from the file's metadata, which the caller passes).
+func ReadMatrix(f *tensor.SafeFile, key, format string) (*Matrix, error) {
+	fail := func(msg string, args ...any) error {
+		return fmt.Errorf("%s: %s: %s", f.Path(), key, fmt.Sprintf(msg, args...))
+	}
+	m := &Matrix{Key: key, Format: format}
+	u16 := func(name string, dt tensor.DType) ([]uint16, []int, error) {
+		info, ok := f.Tensor(name)
+		if !ok {
+			return nil, nil, nil
+		}
+		if info.DType != dt {
+			return nil, nil, fail("%s has dtype %s, want %s", name, info.DType, dt)
+		}
+		v, err := tensor.View[uint16](f, name)
+		return append([]uint16(nil), v...), info.Shape, err
+	}
+	var err error
+	var shape []int
+	switch {
+	case has(f, key+".weight"):
+		if m.Weight, shape, err = u16(key+".weight", tensor.BF16); err != nil {
+			return nil, err
+		}
+		if len(shape) != 2 {
+			return nil, fail(".weight has shape %v", shape)
+		}
+		m.Rows, m.Cols = shape[0], shape[1]
+	case has(f, key+".int8"):
+		info, _ := f.Tensor(key + ".int8")
+		v, err := tensor.View[int8](f, key+".int8")
+		if err != nil || len(info.Shape) != 2 {
+			return nil, fail(".int8: %v %v", info.Shape, err)
+		}
+		m.Int8, m.Rows, m.Cols = append([]int8(nil), v...), info.Shape[0], info.Shape[1]
+	case has(f, key+".idx"):
+		info, _ := f.Tensor(key + ".idx")
+		v, err := tensor.View[uint8](f, key+".idx")
+		if err != nil || len(info.Shape) != 2 {
+			return nil, fail(".idx: %v %v", info.Shape, err)
+		}
+		m.Idx = append([]uint8(nil), v...)
+		if m.LUT, shape, err = u16(key+".lut", tensor.F16); err != nil {
+			return nil, err
+		}
+		if len(shape) != 2 {
+			return nil, fail(".idx without a [entries, vector length] .lut")
+		}
+		m.LUTShape = [2]int{shape[0], shape[1]}
+		m.Rows, m.Cols = info.Shape[0]*shape[1], info.Shape[1]
+	default:
+		return nil, fail("no .weight, .int8 or .idx tensor")
+	}
+	if m.Scale, _, err = u16(key+".scale", tensor.F16); err != nil {
+		return nil, err
+	}
+	if m.LrA, shape, err = u16(key+".lr_a", tensor.F16); err != nil {
+		return nil, err
+	}
+	if m.LrA != nil {
+		if len(shape) != 2 {
+			return nil, fail(".lr_a has shape %v", shape)
+		}
+		m.Rank = shape[1]
+		if m.LrB, _, err = u16(key+".lr_b", tensor.F16); err != nil {
+			return nil, err
+		}
+	}
+	return m, m.Check()
+}
+
+func has(f *tensor.SafeFile, name string) bool { _, ok := f.Tensor(name); return ok }

@@ -131,10 +131,8 @@ func newPolicy(cfg Config, haveDrafter bool) (*policy, error) {
 	if err := auto.validate(cfg.Auto); err != nil {
 		return nil, err
 	}
-	// In auto mode a drafter that cannot pay even when always right is
-	// never called.
-	hopeless := mode == ModeAuto && auto.MinAccepted > MaxDrafts
-	p := &policy{mode: mode, auto: auto, on: mode != ModeOff && haveDrafter && !hopeless}
+	p := &policy{mode: mode, auto: auto}
+	p.on = haveDrafter && !p.neverDrafts()
 	if mode == ModeAuto {
 		p.recent = make([]int, auto.Window)
 	}
@@ -142,6 +140,12 @@ func newPolicy(cfg Config, haveDrafter bool) (*policy, error) {
 }
 
 func (p *policy) drafting() bool { return p.on }
+
+// neverDrafts: mode off, or auto with a drafter that could not pay for a
+// cycle even if every draft were right.
+func (p *policy) neverDrafts() bool {
+	return p.mode == ModeOff || (p.mode == ModeAuto && p.auto.MinAccepted > MaxDrafts)
+}
 
 // mean is the rolling mean of accepted drafts per cycle.
 func (p *policy) mean() float64 { return float64(p.sum) / float64(max(p.filled, 1)) }
@@ -163,7 +167,7 @@ func (p *policy) cycle(k int) {
 // plainStep records a step without drafting; in auto mode enough of them
 // bring drafting back for another trial window.
 func (p *policy) plainStep() {
-	if p.mode != ModeAuto || p.pauses == 0 || p.auto.MinAccepted > MaxDrafts {
+	if p.mode != ModeAuto || p.pauses == 0 {
 		return
 	}
 	p.plains++

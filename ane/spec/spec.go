@@ -97,8 +97,8 @@ func New(target Target, drafter Drafter, sampler *sample.Sampler, cfg Config) (*
 	if err != nil {
 		return nil, err
 	}
-	if !pol.on && (pol.mode == ModeOff || pol.auto.MinAccepted > MaxDrafts) {
-		drafter = nil // never drafts: do not spend Features/AddContext on it
+	if pol.neverDrafts() {
+		drafter = nil // do not spend Features/AddContext on it
 	}
 	sp := &Speculator{target: target, drafter: drafter, sampler: sampler, policy: pol,
 		vocab: target.Vocab(), stops: map[int]bool{}}

@@ -104,9 +104,9 @@ var (
 	libs   = map[string]*Library{}
 )
 
-// Open loads the bridge library at path (once per path per process),
+// OpenLibrary loads the bridge library at path (once per path per process),
 // registers every entry point and checks the ABI version.
-func Open(path string) (*Library, error) {
+func OpenLibrary(path string) (*Library, error) {
 	libsMu.Lock()
 	defer libsMu.Unlock()
 	if l, ok := libs[path]; ok {

@@ -47,7 +47,7 @@ func arith(fn string, ts map[string][]byte) error {
 }
 
 func openArith(t *testing.T) (*Library, *Model) {
-	lib, err := Open(testBridge(t))
+	lib, err := OpenLibrary(testBridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,17 +84,17 @@ func wantErr(t *testing.T, err error, parts ...string) {
 }
 
 func TestOpenMissingLibrary(t *testing.T) {
-	_, err := Open(filepath.Join(t.TempDir(), "libCoreAIBridge.dylib"))
+	_, err := OpenLibrary(filepath.Join(t.TempDir(), "libCoreAIBridge.dylib"))
 	wantErr(t, err, "cannot open bridge library", "libCoreAIBridge.dylib")
 }
 
 func TestOpenWrongABIVersion(t *testing.T) {
 	path := testBridge(t)
 	t.Setenv("TB_ABI_VERSION", "2")
-	_, err := Open(path)
+	_, err := OpenLibrary(path)
 	wantErr(t, err, "ABI version 2", "needs 1")
 	os.Unsetenv("TB_ABI_VERSION")
-	if _, err := Open(path); err != nil {
+	if _, err := OpenLibrary(path); err != nil {
 		t.Fatalf("after a refused open, a good library must still open: %v", err)
 	}
 }
@@ -104,7 +104,7 @@ func TestOpenLibraryWithoutSymbols(t *testing.T) {
 	// libm exports none of cai_*: the first missing symbol is named.
 	for _, p := range []string{"/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6", "/lib/aarch64-linux-gnu/libm.so.6"} {
 		if _, err := os.Stat(p); err == nil {
-			_, err := Open(p)
+			_, err := OpenLibrary(p)
 			wantErr(t, err, "does not export cai_abi_version")
 			return
 		}
@@ -132,7 +132,7 @@ func TestVersionsAndNames(t *testing.T) {
 }
 
 func TestLoadModelErrors(t *testing.T) {
-	lib, err := Open(testBridge(t))
+	lib, err := OpenLibrary(testBridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestFunctionDescribeAndUnknown(t *testing.T) {
 }
 
 func TestBufferCreate(t *testing.T) {
-	lib, err := Open(testBridge(t))
+	lib, err := OpenLibrary(testBridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestNoLeaksOver10000Calls(t *testing.T) {
 // TestBufferCleanupReleases drops buffers without Close: the cleanup tied to
 // the Go object releases the bridge memory.
 func TestBufferCleanupReleases(t *testing.T) {
-	lib, err := Open(testBridge(t))
+	lib, err := OpenLibrary(testBridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}

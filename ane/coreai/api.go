@@ -1,0 +1,330 @@
+package coreai
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/bundle"
+)
+
+// Feed implements ane.Engine: 64-row prefill blocks while more than 8
+// tokens remain and the context has a p64 entry, the rest through the
+// verify entry with every row accepted.
+func (e *Engine) Feed(ids []int) ([]float32, error) {
+	if err := e.checkNoVerify("Feed"); err != nil {
+		return nil, err
+	}
+	if err := e.checkIDs(ids); err != nil {
+		return nil, err
+	}
+	if err := e.Fit(e.pos + len(ids)); err != nil {
+		return nil, err
+	}
+	for len(ids) > ane.VerifyRows && e.hasPrefill(e.ctx) {
+		n := min(len(ids), ane.PrefillRows)
+		if err := e.prefill(ids[:n]); err != nil {
+			return nil, err
+		}
+		ids = ids[n:]
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), ane.VerifyRows)
+		if err := e.call(ids[:n]); err != nil {
+			return nil, err
+		}
+		e.commitRows(n)
+		ids = ids[n:]
+	}
+	return e.logits[len(e.logits)-e.vocab:], nil
+}
+
+// Verify implements ane.Engine.
+func (e *Engine) Verify(tokens []int) (ane.Logits, error) {
+	if err := e.checkNoVerify("Verify"); err != nil {
+		return ane.Logits{}, err
+	}
+	if len(tokens) > ane.VerifyRows {
+		return ane.Logits{}, fmt.Errorf("Verify: %d tokens, at most %d", len(tokens), ane.VerifyRows)
+	}
+	if err := e.checkIDs(tokens); err != nil {
+		return ane.Logits{}, err
+	}
+	if err := e.call(tokens); err != nil {
+		return ane.Logits{}, err
+	}
+	e.verify = len(tokens)
+	return ane.Logits{Rows: len(tokens), Vocab: e.vocab, Data: e.logits}, nil
+}
+
+// Accept implements ane.Engine: only the accepted K/V rows are written;
+// the DeltaNet rows are committed lazily by the next call.
+func (e *Engine) Accept(k int) error {
+	if e.verify == 0 {
+		return errors.New("Accept: no Verify to accept")
+	}
+	if k < 0 || k > e.verify {
+		return fmt.Errorf("Accept: %d rows, the Verify had %d", k, e.verify)
+	}
+	e.commitRows(k)
+	return nil
+}
+
+func (e *Engine) commitRows(k int) {
+	e.appendRows(kindVerify, k)
+	e.pending = k
+	e.pos += k
+	e.hi = max(e.hi, e.pos)
+	e.verify = 0
+}
+
+// Features implements ane.Engine from the tap outputs of the last call
+// (the tap of a chunk's last layer is that chunk's y).
+func (e *Engine) Features(n int) ([]float32, error) {
+	taps := e.man.Taps
+	if len(taps) == 0 {
+		return nil, errors.New("Features: the manifest has no tap layers")
+	}
+	if n <= 0 || n > e.last.rows {
+		return nil, fmt.Errorf("Features: %d rows requested, the last call had %d", n, e.last.rows)
+	}
+	kind := kindVerify
+	if e.last.prefill {
+		kind = kindPrefill
+	}
+	H := e.hidden
+	F := len(taps) * H
+	out := make([]float32, n*F)
+	for k, l := range taps {
+		var b *Buffer
+		for i, c := range e.chunks {
+			if l >= c.spec.Layers[0] && l <= c.spec.Layers[1] {
+				name := "tap" + strconv.Itoa(l)
+				if l == c.spec.Layers[1] {
+					name = "y"
+				}
+				b = e.bufs[e.outKey(kind, i, name)]
+			}
+		}
+		if b == nil {
+			return nil, fmt.Errorf("Features: no output holds tap layer %d", l)
+		}
+		first := e.last.rows - n
+		for t := 0; t < n; t++ {
+			for h := 0; h < H; h++ {
+				out[t*F+k*H+h] = f16Float(b.f16(0, h, 0, first+t))
+			}
+		}
+	}
+	return out, nil
+}
+
+// Fit implements ane.Engine.
+func (e *Engine) Fit(tokens int) error {
+	if tokens <= e.kvLen(e.ctx) {
+		return nil
+	}
+	for _, c := range e.ladder {
+		if e.kvLen(c) >= tokens {
+			return e.Resize(c)
+		}
+	}
+	return fmt.Errorf("%d positions exceed the largest context entry (%d holds %d)", tokens, e.ladder.Largest(), e.kvLen(e.ladder.Largest()))
+}
+
+// Resize implements ane.Engine.
+func (e *Engine) Resize(ctx int) error {
+	if err := e.checkNoVerify("Resize"); err != nil {
+		return err
+	}
+	if !e.ladder.Has(ctx) {
+		return fmt.Errorf("Resize: %d is not a context ladder entry %v", ctx, e.ladder)
+	}
+	if e.kvLen(ctx) < e.pos {
+		return fmt.Errorf("Resize: context %d holds %d rows, %d are committed", ctx, e.kvLen(ctx), e.pos)
+	}
+	if ctx == e.ctx {
+		return nil
+	}
+	return e.resize(ctx)
+}
+
+// resize allocates the K/V (and scale) buffers and mask of ctx, copies the
+// history prefix, and drops the cached bindings.
+func (e *Engine) resize(ctx int) error {
+	L := e.kvLen(ctx)
+	keep := min(e.hi, L)
+	nk := map[string]*Buffer{}
+	fail := func(err error) error {
+		for _, b := range nk {
+			b.Close()
+		}
+		return err
+	}
+	entry := bundle.EntryName(kindVerify, ctx)
+	var mask *Buffer
+	for i, c := range e.chunks {
+		f := c.fns[entry]
+		for _, t := range f.Desc.Inputs {
+			switch {
+			case t.Name == "mask" && mask == nil:
+				b, err := e.lib.NewBufferFor(t)
+				if err != nil {
+					return fail(err)
+				}
+				mask = b
+				nk["mask"] = b
+			case kvName(t.Name):
+				key := "c" + strconv.Itoa(i) + "/" + t.Name
+				b, err := e.lib.NewBufferFor(t)
+				if err != nil {
+					return fail(err)
+				}
+				nk[key] = b
+				if t.Name[0] == 'v' && t.Name[1] == 's' || t.Name[0] == 'k' && t.Name[1] == 's' {
+					for g := 0; g < int(t.Shape[0]); g++ {
+						for p := 0; p < int(t.Shape[1]); p++ {
+							b.setF16(1, g, p) // scales start at 1
+						}
+					}
+				}
+				if old := e.kvBufs[key]; old != nil {
+					copyRows(b, old, keep, e.keysT && t.Name[0] == 'k' && t.Name[1] != 's')
+				}
+			}
+		}
+	}
+	if mask == nil {
+		return fail(fmt.Errorf("coreai: %s has no mask input", entry))
+	}
+	delete(nk, "mask")
+	for _, b := range e.kvBufs {
+		b.Close()
+	}
+	if e.mask != nil {
+		e.mask.Close()
+	}
+	e.kvBufs, e.mask = nk, mask
+	e.dropPlans()
+	e.ctx, e.hi = ctx, keep
+	rg := make([]uint32, L)
+	copy(rg, e.rowGen)
+	e.rowGen = rg
+	return nil
+}
+
+// copyRows copies history rows [0, n) between buffers of two lengths:
+// (heads, L, …) or, for transposed keys, (heads, dim, L).
+func copyRows(dst, src *Buffer, n int, transposed bool) {
+	size := dst.DType.Size()
+	heads := int(dst.Shape[0])
+	if transposed {
+		dim := int(dst.Shape[1])
+		for g := 0; g < heads; g++ {
+			for d := 0; d < dim; d++ {
+				copy(dst.data[dst.off(g, d, 0):dst.off(g, d, 0)+n*size], src.data[src.off(g, d, 0):])
+			}
+		}
+		return
+	}
+	for g := 0; g < heads; g++ {
+		for p := 0; p < n; p++ {
+			if len(dst.Shape) == 2 {
+				copy(dst.data[dst.off(g, p):dst.off(g, p)+size], src.data[src.off(g, p):])
+				continue
+			}
+			w := int(dst.Shape[2]) * size
+			copy(dst.data[dst.off(g, p, 0):dst.off(g, p, 0)+w], src.data[src.off(g, p, 0):])
+		}
+	}
+}
+
+type snapshot struct {
+	e                 *Engine
+	pos, pending, ctx int
+	gen               uint32
+	state             map[string][]byte
+}
+
+func (s *snapshot) Position() int { return s.pos }
+
+// Snapshot implements ane.Engine: the DeltaNet state set in use is copied;
+// K/V is not (it is masked by position).
+func (e *Engine) Snapshot() (ane.Snapshot, error) {
+	if err := e.checkNoVerify("Snapshot"); err != nil {
+		return nil, err
+	}
+	s := &snapshot{e: e, pos: e.pos, pending: e.pending, ctx: e.ctx, gen: e.gen, state: map[string][]byte{}}
+	for k, b := range e.state[e.par] {
+		s.state[k] = append([]byte(nil), b.data...)
+	}
+	return s, nil
+}
+
+// Restore implements ane.Engine.
+func (e *Engine) Restore(snap ane.Snapshot) error {
+	s, ok := snap.(*snapshot)
+	if !ok || s.e != e {
+		return errors.New("Restore: snapshot is not from this engine")
+	}
+	if err := e.checkNoVerify("Restore"); err != nil {
+		return err
+	}
+	if s.pos > min(e.hi, e.kvLen(e.ctx)) {
+		return fmt.Errorf("Restore: snapshot at position %d, only %d history rows are held", s.pos, min(e.hi, e.kvLen(e.ctx)))
+	}
+	for _, g := range e.rowGen[:s.pos] {
+		if g > s.gen {
+			return fmt.Errorf("Restore: history before position %d was rewritten after the snapshot", s.pos)
+		}
+	}
+	for k, b := range e.state[e.par] {
+		copy(b.data, s.state[k])
+	}
+	e.pos, e.pending, e.last = s.pos, s.pending, lastCall{}
+	return nil
+}
+
+// Reset implements ane.Engine.
+func (e *Engine) Reset() {
+	for _, set := range e.state {
+		for _, b := range set {
+			b.zero()
+		}
+	}
+	e.pos, e.pending, e.verify, e.hi, e.last = 0, 0, 0, 0, lastCall{}
+	clear(e.rowGen)
+	if small := e.ladder.Smallest(); e.ctx != small {
+		if err := e.resize(small); err != nil {
+			panic(err) // allocation of the smallest entry succeeded at Open
+		}
+	}
+}
+
+// Memory implements ane.Engine: package sizes as weights, buffer sizes
+// for the rest.
+func (e *Engine) Memory() ane.MemoryReport {
+	r := ane.MemoryReport{Embedding: e.emb.Bytes()}
+	for _, p := range e.chunks {
+		r.Weights += p.bytes
+	}
+	if e.head != nil {
+		r.Weights += e.head.bytes
+	}
+	for _, b := range e.kvBufs {
+		r.KV += int64(len(b.data))
+	}
+	if e.mask != nil {
+		r.KV += int64(len(e.mask.data))
+	}
+	for _, set := range e.state {
+		for _, b := range set {
+			r.Recurrent += int64(len(b.data))
+		}
+	}
+	for _, b := range e.bufs {
+		r.Scratch += int64(len(b.data))
+	}
+	return r
+}

@@ -166,3 +166,44 @@ func TestMemoryReportWeights(t *testing.T) {
 		t.Fatalf("Memory() weights %d, embedding %d; stored sizes give %d, %d", rep.Weights, rep.Embedding, want, embed)
 	}
 }
+
+// With the head split forced on, two workers still agree with the float64
+// reference (decode, a prefill block and a verify).
+func TestSplitHeadsMatchNaive(t *testing.T) {
+	saved := minParallelWork
+	minParallelWork = 0
+	defer func() { minParallelWork = saved }()
+	nm, m := newTiny(t, Options{Threads: 2})
+	ids := randIDs(rand.New(rand.NewPCG(14, 14)), 24, nm.cfg.Vocab)
+	st := nm.newState()
+	s := openSession(t, m)
+	var want []float64
+	for _, id := range ids[:16] {
+		want = nm.step(st, id)
+	}
+	got, _ := s.Feed(ids[:16])
+	if e := relErr(got, want); e > 1e-4 {
+		t.Fatalf("prefill with split heads differs by %.3g", e)
+	}
+	lg, err := s.Verify(ids[16:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids[16:] {
+		want = nm.step(st, id)
+		if e := relErr(lg.Row(i), want); e > 1e-4 {
+			t.Fatalf("verify row %d with split heads differs by %.3g", i, e)
+		}
+	}
+	if err := s.Accept(3); err != nil {
+		t.Fatal(err)
+	}
+	st2 := nm.newState()
+	for _, id := range ids[:19] {
+		nm.step(st2, id)
+	}
+	got, _ = s.Feed([]int{9})
+	if e := relErr(got, nm.step(st2, 9)); e > 1e-4 {
+		t.Fatalf("decode after Accept(3) with split heads differs by %.3g", e)
+	}
+}

@@ -199,19 +199,41 @@ func (s *Session) convPush(li int, raw []float32) {
 	copy(st[(K-2)*cd:], raw)
 }
 
+// minParallelWork is the multiply-add count below which attention and the
+// delta rule stay on the calling goroutine (a variable so tests can force
+// the split on tiny models).
+var minParallelWork = 1 << 15
+
 // deltaStep applies one row of the gated delta rule to every value head:
 // S ← S·e^g; S ← S + k ⊗ β(v − Sᵀk); o = Sᵀq (when q is not nil). Key head
-// hv/(nv/nk) serves value head hv (repeat_interleave).
+// hv/(nv/nk) serves value head hv (repeat_interleave). Heads are split
+// across the session's workers when the state is large enough to pay.
 func (s *Session) deltaStep(S, k, v, beta, g, q, o []float32) {
 	c := &s.m.cfg
+	s.delta = deltaTask{s: s, S: S, k: k, v: v, beta: beta, g: g, q: q, o: o}
+	parts := s.run.Pool().Workers()
+	if c.LinValueHeads*c.LinKeyDim*c.LinValueDim < minParallelWork {
+		parts = 1
+	}
+	s.run.Pool().Run(&s.delta, c.LinValueHeads, 1, parts)
+	s.delta = deltaTask{}
+}
+
+type deltaTask struct {
+	s                      *Session
+	S, k, v, beta, g, q, o []float32
+}
+
+func (d *deltaTask) RunRange(w, lo, hi int) {
+	c := &d.s.m.cfg
 	nv, dk, dv := c.LinValueHeads, c.LinKeyDim, c.LinValueDim
 	ratio := nv / c.LinKeyHeads
-	mem := s.s.kvmem[:dv]
-	for hv := 0; hv < nv; hv++ {
+	mem := d.s.s.kvmem[w*dv : (w+1)*dv]
+	for hv := lo; hv < hi; hv++ {
 		kh := hv / ratio
-		kk := k[kh*dk : (kh+1)*dk]
-		St := S[hv*dk*dv : (hv+1)*dk*dv]
-		decay := float32(math.Exp(float64(g[hv])))
+		kk := d.k[kh*dk : (kh+1)*dk]
+		St := d.S[hv*dk*dv : (hv+1)*dk*dv]
+		decay := float32(math.Exp(float64(d.g[hv])))
 		clear(mem)
 		for i, ki := range kk {
 			row := St[i*dv : (i+1)*dv]
@@ -220,11 +242,11 @@ func (s *Session) deltaStep(S, k, v, beta, g, q, o []float32) {
 				mem[j] += row[j] * ki
 			}
 		}
-		vh, b := v[hv*dv:(hv+1)*dv], beta[hv]
+		vh, b := d.v[hv*dv:(hv+1)*dv], d.beta[hv]
 		for j := range mem {
 			mem[j] = (vh[j] - mem[j]) * b
 		}
-		if q == nil {
+		if d.q == nil {
 			for i, ki := range kk {
 				row := St[i*dv : (i+1)*dv]
 				for j := range row {
@@ -233,7 +255,7 @@ func (s *Session) deltaStep(S, k, v, beta, g, q, o []float32) {
 			}
 			continue
 		}
-		qq, oh := q[kh*dk:(kh+1)*dk], o[hv*dv:(hv+1)*dv]
+		qq, oh := d.q[kh*dk:(kh+1)*dk], d.o[hv*dv:(hv+1)*dv]
 		clear(oh)
 		for i, ki := range kk {
 			row, qi := St[i*dv:(i+1)*dv], qq[i]
@@ -278,7 +300,7 @@ func (s *Session) attention(li int, L *layer, h, y []float32, n int) {
 	att := s.s.att[:n*nh*hd]
 	s.attn = attnTask{s: s, li: li, qg: qg, att: att}
 	parts := s.run.Pool().Workers()
-	if n*nh*(s.pos+n)*hd < 1<<15 {
+	if n*nh*(s.pos+n)*hd < minParallelWork {
 		parts = 1
 	}
 	s.run.Pool().Run(&s.attn, n*nh, 1, parts)

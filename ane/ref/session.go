@@ -36,6 +36,7 @@ type Session struct {
 	lastRows int // rows of the last forward call (for Features)
 	s        scratch
 	attn     attnTask
+	delta    deltaTask
 }
 
 type scratch struct {
@@ -85,7 +86,7 @@ func (m *Model) NewSession() *Session {
 	sc.qg, sc.kk, sc.vv = make([]float32, M*2*c.Heads*c.HeadDim), make([]float32, M*c.KVHeads*c.HeadDim), make([]float32, M*c.KVHeads*c.HeadDim)
 	sc.att = make([]float32, M*c.Heads*c.HeadDim)
 	sc.cos, sc.sin = make([]float32, c.RotaryDim/2), make([]float32, c.RotaryDim/2)
-	sc.kvrow, sc.kvmem = make([]float32, s.run.Pool().Workers()*c.HeadDim), make([]float32, c.LinValueDim)
+	sc.kvrow, sc.kvmem = make([]float32, s.run.Pool().Workers()*c.HeadDim), make([]float32, s.run.Pool().Workers()*c.LinValueDim)
 	sc.gate, sc.up = make([]float32, M*c.Intermediate), make([]float32, M*c.Intermediate)
 	sc.logits = make([]float32, T*c.Vocab)
 	sc.feat = make([]float32, M*len(m.opts.Taps)*H)

@@ -65,7 +65,8 @@ the new text. Type /exit or press Ctrl-D to leave.`,
 	addCommand(c)
 }
 
-// chatREPL runs a conversation in a daemon session until /exit or EOF.
+// chatREPL runs a conversation in a daemon session until /exit, Ctrl-D or
+// Ctrl-C at the prompt. Input lines have editing and history (up/down).
 func chatREPL(cmd *cobra.Command, cl *client.Client, base wire.ChatArgs, pending []wire.Message, asJSON, showUsage bool) error {
 	ctx := cmd.Context()
 	sess, err := cl.OpenSession(ctx)
@@ -74,18 +75,18 @@ func chatREPL(cmd *cobra.Command, cl *client.Client, base wire.ChatArgs, pending
 	}
 	defer cl.CloseSession(ctx, sess)
 	out := cmd.OutOrStdout()
-	in := bufio.NewScanner(cmd.InOrStdin())
-	in.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	readLine := promptReader(cmd.InOrStdin().(*os.File), out)
 	h := cl.Hello()
 	fmt.Fprintf(cmd.ErrOrStderr(), "chatting with %s (%s); /exit to leave\n", h.Bundle.Model, h.Bundle.Revision)
 	for {
-		fmt.Fprint(out, "> ")
-		if !in.Scan() {
-			fmt.Fprintln(out)
-			return in.Err()
+		line, err := readLine()
+		if err == io.EOF {
+			return nil
 		}
-		line := strings.TrimSpace(in.Text())
-		switch line {
+		if err != nil {
+			return err
+		}
+		switch line = strings.TrimSpace(line); line {
 		case "":
 			continue
 		case "/exit", "/quit":
@@ -98,6 +99,32 @@ func chatREPL(cmd *cobra.Command, cl *client.Client, base wire.ChatArgs, pending
 		if _, err := printStream(cl.Chat(ctx, req), out, cmd.ErrOrStderr(), asJSON, showUsage); err != nil {
 			return err
 		}
+	}
+}
+
+// promptReader reads one line per call: with x/term's line editor (raw mode
+// only while reading, so the answer streams and Ctrl-C works as usual), or
+// plain lines when the terminal cannot be put in raw mode.
+func promptReader(in *os.File, out io.Writer) func() (string, error) {
+	fd := int(in.Fd())
+	editor := term.NewTerminal(struct {
+		io.Reader
+		io.Writer
+	}{in, out}, "> ")
+	plain := bufio.NewScanner(in)
+	return func() (string, error) {
+		if state, err := term.MakeRaw(fd); err == nil {
+			defer term.Restore(fd, state)
+			return editor.ReadLine()
+		}
+		fmt.Fprint(out, "> ")
+		if !plain.Scan() {
+			if err := plain.Err(); err != nil {
+				return "", err
+			}
+			return "", io.EOF
+		}
+		return plain.Text(), nil
 	}
 }
 

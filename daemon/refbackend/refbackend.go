@@ -135,7 +135,7 @@ func (b *Backend) RenderChat(p daemon.ChatPrompt) (string, error) {
 }
 
 // Generate runs plain (non-speculative) decoding on a ref session.
-func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit func([]int) error) (daemon.Outcome, error) {
+func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit func([]int) error) (_ daemon.Outcome, err error) {
 	out := daemon.Outcome{Revision: b.info.Bundle.Revision, FinishReason: wire.FinishLength}
 	if b.model == nil {
 		return out, wire.Errorf(wire.CodeUnavailable, "generation: this daemon serves only the tokenizer (no model loaded)")
@@ -148,6 +148,16 @@ func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit
 	st, cached := b.session(req.Session, req.Prompt)
 	if req.Session == "" {
 		defer st.engine.Close()
+	} else {
+		defer func() {
+			// A failed engine call may leave the state half-advanced: the next
+			// turn starts over rather than trusting it. (Cancellation and stop
+			// strings keep the state: every fed token is recorded.)
+			if errors.Is(err, errEngine) {
+				st.engine.Reset()
+				st.tokens, st.snap, st.snapTokens = st.tokens[:0], nil, nil
+			}
+		}()
 	}
 	out.CachedTokens = cached
 	if err := st.engine.Fit(len(req.Prompt) + req.MaxTokens); err != nil {
@@ -156,7 +166,7 @@ func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit
 	out.ContextEntry = st.engine.Context()
 	logits, err := b.prefill(st, req.Prompt, cached, req.Session != "")
 	if err != nil {
-		return out, err
+		return out, engineError(err)
 	}
 	sampler, err := sample.New(sample.Options{Temperature: req.Sampling.Temperature, TopK: int(req.Sampling.TopK),
 		TopP: req.Sampling.TopP, Seed: req.Sampling.Seed, StopTokens: b.model.EOS, MaxTokens: req.MaxTokens})
@@ -188,7 +198,7 @@ func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit
 			break
 		}
 		if logits, err = st.engine.Feed(step); err != nil {
-			return out, err
+			return out, engineError(err)
 		}
 		st.tokens = append(st.tokens, step...)
 	}
@@ -280,6 +290,10 @@ func isPrefix(p, s []int) bool {
 	}
 	return true
 }
+
+var errEngine = errors.New("engine")
+
+func engineError(err error) error { return fmt.Errorf("%w: %w", errEngine, err) }
 
 func isStop(eos []int, id int) bool {
 	for _, e := range eos {

@@ -178,6 +178,20 @@ func (s *Store) CheckUpdate(ctx context.Context, repo string, o PullOptions) (*U
 	return uc, nil
 }
 
+// Activate serves an installed commit (for example one pulled with
+// KeepCurrent, once the daemon is idle) and keeps the old one as previous.
+func (s *Store) Activate(repo, commit string) (State, error) {
+	unlock, err := s.lockRepo(repo)
+	if err != nil {
+		return State{}, err
+	}
+	defer unlock()
+	if _, err := s.readRecord(repo, commit); err != nil || !exists(s.SnapshotDir(repo, commit)) {
+		return State{}, fmt.Errorf("%s@%s is not installed", repo, commit)
+	}
+	return s.activate(repo, commit)
+}
+
 // Rollback serves the previous revision again (and remembers the one it
 // replaces as the new previous).
 func (s *Store) Rollback(repo string) (State, error) {

@@ -447,3 +447,26 @@ func fileSize(t *testing.T, p string) int64 {
 	}
 	return st.Size()
 }
+
+func TestKeepCurrentThenActivate(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t)
+	if _, err := s.Pull(context.Background(), repo, PullOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v2, _ := publishChanged(t, e, "coreai/chunk_L00-03.aimodel/weights/weight-00.bin")
+	res, err := s.Pull(context.Background(), repo, PullOptions{KeepCurrent: true})
+	if err != nil || res.Commit != v2 || res.State.Commit != e.commit {
+		t.Fatalf("install without switching: %+v, %v", res, err)
+	}
+	if !exists(s.SnapshotDir(repo, v2)) {
+		t.Fatal("v2 snapshot missing")
+	}
+	st, err := s.Activate(repo, v2)
+	if err != nil || st.Commit != v2 || st.Previous != e.commit {
+		t.Fatalf("activate: %+v, %v", st, err)
+	}
+	if _, err := s.Activate(repo, strings.Repeat("0", 40)); err == nil {
+		t.Fatal("activated a commit that is not installed")
+	}
+}

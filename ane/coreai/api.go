@@ -27,11 +27,17 @@ func (e *Engine) Feed(ids []int) ([]float32, error) {
 		if err := e.prefill(ids[:n]); err != nil {
 			return nil, err
 		}
+		if err := e.sinkFeatures(n); err != nil {
+			return nil, err
+		}
 		ids = ids[n:]
 	}
 	for len(ids) > 0 {
 		n := min(len(ids), ane.VerifyRows)
 		if err := e.call(ids[:n]); err != nil {
+			return nil, err
+		}
+		if err := e.sinkFeatures(n); err != nil {
 			return nil, err
 		}
 		e.commitRows(n)
@@ -327,4 +333,25 @@ func (e *Engine) Memory() ane.MemoryReport {
 		r.Scratch += int64(len(b.data))
 	}
 	return r
+}
+
+// sinkFeatures hands the last call's n rows to FeatureSink (the drafter's
+// context) with their positions, before they are committed.
+func (e *Engine) sinkFeatures(n int) error {
+	if e.FeatureSink == nil || len(e.man.Taps) == 0 {
+		return nil
+	}
+	f, err := e.Features(n)
+	if err != nil {
+		return err
+	}
+	first := e.pos
+	if e.last.prefill {
+		first -= n // prefill has already advanced the position
+	}
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = first + i
+	}
+	return e.FeatureSink(f, pos)
 }

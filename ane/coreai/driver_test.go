@@ -76,7 +76,11 @@ func (e embedding) Bytes() int64 { return int64(e.w.Cfg.VocabSize*e.w.Cfg.Hidden
 // registers their compute handlers.
 func writeRuntime(t *testing.T, w *refchunk.Weights, spec bundleSpec) string {
 	t.Helper()
-	dir := t.TempDir()
+	return writeRuntimeIn(t, t.TempDir(), w, spec)
+}
+
+func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSpec) string {
+	t.Helper()
 	var chunks []map[string]any
 	ranges := [][2]int{{0, 1}, {2, 3}}
 	tapsIn := map[int][]int{0: {0}}

@@ -69,6 +69,9 @@ type Engine struct {
 	prefer string    // manifest SoC key for entry aliases
 	// LoadTime is how long Open took to load every package.
 	LoadTime time.Duration
+	// FeatureSink, when set, receives the tap features of every block
+	// Feed runs, with their positions (the drafter's context).
+	FeatureSink func(features []float32, positions []int) error
 
 	bufs    map[string]*Buffer // per-call inputs and outputs by key
 	state   [2]map[string]*Buffer

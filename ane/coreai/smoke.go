@@ -1,0 +1,223 @@
+package coreai
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/ref"
+	"github.com/forgedaemon/forged/ane/sample"
+	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/tokenizer"
+)
+
+// SmokeOptions configure Smoke.
+type SmokeOptions struct {
+	Bridge string // bridge dylib (required)
+	Prompt string // raw prompt, no chat template (default "The capital of France is")
+	Tokens int    // greedy tokens to generate, 2..64 (default 16)
+	Ctx    int    // context entry (default the smallest)
+	KV     ane.KVFormat
+	// Drafter proposes the drafts (default a prompt-lookup drafter: the
+	// DFlash2 drafter's draft/ctx64 entries are not driven yet).
+	Drafter spec.Drafter
+}
+
+// SmokeReport is what the hardware smoke test measured.
+type SmokeReport struct {
+	Bridge            string  `json:"bridge_release"`
+	LoadSeconds       float64 `json:"load_seconds"`
+	GenerationSeconds float64 `json:"generation_seconds"`
+	PromptTokens      int     `json:"prompt_tokens"`
+	GeneratedTokens   int     `json:"generated_tokens"`
+	TokensPerSecond   float64 `json:"tokens_per_second"`
+	Tokens            []int   `json:"tokens"`
+	Text              string  `json:"text"`
+	VerifyCalls       int     `json:"verify_calls"`
+	DraftsProposed    int     `json:"drafts_proposed"`
+	DraftsAccepted    int     `json:"accepted_draft_tokens"`
+	AcceptRate        float64 `json:"accept_rate"`
+	FiniteLogits      bool    `json:"finite_logits"`
+}
+
+// Smoke loads the bundle's Core AI runtime (bundleDir/coreai, the
+// embedding and tokenizer from bundleDir/model), feeds the raw prompt and
+// decodes greedily with speculation, checking every logits row is finite —
+// the published quick-test. On Linux it runs against the test bridge only.
+func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
+	var rep SmokeReport
+	if opts.Prompt == "" {
+		opts.Prompt = "The capital of France is"
+	}
+	if opts.Tokens == 0 {
+		opts.Tokens = 16
+	}
+	if opts.Tokens < 2 || opts.Tokens > 64 {
+		return rep, fmt.Errorf("smoke: %d tokens, want 2..64", opts.Tokens)
+	}
+	tok, err := tokenizer.Load(filepath.Join(bundleDir, "model", "tokenizer.json"))
+	if err != nil {
+		return rep, err
+	}
+	npy, err := tensor.OpenNPY(filepath.Join(bundleDir, "model", "embed_tokens_fp16.npy"))
+	if err != nil {
+		return rep, err
+	}
+	defer npy.Close()
+	h := npy.Header()
+	if h.Descr != "<f2" || len(h.Shape) != 2 || h.FortranOrder {
+		return rep, fmt.Errorf("smoke: embed_tokens_fp16.npy is %s %v, want <f2 (vocab, hidden) in C order", h.Descr, h.Shape)
+	}
+	emb, err := ref.NewF16Embedding(h.Shape[0], h.Shape[1], npy.Data())
+	if err != nil {
+		return rep, err
+	}
+	ids := tok.Encode(opts.Prompt)
+	if len(ids) == 0 {
+		return rep, errors.New("smoke: the prompt encodes to no tokens")
+	}
+	var ladder []int
+	if opts.Ctx > 0 {
+		ladder = []int{opts.Ctx}
+	}
+	t0 := time.Now()
+	e, err := Open(filepath.Join(bundleDir, "coreai"), Options{Bridge: opts.Bridge, Embedding: emb, Ladder: ladder, KV: opts.KV})
+	if err != nil {
+		return rep, err
+	}
+	defer e.Close()
+	rep.LoadSeconds = time.Since(t0).Seconds()
+	rep.Bridge = e.lib.Release()
+	if need := len(ids) + opts.Tokens + ane.VerifyRows; need > e.kvLen(e.ladder.Largest()) {
+		return rep, fmt.Errorf("smoke: %d prompt + %d new + 8 positions exceed the context (%d)", len(ids), opts.Tokens, e.kvLen(e.ladder.Largest()))
+	}
+	rep.PromptTokens = len(ids)
+	stops := []int{}
+	for _, s := range []string{"<|im_end|>", "<|endoftext|>"} {
+		if id, ok := tok.TokenID(s); ok {
+			stops = append(stops, id)
+		}
+	}
+	drafter := opts.Drafter
+	if drafter == nil {
+		drafter = NewLookupDrafter(ids)
+	}
+	t1 := time.Now()
+	e.FeatureSink = drafter.AddContext
+	first, err := e.Feed(ids)
+	e.FeatureSink = nil
+	if err != nil {
+		return rep, err
+	}
+	if err := finite(first); err != nil {
+		return rep, fmt.Errorf("smoke: prompt logits: %w", err)
+	}
+	sopts := sample.Options{Temperature: 0, MaxTokens: opts.Tokens, StopTokens: stops}
+	smp, err := sample.New(sopts)
+	if err != nil {
+		return rep, err
+	}
+	stop, err := sample.NewStopper(sopts)
+	if err != nil {
+		return rep, err
+	}
+	target := &finiteTarget{EngineTarget: spec.NewEngineTarget(e, e.vocab)}
+	sp, err := spec.New(target, drafter, smp, spec.Config{Mode: spec.ModeOn})
+	if err != nil {
+		return rep, err
+	}
+	if _, err := sp.Generate(first, len(ids), stop, nil, func(t spec.Token) error {
+		if !t.Stop {
+			rep.Tokens = append(rep.Tokens, t.ID)
+		}
+		return nil
+	}); err != nil {
+		return rep, fmt.Errorf("smoke: %w", err)
+	}
+	rep.GenerationSeconds = time.Since(t1).Seconds()
+	st := sp.Stats()
+	rep.GeneratedTokens = len(rep.Tokens)
+	rep.TokensPerSecond = float64(rep.GeneratedTokens) / max(rep.GenerationSeconds, 1e-9)
+	rep.Text = tok.Decode(rep.Tokens)
+	rep.VerifyCalls = st.Cycles + st.PlainSteps
+	rep.DraftsProposed, rep.DraftsAccepted, rep.AcceptRate = st.Proposed, st.Accepted, st.AcceptRate()
+	rep.FiniteLogits = true
+	if rep.GeneratedTokens == 0 {
+		return rep, errors.New("smoke: no token was generated")
+	}
+	return rep, nil
+}
+
+// finiteTarget fails a verify whose logits hold NaN or ±Inf.
+type finiteTarget struct{ *spec.EngineTarget }
+
+func (t *finiteTarget) Verify(tokens []int) ([]float32, error) {
+	l, err := t.EngineTarget.Verify(tokens)
+	if err == nil {
+		err = finite(l)
+	}
+	return l, err
+}
+
+func finite(v []float32) error {
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("logit %d is %v", i, x)
+		}
+	}
+	return nil
+}
+
+// LookupDrafter is a prompt-lookup drafter: it proposes the tokens that
+// followed the latest earlier occurrence of the last two tokens. It needs
+// no model, so the smoke test can speculate before the DFlash2 drafter is
+// driven; it ignores the features it is given.
+type LookupDrafter struct {
+	hist []int // token at each position
+	last []int // the previous proposal
+	pos  int   // its anchor position
+}
+
+// NewLookupDrafter starts from the prompt.
+func NewLookupDrafter(prompt []int) *LookupDrafter {
+	return &LookupDrafter{hist: append([]int(nil), prompt...), pos: -1}
+}
+
+// AddContext implements spec.Drafter.
+func (d *LookupDrafter) AddContext([]float32, []int) error { return nil }
+
+// Propose implements spec.Drafter.
+func (d *LookupDrafter) Propose(anchor, pos int) (spec.Proposal, error) {
+	if d.pos >= 0 { // drafts accepted since the last proposal sit between the anchors
+		for i := 0; d.pos+1+i < pos && i < len(d.last); i++ {
+			d.put(d.pos+1+i, d.last[i])
+		}
+	}
+	d.put(pos, anchor)
+	d.pos = pos
+	d.hist = d.hist[:pos+1]
+	d.last = d.last[:0]
+	if pos >= 1 {
+		a, b := d.hist[pos-1], d.hist[pos]
+		for i := pos - 1; i >= 1; i-- {
+			if d.hist[i-1] == a && d.hist[i] == b {
+				for j := i + 1; j <= pos && len(d.last) < spec.MaxDrafts; j++ {
+					d.last = append(d.last, d.hist[j])
+				}
+				break
+			}
+		}
+	}
+	return spec.Proposal{Tokens: d.last}, nil
+}
+
+func (d *LookupDrafter) put(pos, id int) {
+	for len(d.hist) <= pos {
+		d.hist = append(d.hist, -1)
+	}
+	d.hist[pos] = id
+}

@@ -1,0 +1,138 @@
+package coreai
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/ref"
+	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/tokenizer"
+)
+
+// smokeBundle lays out a bundle as published: coreai/ (the test runtime),
+// model/tokenizer.json and model/embed_tokens_fp16.npy.
+func smokeBundle(t *testing.T) string {
+	dir, w := tinyModel(t)
+	b := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(b, "coreai"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeRuntimeIn(t, filepath.Join(b, "coreai"), w, bundleSpec{})
+	if err := os.MkdirAll(filepath.Join(b, "model"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b, "model", "tokenizer.json"), tj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	V, H := w.Cfg.VocabSize, w.Cfg.HiddenSize
+	data := make([]byte, V*H*2)
+	for id := 0; id < V; id++ {
+		row, _ := w.Embedding(id)
+		half.F32ToF16(u16s(data[id*H*2:(id+1)*H*2]), row)
+	}
+	if err := tensor.WriteNPY(filepath.Join(b, "model", "embed_tokens_fp16.npy"), "<f2", []int{V, H}, data); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// refGreedy decodes n tokens greedily with ane/ref's plain path.
+func refGreedy(t *testing.T, prompt []int, n int) []int {
+	dir, _ := tinyModel(t)
+	m, err := ref.Open(dir, ref.Options{Numerics: ane.Numerics{TanhSiLU: true, StableSoftplus: true}, Ladder: testCtxs, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s := m.NewSession()
+	defer s.Close()
+	lg, err := s.Feed(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for len(out) < n {
+		id := argmax(lg)
+		out = append(out, id)
+		if lg, err = s.Feed([]int{id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// replay proposes a known continuation, wrong at every third position.
+type replay struct {
+	trace []int
+	width int
+	seen  int
+}
+
+func (r *replay) AddContext(f []float32, pos []int) error {
+	if len(f) != len(pos)*r.width {
+		return os.ErrInvalid
+	}
+	r.seen += len(pos)
+	return nil
+}
+
+func (r *replay) Propose(anchor, pos int) (spec.Proposal, error) {
+	var d []int
+	for i := pos + 1; i < len(r.trace) && len(d) < spec.MaxDrafts; i++ {
+		tok := r.trace[i]
+		if i%3 == 0 {
+			tok = (tok + 1) % 400
+		}
+		d = append(d, tok)
+	}
+	return spec.Proposal{Tokens: d}, nil
+}
+
+func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
+	bridge := testBridge(t)
+	b := smokeBundle(t)
+	tok, err := tokenizer.Load(filepath.Join(b, "model", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := tok.Encode("The capital of France is")
+	want := refGreedy(t, prompt, 16)
+	_, w := tinyModel(t)
+	rp := &replay{trace: append(slices.Clone(prompt), want...), width: 3 * w.Cfg.HiddenSize}
+	for _, c := range []struct {
+		name    string
+		drafter spec.Drafter
+	}{{"lookup", nil}, {"replay", rp}} {
+		rep, err := Smoke(b, SmokeOptions{Bridge: bridge, Drafter: c.drafter})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !slices.Equal(rep.Tokens, want) {
+			t.Fatalf("%s: speculative tokens %v, reference greedy %v", c.name, rep.Tokens, want)
+		}
+		if !rep.FiniteLogits || rep.GeneratedTokens != 16 || rep.PromptTokens != len(prompt) || rep.Text != tok.Decode(want) {
+			t.Fatalf("%s: report %+v", c.name, rep)
+		}
+		t.Logf("%s: %d verify calls, %d/%d drafts accepted, load %.3fs, %.1f tok/s (test bridge)", c.name,
+			rep.VerifyCalls, rep.DraftsAccepted, rep.DraftsProposed, rep.LoadSeconds, rep.TokensPerSecond)
+	}
+	if rp.seen < len(prompt) {
+		t.Fatalf("the drafter saw features of %d positions, the prompt has %d", rp.seen, len(prompt))
+	}
+	// The replay drafter is right two times in three: most cycles accept drafts.
+	rep, _ := Smoke(b, SmokeOptions{Bridge: bridge, Drafter: &replay{trace: rp.trace, width: rp.width}})
+	if rep.DraftsAccepted == 0 || rep.VerifyCalls >= 16 {
+		t.Fatalf("replay drafts: %d accepted over %d verify calls", rep.DraftsAccepted, rep.VerifyCalls)
+	}
+	_, err = Smoke(b, SmokeOptions{Bridge: bridge, Tokens: 65})
+	wantErr(t, err, "65 tokens, want 2..64")
+}

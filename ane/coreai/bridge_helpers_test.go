@@ -52,8 +52,10 @@ type tbCall struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bridgeDir != "" {
-		os.RemoveAll(bridgeDir)
+	for _, d := range []string{bridgeDir, tinyDir} {
+		if d != "" {
+			os.RemoveAll(d)
+		}
 	}
 	os.Exit(code)
 }

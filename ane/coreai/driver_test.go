@@ -46,7 +46,6 @@ func tinyModel(t *testing.T) (string, *refchunk.Weights) {
 	if tinyErr != nil {
 		t.Fatal(tinyErr)
 	}
-	t.Cleanup(func() {}) // the model is shared by the package's tests; TestMain's process exit leaves it in /tmp
 	return tinyDir, tinyW
 }
 

@@ -1,0 +1,96 @@
+package coreai
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestParseChipAndCompileMode(t *testing.T) {
+	cases := []struct {
+		arch, soc, brand, model string
+		chip                    Chip
+		mode                    int
+		soC                     string
+	}{
+		{"h17", "", "", "", 17, 1, "m5"},
+		{"", "H18", "", "", 18, 2, "m6"},
+		{"", "", "Apple M5 Pro", "", 17, 1, "m5"},
+		{"", "", "", "Mac18,5", 18, 2, "m6"},
+		{"H19g", "H17", "Apple M5", "Mac17,1", 19, 2, "m7"}, // COREAI_ARCH wins
+		{"", "", "Apple M4 Max", "", 16, 0, "m4"},
+	}
+	for _, c := range cases {
+		chip, err := ParseChip(c.arch, c.soc, c.brand, c.model)
+		if err != nil || chip != c.chip || chip.SoC() != c.soC {
+			t.Fatalf("%+v: chip %v (%s), %v", c, chip, chip.SoC(), err)
+		}
+		mode, err := CompileMode(chip)
+		if c.mode == 0 {
+			wantErr(t, err, "older than M5")
+			continue
+		}
+		if err != nil || mode != c.mode {
+			t.Fatalf("%v: mode %d, %v", chip, mode, err)
+		}
+	}
+	_, err := ParseChip("", "", "Intel(R) Core(TM) i9", "MacBookPro16,1")
+	wantErr(t, err, "cannot tell the Apple chip")
+}
+
+func TestPickPackage(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "chunk.aimodel"), 0o755)
+	versions := map[string]string{}
+	pv := func(p string) (string, error) { return versions[filepath.Base(p)], nil }
+	if p, c := PickPackage(dir, "chunk.aimodel", "", "7.0.80", pv); c || filepath.Base(p) != "chunk.aimodel" {
+		t.Fatalf("no compiled package: %s %v", p, c)
+	}
+	os.MkdirAll(filepath.Join(dir, "chunk.aimodelc"), 0o755)
+	versions["chunk.aimodelc"] = "7.0.9"
+	if p, c := PickPackage(dir, "chunk.aimodel", "", "7.0.80", pv); !c || filepath.Base(p) != "chunk.aimodelc" {
+		t.Fatalf("older compiled package (7.0.9 ≤ 7.0.80 numerically) not picked: %s", p)
+	}
+	versions["chunk.aimodelc"] = "7.1.0"
+	if p, c := PickPackage(dir, "chunk.aimodel", "", "7.0.80", pv); c {
+		t.Fatalf("compiled package newer than the OS picked: %s", p)
+	}
+	os.MkdirAll(filepath.Join(dir, "other.aimodelc"), 0o755)
+	versions["other.aimodelc"] = "7.0.0"
+	if p, _ := PickPackage(dir, "chunk.aimodel", "other.aimodelc", "7.0.80", pv); filepath.Base(p) != "other.aimodelc" {
+		t.Fatalf("manifest 'compiled' name ignored: %s", p)
+	}
+}
+
+// A load that fails because of a stale specialization purges that
+// package's cache entries (and only those) and succeeds on the retry.
+func TestLoadFailurePurgesCacheAndRetries(t *testing.T) {
+	lib, err := OpenLibrary(testBridge(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, cache := t.TempDir(), t.TempDir()
+	stale := filepath.Join(cache, "25A100", "forged", "0a0b")
+	other := filepath.Join(cache, "25A100", "forged", "ffff")
+	for _, d := range []string{stale, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pkg := writeModel(t, dir, "chunk.aimodel", "fail_if_exists "+stale+"\nfunction f\ninput a f32 1 1\nend\n")
+	os.WriteFile(filepath.Join(pkg, "main.hash"), []byte{0x0a, 0x0b}, 0o644)
+	m, err := loadWithRetry(lib, pkg, ComputeANE, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatal("stale cache entry survived")
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatal("another package's cache entry was purged")
+	}
+	// A failure the purge cannot fix is reported with both attempts.
+	_, err = loadWithRetry(lib, filepath.Join(dir, "missing.aimodel"), ComputeANE, cache)
+	wantErr(t, err, "missing.aimodel", "cache key")
+}

@@ -3,6 +3,7 @@ package blas
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -194,4 +195,15 @@ func to64(s []float32) []float64 {
 		o[i] = float64(v)
 	}
 	return o
+}
+
+// A missing library is an error that names what was tried (the fallback
+// then takes over; see pick).
+func TestMissingLibraryNamed(t *testing.T) {
+	saved := libraryPaths
+	defer func() { libraryPaths = saved }()
+	libraryPaths = []string{"libforged-no-such-blas.so.7"}
+	if _, err := loadNative(); err == nil || !strings.Contains(err.Error(), "libforged-no-such-blas.so.7") {
+		t.Fatalf("loading a missing library: %v", err)
+	}
 }

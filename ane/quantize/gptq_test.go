@@ -219,6 +219,12 @@ func TestBadInput(t *testing.T) {
 			_, _, err := GPTQ(nan, 6, 8, h, ok, GPTQOptions{})
 			return err
 		}, "weight at row 1, column 5 is NaN"},
+		{"FP16 overflow", func() error {
+			big := slices.Clone(w)
+			big[9] = 1e5
+			_, err := Fit("layers.3.mlp.down_proj", big, 6, 8, "FP16", FitOptions{})
+			return err
+		}, "weight at row 1, column 1 (100000) overflows FP16"},
 		{"short matrix", func() error {
 			_, err := Fit("layers.3.mlp.down_proj", w[:40], 6, 8, "INT8 per-channel", FitOptions{})
 			return err

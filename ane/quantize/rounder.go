@@ -70,6 +70,14 @@ func Fit(name string, w []float32, rows, cols int, format string, opts FitOption
 	}
 	switch spec.Kind {
 	case quant.KindDense:
+		c := make([]float64, 1)
+		for i, v := range w {
+			c[0] = float64(v)
+			r.roundGroup(c, 1, 0, 0)
+			if math.IsInf(c[0], 0) {
+				return nil, fmt.Errorf("matrix %s: weight at row %d, column %d (%g) overflows %s", name, i/cols, i%cols, v, format)
+			}
+		}
 		return r, nil
 	case quant.KindInt8:
 		r.Scale, err = int8Scales(name, w, rows, cols)
@@ -169,7 +177,10 @@ func roundF16(x []float32) {
 	}
 }
 
-// Round rounds column j of the matrix (one value per output row) in place.
+// Round rounds column j of the matrix (Rows values, one per output row) in
+// place. j does not change the result for the formats here (codebooks and
+// scales are per tensor, row group or row); it is part of the column-rounder
+// contract GPTQ uses.
 func (r *Rounder) Round(col []float32, j int) {
 	c := make([]float64, len(col))
 	for i, v := range col {
@@ -183,6 +194,9 @@ func (r *Rounder) Round(col []float32, j int) {
 
 // Round64 is Round on float64 values, as GPTQ uses it.
 func (r *Rounder) Round64(col []float64, j int) {
+	if len(col) != r.Rows {
+		panic(fmt.Sprintf("quantize: matrix %s: column of %d values, want %d", r.Name, len(col), r.Rows))
+	}
 	for g := 0; g < r.Rows/r.CD; g++ {
 		r.roundGroup(col, 1, 0, g)
 	}

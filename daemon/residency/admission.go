@@ -42,15 +42,15 @@ func (f *Footprint) EntryFor(prompt, maxTokens int) (int, error) {
 	return f.Entry(prompt + maxTokens + SpeculativeReserve)
 }
 
-// Resident is what is in memory when a request asks to be admitted.
-type Resident struct {
+// Occupancy is what is in memory when a request asks to be admitted.
+type Occupancy struct {
 	Models   int   // loaded model copies (2 while an update switch waits for streams on the old revision)
 	Drafter  bool  // the drafter is loaded
 	Sessions []int // the context entries of sessions holding state
 }
 
 // Used is the memory r holds.
-func (f *Footprint) Used(r Resident) int64 {
+func (f *Footprint) Used(r Occupancy) int64 {
 	var n int64
 	for range r.Models {
 		n += f.Model(false)
@@ -106,7 +106,7 @@ type Decision struct {
 // truncation. A request that would fit alone waits; one that would not fit
 // even alone is Never, so the caller can refuse it at once instead of
 // queueing it forever.
-func (f *Footprint) Decide(budget int64, r Resident, req Request) (Decision, error) {
+func (f *Footprint) Decide(budget int64, r Occupancy, req Request) (Decision, error) {
 	entry, err := f.EntryFor(req.Prompt, req.MaxTokens)
 	if err != nil {
 		return Decision{}, err

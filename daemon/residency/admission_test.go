@@ -138,15 +138,15 @@ func TestAdmissionTable(t *testing.T) {
 	f := forgeFootprint(t, KVFP16)
 	type scenario struct {
 		name string
-		r    Resident
+		r    Occupancy
 	}
 	scenarios := []scenario{
-		{"nothing", Resident{}},
-		{"model", Resident{Models: 1}},
-		{"model+8K", Resident{Models: 1, Sessions: []int{8192}}},
-		{"model+64K", Resident{Models: 1, Sessions: []int{65536}}},
-		{"model+2×64K", Resident{Models: 1, Sessions: []int{65536, 65536}}},
-		{"old+new rev", Resident{Models: 2}},
+		{"nothing", Occupancy{}},
+		{"model", Occupancy{Models: 1}},
+		{"model+8K", Occupancy{Models: 1, Sessions: []int{8192}}},
+		{"model+64K", Occupancy{Models: 1, Sessions: []int{65536}}},
+		{"model+2×64K", Occupancy{Models: 1, Sessions: []int{65536, 65536}}},
+		{"old+new rev", Occupancy{Models: 2}},
 	}
 	requests := []struct {
 		name string
@@ -173,7 +173,7 @@ func TestAdmissionTable(t *testing.T) {
 					t.Fatal(err)
 				}
 				// Independent check of the arithmetic: sum the parts by hand.
-				used := int64(s.r.Models)*(f.Weights+f.Scratch)
+				used := int64(s.r.Models) * (f.Weights + f.Scratch)
 				for _, c := range s.r.Sessions {
 					used += f.KVPerRow*int64(f.Rows(c)) + forgeState
 				}

@@ -370,6 +370,12 @@ func (m *Manager) Status(ctx context.Context) (Status, error) {
 	}
 	_, err := os.Stat(st.File)
 	st.Installed = err == nil
+	if m.Run == nil { // the real machine: is its manager the one we would ask?
+		if err := CheckManager(m.Spec.Target); err != nil {
+			st.State = "unknown: " + err.Error()
+			return st, nil
+		}
+	}
 	if m.Spec.Target == Launchd {
 		out, err := m.runner()(ctx, "launchctl", "print", m.launchdService())
 		if err != nil {

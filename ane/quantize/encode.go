@@ -105,8 +105,14 @@ func Dequantize(e *Encoded) ([]float32, error) {
 	}
 	var m quant.Matrix
 	var err error
+	if e.Rows <= 0 || e.Cols <= 0 {
+		return nil, fmt.Errorf("dequantize %s: dimensions %d×%d must be positive", e.Format, e.Rows, e.Cols)
+	}
 	switch {
 	case e.Weight != nil:
+		if len(e.Weight) != e.Rows*e.Cols {
+			return nil, fmt.Errorf("dequantize %s: %d weights for %d×%d", e.Format, len(e.Weight), e.Rows, e.Cols)
+		}
 		o := make([]float32, len(e.Weight))
 		if e.WeightDType == "BF16" {
 			half.BF16ToF32(o, e.Weight)
@@ -116,8 +122,13 @@ func Dequantize(e *Encoded) ([]float32, error) {
 		return o, nil
 	case e.Int8 != nil:
 		m, err = quant.NewInt8(e.Rows, e.Cols, e.Int8, f32(e.Scale))
-	default:
+	case e.LUT != nil:
+		if len(e.LUTShape) != 2 || e.LUTShape[0]*e.LUTShape[1] != len(e.LUT) {
+			return nil, fmt.Errorf("dequantize %s: LUT shape %v does not hold %d values", e.Format, e.LUTShape, len(e.LUT))
+		}
 		m, err = quant.NewLUT(e.Format, e.Rows, e.Cols, e.LUTShape[1], f32(e.LUT), e.Idx, f32(e.Scale))
+	default:
+		return nil, fmt.Errorf("dequantize %s: no weight, int8 or LUT tensors", e.Format)
 	}
 	if err != nil {
 		return nil, err

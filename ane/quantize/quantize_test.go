@@ -340,3 +340,22 @@ func TestFP8(t *testing.T) {
 		}
 	}
 }
+
+// Dequantize refuses inconsistent export tensors instead of panicking.
+func TestDequantizeBadInput(t *testing.T) {
+	for _, c := range []struct {
+		e    Encoded
+		want string
+	}{
+		{Encoded{Format: "x", Rows: 2, Cols: 2}, "no weight, int8 or LUT tensors"},
+		{Encoded{Format: "x", Rows: 0, Cols: 2}, "dimensions 0×2"},
+		{Encoded{Format: "FP16", Rows: 2, Cols: 2, Weight: []uint16{1}}, "1 weights for 2×2"},
+		{Encoded{Format: "LUT4", Rows: 2, Cols: 2, LUT: []uint16{1, 2}, Idx: []uint8{0, 0, 0, 0}}, "LUT shape [] does not hold 2 values"},
+		{Encoded{Format: "LUT4", Rows: 2, Cols: 2, LUT: []uint16{1, 2}, LUTShape: []int{2, 1}, Idx: []uint8{0}}, "1 indices"},
+		{Encoded{Format: "INT8", Rows: 2, Cols: 2, Int8: []int8{1, 2, 3, 4}}, "scale is missing"},
+	} {
+		if _, err := Dequantize(&c.e); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want %q", c.e, err, c.want)
+		}
+	}
+}

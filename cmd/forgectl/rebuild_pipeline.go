@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +26,7 @@ import (
 // ane/rebuild and its sub-packages.
 func init() {
 	rebuildCmd.AddCommand(newRebuildQuantizeCmd(), newRebuildLowRankCmd(), newRebuildTraceCmd(), newRebuildKLCmd(),
-		newRebuildEmbeddingsCmd(), newRebuildManifestCmd())
+		newRebuildEmbeddingsCmd(), newRebuildManifestCmd(), newRebuildPlanCmd())
 }
 
 // progressPrinter shows progress with an ETA on a terminal (stderr), or as
@@ -451,6 +452,82 @@ func newRebuildManifestCmd() *cobra.Command {
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d files, integrity %s (%d files, %d bytes verified)\n",
 			filepath.Join(o.Bundle, "release.json"), len(r.Files), rep.Status, rep.VerifiedFiles, rep.VerifiedBytes)
+		return nil
+	}
+	return c
+}
+
+func newRebuildPlanCmd() *cobra.Command {
+	var o rebuild.PlannerOptions
+	var calibSpec, refPath, out string
+	var seq int
+	c := &cobra.Command{
+		Use:   "plan --model DIR --calib FILE[:N],… --ref ref.npz --out plan.json [--band 8] [--low F] [--high F]",
+		Short: "Sensitivity sweeps and the mixer-vs-MLP trade, writing a plan JSON",
+		Long: `Measures mean KL with one group quantized (each MLP layer; each band of mixer
+layers) at the low and the high format, everything else BF16, then trades
+mixer bands at the low format for MLP layers at the high format while the
+estimated MLP benefit exceeds the mixer damage. Every measurement and
+decision is printed. The plan assumes effects add up: evaluate it.`,
+		Args: cobra.NoArgs,
+	}
+	f := c.Flags()
+	f.StringVar(&o.Model, "model", "", "BF16 checkpoint directory")
+	f.StringVar(&calibSpec, "calib", "", "calibration token arrays, FILE[:ROWS] comma-separated")
+	f.IntVar(&seq, "seq", 0, "tokens per calibration row")
+	f.StringVar(&refPath, "ref", "", "reference cache (ref.npz) the sweeps are scored against")
+	f.StringVar(&out, "out", "", "plan JSON to write")
+	f.IntVar(&o.Band, "band", 8, "mixer layers per band")
+	f.StringVar(&o.Low, "low", "vector 2x16 + pcs", "the cheaper format")
+	f.StringVar(&o.High, "high", "LUT4 per-tensor + pcs", "the better format")
+	f.StringVar(&o.Method, "method", rebuild.MethodGPTQ, "gptq or rtn for the sweeps")
+	f.Uint64Var(&o.Seed, "seed", 0, "k-means seed")
+	f.IntVar(&o.Threads, "threads", 0, "worker threads")
+	asJSON := jsonFlag(c)
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := required(map[string]string{"model": o.Model, "calib": calibSpec, "ref": refPath, "out": out}); err != nil {
+			return err
+		}
+		cfg, err := ref.CheckCheckpoint(o.Model)
+		if err != nil {
+			return err
+		}
+		srcs, err := calib.ParseSpec(calibSpec)
+		if err != nil {
+			return err
+		}
+		if o.Calib, err = calib.Load(srcs, seq, cfg.VocabSize); err != nil {
+			return err
+		}
+		if o.Ref, err = kl.ReadReference(refPath); err != nil {
+			return err
+		}
+		work, err := os.MkdirTemp(filepath.Dir(out), ".plan-sweep-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+		o.Work = work
+		if !*asJSON {
+			o.Log = cmd.OutOrStdout()
+		}
+		ctx, stop := interruptible()
+		defer stop()
+		res, err := rebuild.Planner(ctx, o)
+		if err != nil {
+			return err
+		}
+		data, err := json.MarshalIndent(res.Plan, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(cmd.OutOrStdout(), res)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d keys)\n", out, len(res.Plan))
 		return nil
 	}
 	return c

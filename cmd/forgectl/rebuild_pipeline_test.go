@@ -107,3 +107,10 @@ func TestRebuildPipelineCommands(t *testing.T) {
 		t.Errorf("too many calibration rows: %v", err)
 	}
 }
+
+func TestRebuildPlanNeedsReference(t *testing.T) {
+	if _, err := runFresh(t, newRebuildPlanCmd(), "--model", "m", "--calib", "c.npy", "--out", "p.json"); err == nil ||
+		!strings.Contains(err.Error(), "--ref") {
+		t.Errorf("missing --ref: %v", err)
+	}
+}

@@ -274,15 +274,23 @@ func (m *Model) LoadFunction(name string) (*Function, error) {
 		f.Close()
 		return nil, fmt.Errorf("coreai: description of %s in %s: %w", name, m.path, err)
 	}
-	for _, list := range [][]TensorDesc{f.Desc.Inputs, f.Desc.Outputs, f.Desc.States} {
+	if err := f.Desc.check(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("coreai: description of %s in %s: %w", name, m.path, err)
+	}
+	return f, nil
+}
+
+// check refuses descriptions the driver cannot allocate buffers for.
+func (d *FunctionDesc) check() error {
+	for _, list := range [][]TensorDesc{d.Inputs, d.Outputs, d.States} {
 		for _, t := range list {
 			if err := t.check(); err != nil {
-				f.Close()
-				return nil, fmt.Errorf("coreai: description of %s in %s: %w", name, m.path, err)
+				return err
 			}
 		}
 	}
-	return f, nil
+	return nil
 }
 
 func (t TensorDesc) check() error {
@@ -291,6 +299,14 @@ func (t TensorDesc) check() error {
 	}
 	if len(t.Shape) == 0 || len(t.Strides) != len(t.Shape) {
 		return fmt.Errorf("tensor %s: shape %v and strides %v do not match", t.Name, t.Shape, t.Strides)
+	}
+	for i, n := range t.Shape {
+		if n < 1 {
+			return fmt.Errorf("tensor %s: dimension %d is %d (dynamic shapes are not supported)", t.Name, i, n)
+		}
+	}
+	if t.Strides[len(t.Strides)-1] != 1 {
+		return fmt.Errorf("tensor %s: last stride is %d, must be 1", t.Name, t.Strides[len(t.Strides)-1])
 	}
 	return nil
 }

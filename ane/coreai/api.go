@@ -211,7 +211,10 @@ func (e *Engine) resize(ctx int) error {
 	if e.mask != nil {
 		e.mask.Close()
 	}
-	e.kvBufs, e.mask = nk, mask
+	for j := 0; j < int(mask.Shape[1]); j++ {
+		mask.setF16(maskOff, 0, j)
+	}
+	e.kvBufs, e.mask, e.maskPos = nk, mask, 0
 	e.dropPlans()
 	e.ctx, e.hi = ctx, keep
 	rg := make([]uint32, L)

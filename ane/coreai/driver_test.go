@@ -3,10 +3,12 @@ package coreai
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,7 +112,8 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 		}
 		var sb strings.Builder
 		sb.WriteString("mpsgraph 7.0.10\n")
-		for name, e := range entries {
+		for _, name := range slices.Sorted(maps.Keys(entries)) {
+			e := entries[name]
 			fmt.Fprintf(&sb, "function %s\n", name)
 			for _, s := range c.Tensors(e) {
 				role := map[refchunk.Role]string{refchunk.Input: "input", refchunk.Output: "output"}[s.Role]

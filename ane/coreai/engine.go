@@ -77,6 +77,7 @@ type Engine struct {
 	state   [2]map[string]*Buffer
 	kvBufs  map[string]*Buffer // "k3@chunk1" etc. for the current context
 	mask    *Buffer
+	maskPos int // mask rows [0, maskPos) are 0
 	plans   map[planKey][]*Binding
 	par     int
 	ctx     int

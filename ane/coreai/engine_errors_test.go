@@ -43,7 +43,7 @@ func TestOpenErrors(t *testing.T) {
 	rec0 := fmt.Sprintf("input rec0 f16 3 %d %d %d", w.Cfg.LinearNumValueHeads, d, d)
 	fp = filepath.Join(bad, "chunk_L00-01.aimodel", "functions.txt")
 	data, _ = os.ReadFile(fp)
-	os.WriteFile(fp, []byte(strings.Replace(string(data), rec0, rec0[:len(rec0)-2]+"8", 1)), 0o644)
+	os.WriteFile(fp, []byte(strings.ReplaceAll(string(data), rec0, rec0[:len(rec0)-2]+"8")), 0o644)
 	e, err := Open(bad, Options{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
 	if err == nil {
 		_, err = e.Feed([]int{1, 2, 3})

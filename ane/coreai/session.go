@@ -283,14 +283,15 @@ func (e *Engine) fillInputs(kind string, ids []int, T int) error {
 			sn.setF16(float32(s), t, i)
 		}
 	}
-	L := int(e.mask.Shape[1])
-	for j := 0; j < L; j++ {
-		v := float32(0)
-		if j >= p0 {
-			v = maskOff
-		}
-		e.mask.setF16(v, 0, j)
+	// The mask is 0 over [0, p0) and −1e4 after; only the rows between the
+	// last call's position and this one change.
+	for j := e.maskPos; j < p0; j++ {
+		e.mask.setF16(0, 0, j)
 	}
+	for j := p0; j < e.maskPos; j++ {
+		e.mask.setF16(maskOff, 0, j)
+	}
+	e.maskPos = p0
 	sel := e.bufs["in/"+kind+"/conv_sel"]
 	sel.zero()
 	for r := 0; r < int(sel.Shape[0]); r++ {

@@ -32,12 +32,13 @@ codesign --force --timestamp=none --options runtime --sign "$identity" "$lib"
 codesign --verify --verbose=2 "$lib"
 
 # Every symbol the Go binding registers must be exported.
+exports="$(nm -gU "$lib")"
 missing=0
-for sym in $(grep -o '@_cdecl("[a-z_]*")' "$src" | sed 's/@_cdecl("\(.*\)")/\1/'); do
-  if ! nm -gU "$lib" | grep -q " _$sym\$"; then
+while IFS= read -r sym; do
+  if ! grep -q " _$sym\$" <<<"$exports"; then
     echo "build.sh: $lib does not export $sym" >&2
     missing=1
   fi
-done
+done < <(grep -o '@_cdecl("[a-z_]*")' "$src" | sed 's/@_cdecl("\(.*\)")/\1/')
 [ "$missing" = 0 ]
 echo "$lib"

@@ -40,21 +40,30 @@ func (r rng) intn(n int) int {
 	}
 }
 
-// sample returns min(k, n) distinct indices of [0, n) in increasing order
-// (a partial Fisher–Yates shuffle), or all of them when k ≥ n.
+// sample returns min(k, n) distinct indices of [0, n) in increasing order:
+// a partial Fisher–Yates shuffle over a sparse view of 0..n−1, so memory is
+// O(k) even for a vocabulary-sized head.
 func (r rng) sample(n, k int) []int {
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
 	if k >= n {
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
 		return idx
 	}
+	moved := make(map[int]int, 2*k)
+	at := func(i int) int {
+		if v, ok := moved[i]; ok {
+			return v
+		}
+		return i
+	}
+	idx := make([]int, k)
 	for i := 0; i < k; i++ {
 		j := i + r.intn(n-i)
-		idx[i], idx[j] = idx[j], idx[i]
+		idx[i] = at(j)
+		moved[j] = at(i)
 	}
-	idx = idx[:k]
 	slices.Sort(idx)
 	return idx
 }

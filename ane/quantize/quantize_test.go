@@ -359,3 +359,32 @@ func TestDequantizeBadInput(t *testing.T) {
 		}
 	}
 }
+
+// sample draws distinct in-range indices, deterministically per seed, and
+// covers the range (every index of a small range is drawn at some seed).
+func TestSample(t *testing.T) {
+	seen := map[int]bool{}
+	for seed := uint64(0); seed < 50; seed++ {
+		s := newRNG(seed).sample(40, 10)
+		if len(s) != 10 || !slices.IsSorted(s) || s[0] < 0 || s[9] >= 40 {
+			t.Fatalf("seed %d: %v", seed, s)
+		}
+		for i := 1; i < len(s); i++ {
+			if s[i] == s[i-1] {
+				t.Fatalf("seed %d: repeated index in %v", seed, s)
+			}
+		}
+		if !slices.Equal(s, newRNG(seed).sample(40, 10)) {
+			t.Fatal("sample is not deterministic")
+		}
+		for _, v := range s {
+			seen[v] = true
+		}
+	}
+	if len(seen) != 40 {
+		t.Fatalf("only %d of 40 indices ever drawn", len(seen))
+	}
+	if got := newRNG(1).sample(1<<40, 3); len(got) != 3 {
+		t.Fatalf("huge range: %v", got)
+	}
+}

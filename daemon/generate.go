@@ -206,10 +206,8 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 	if len(prompt) == 0 {
 		return nil, wire.Errorf(wire.CodeBadRequest, "%s: the prompt is empty", p.op)
 	}
-	if n := len(model.ContextEntries); n > 0 {
-		if largest := model.ContextEntries[n-1]; len(prompt)+maxTokens > largest {
-			return nil, wire.Errorf(wire.CodeContextExceeded, "%s: %d prompt tokens plus max_tokens %d exceed the largest context entry (%d)", p.op, len(prompt), maxTokens, largest)
-		}
+	if _, err := contextEntry(p.op, c.s.footprint(), model.ContextEntries, len(prompt), maxTokens); err != nil {
+		return nil, err
 	}
 	class := Interactive
 	switch p.priority {

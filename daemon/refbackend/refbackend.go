@@ -24,6 +24,7 @@ import (
 	"github.com/forgedaemon/forged/ane/tokenizer"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
+	"github.com/forgedaemon/forged/daemon/residency"
 )
 
 // Options name what is served.
@@ -32,6 +33,8 @@ type Options struct {
 	// TokenizerOnly loads only the tokenizer and chat template: tokenize and
 	// detokenize work, generation answers unavailable.
 	TokenizerOnly bool
+	// Ladder is the context ladder (default ane.DefaultLadder).
+	Ladder ane.Ladder
 }
 
 // Backend implements daemon.Backend.
@@ -45,6 +48,9 @@ type Backend struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
+
+	footprintOnce sync.Once // Footprint measures once
+	footprint     *residency.Footprint
 }
 
 type sessionState struct {
@@ -79,10 +85,13 @@ func Open(dir string, opts Options) (*Backend, error) {
 	}
 	b.info = daemon.ModelInfo{Bundle: wire.Bundle{Repo: opts.Repo, Revision: opts.Revision, Model: filepath.Base(dir)}}
 	if !opts.TokenizerOnly {
-		if b.model, err = ref.Open(dir, ref.Options{}); err != nil {
+		if opts.Ladder == nil {
+			opts.Ladder = ane.DefaultLadder
+		}
+		if b.model, err = ref.Open(dir, ref.Options{Ladder: opts.Ladder}); err != nil {
 			return nil, err
 		}
-		b.info.ContextEntries = append([]int(nil), ane.DefaultLadder...)
+		b.info.ContextEntries = append([]int(nil), opts.Ladder...)
 	}
 	return b, nil
 }

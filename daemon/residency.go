@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"errors"
+
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/residency"
+)
+
+// Footprinter is a Backend that knows its memory model (daemon/residency).
+// Without it the daemon still picks context entries from Model's ladder,
+// but cannot estimate memory.
+type Footprinter interface {
+	Footprint() *residency.Footprint
+}
+
+// footprint is the served backend's memory model, or nil.
+func (s *Server) footprint() *residency.Footprint {
+	if f, ok := s.Backend().(Footprinter); ok {
+		return f.Footprint()
+	}
+	return nil
+}
+
+// contextEntry is the entry a request of prompt tokens and maxTokens starts
+// at: the smallest holding prompt + max_tokens + 8. Past the largest entry
+// the request is refused with context_exceeded naming the limit; it is never
+// truncated.
+func contextEntry(op string, f *residency.Footprint, ladder []int, prompt, maxTokens int) (int, error) {
+	if f == nil {
+		if len(ladder) == 0 {
+			return 0, nil // the backend has no ladder (fake engines): it decides
+		}
+		f = &residency.Footprint{Ladder: ladder}
+	}
+	entry, err := f.EntryFor(prompt, maxTokens)
+	var ce *residency.ContextExceededError
+	if errors.As(err, &ce) {
+		return 0, wire.Errorf(wire.CodeContextExceeded, "%s: %d prompt tokens plus max_tokens %d plus %d reserved exceed the largest context entry (limit %d positions)",
+			op, prompt, maxTokens, residency.SpeculativeReserve, ce.Limit)
+	}
+	return entry, err
+}
+
+// MemoryEstimate is the memory model's account of what the served model and
+// its sessions hold (the backend's Memory is the measured account). ok is
+// false when the backend has no memory model.
+func (s *Server) MemoryEstimate() (m wire.Memory, ok bool) {
+	f := s.footprint()
+	if f == nil {
+		return m, false
+	}
+	m.Weights = uint64(f.Model(false))
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		for _, si := range c.sessionInfos() {
+			if si.Context == 0 {
+				continue // opened but never run: the backend holds nothing yet
+			}
+			m.KV += uint64(f.KVPerRow * int64(f.Rows(int(si.Context))))
+			m.State += uint64(f.Recurrent)
+			m.Scratch += uint64(f.SessionScratch)
+		}
+	}
+	m.Scratch += uint64(f.Scratch)
+	m.Weights -= uint64(f.Scratch)
+	m.Total = m.Weights + m.KV + m.State + m.Scratch
+	return m, true
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	c := &cobra.Command{Use: "coreai", Short: "Core AI backend tools (chip detection, hardware smoke test)"}
+
+	chip := &cobra.Command{
+		Use:   "chip",
+		Short: "Show the detected Apple chip, its compile mode and entry aliases",
+		Args:  cobra.NoArgs,
+	}
+	chipJSON := jsonFlag(chip)
+	chip.RunE = func(cmd *cobra.Command, _ []string) error {
+		ch, err := coreai.DetectChip()
+		if err != nil {
+			return err
+		}
+		mode, merr := coreai.CompileMode(ch)
+		out := map[string]any{"chip": ch.String(), "soc": ch.SoC(), "compile_mode": mode, "env": coreai.CompileModeEnv}
+		if merr != nil {
+			out["error"] = merr.Error()
+		}
+		if *chipJSON {
+			return writeJSON(cmd.OutOrStdout(), out)
+		}
+		if merr != nil {
+			return merr
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s (%s): %s=%d\n", ch, ch.SoC(), coreai.CompileModeEnv, mode)
+		return nil
+	}
+
+	smoke := &cobra.Command{
+		Use:   "smoke",
+		Short: "Load a bundle's Core AI runtime and decode greedily with speculation (macOS hardware test)",
+		Args:  cobra.NoArgs,
+	}
+	var bundleDir, kv string
+	var opts coreai.SmokeOptions
+	smoke.Flags().StringVar(&bundleDir, "bundle", "", "bundle directory (holding coreai/ and model/)")
+	smoke.Flags().StringVar(&opts.Bridge, "bridge", "", "path of libCoreAIBridge.dylib")
+	smoke.Flags().StringVar(&opts.Prompt, "prompt", "", "raw prompt (default \"The capital of France is\")")
+	smoke.Flags().IntVar(&opts.Tokens, "tokens", 16, "greedy tokens to generate (2..64)")
+	smoke.Flags().IntVar(&opts.Ctx, "ctx", 0, "context entry (default the smallest)")
+	smoke.Flags().StringVar(&kv, "kv", "", "KV cache format of a selectable bundle: fp16 or v8")
+	smokeJSON := jsonFlag(smoke)
+	smoke.RunE = func(cmd *cobra.Command, _ []string) error {
+		if bundleDir == "" || opts.Bridge == "" {
+			return fmt.Errorf("coreai smoke: --bundle and --bridge are required")
+		}
+		opts.KV = ane.KVFormat(kv)
+		rep, err := coreai.Smoke(bundleDir, opts)
+		if err != nil {
+			return err
+		}
+		if *smokeJSON {
+			return writeJSON(cmd.OutOrStdout(), rep)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "bridge: %s\nload: %.2fs  generation: %.2fs  %.1f tok/s\n"+
+			"prompt %d tokens, generated %d in %d verify calls, %d/%d drafts accepted (%.0f%%)\ntext: %q\n",
+			rep.Bridge, rep.LoadSeconds, rep.GenerationSeconds, rep.TokensPerSecond, rep.PromptTokens,
+			rep.GeneratedTokens, rep.VerifyCalls, rep.DraftsAccepted, rep.DraftsProposed, 100*rep.AcceptRate, rep.Text)
+		return nil
+	}
+	c.AddCommand(chip, smoke)
+	addCommand(c)
+}

@@ -5,12 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/rebuild/calib"
@@ -41,6 +45,10 @@ func tinyModel(t testing.TB) string {
 }
 
 func TestMain(m *testing.M) {
+	if out := os.Getenv("REBUILD_KILL_CHILD"); out != "" {
+		tinyOnce.Do(func() { tinyDir = os.Getenv("REBUILD_KILL_MODEL") })
+		killChild(out) // never returns
+	}
 	code := m.Run()
 	for _, d := range []string{tinyDir, exportDir} {
 		if d != "" {
@@ -61,7 +69,8 @@ func calibSet(t testing.TB, n, seq, vocab int, seed uint64) *calib.Set {
 			rows[i][j] = r.IntN(vocab)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "calib.npy")
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("rebuild-calib-%d-%d-%d-%d-%d.npy", os.Getpid(), n, seq, vocab, seed))
+	defer os.Remove(path)
 	if err := calib.WriteRows(path, rows); err != nil {
 		t.Fatal(err)
 	}
@@ -237,3 +246,60 @@ func TestBadInputBeforeWork(t *testing.T) {
 }
 
 func anyNumerics() ane.Numerics { return ane.Numerics{} }
+
+// killChild is the subprocess of TestKill9Resume: it quantizes the tiny
+// model into out and, once layer 1 is checkpointed, waits to be killed.
+func killChild(out string) {
+	t := &testing.T{}
+	o := tinyOptions(t, out)
+	o.AfterLayer = func(li int) error {
+		if li == 1 {
+			os.WriteFile(filepath.Join(out, "child-ready"), nil, 0o644)
+			select {} // SIGKILL arrives here
+		}
+		return nil
+	}
+	Quantize(context.Background(), o)
+	os.Exit(3)
+}
+
+// TestKill9Resume: a run killed with SIGKILL after layer 1 resumes and
+// produces the bytes of an uninterrupted run.
+func TestKill9Resume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a subprocess")
+	}
+	full := tinyExport(t)
+	cut := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "REBUILD_KILL_CHILD="+cut, "REBUILD_KILL_MODEL="+tinyModel(t))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(cut, "child-ready")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the child never reached layer 1")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	os.Remove(filepath.Join(cut, "child-ready"))
+	o := tinyOptions(t, cut)
+	o.Resume = true
+	rep, err := Quantize(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ResumedLayers != 2 {
+		t.Errorf("resumed after %d layers, want 2", rep.ResumedLayers)
+	}
+	sameExport(t, full, cut)
+}

@@ -24,10 +24,10 @@ t = c.get("text_config", c)
 t["num_hidden_layers"] = 8
 t["layer_types"] = t["layer_types"][:8]
 json.dump(c, open(os.path.join(w, "m8", "config.json"), "w"), indent=2)
-# Calibration: 8 rows of 256 ids.
+# Calibration: NCAL rows of SEQ ids (default 4 × 128).
 import random, struct
 rng = random.Random(1)
-n, seq, vocab = 8, 256, t["vocab_size"]
+n, seq, vocab = int(os.environ.get('NCAL', 4)), int(os.environ.get('SEQ', 128)), t["vocab_size"]
 ids = [rng.randrange(vocab) for _ in range(n * seq)]
 hdr = "{'descr': '<i4', 'fortran_order': False, 'shape': (%d, %d), }" % (n, seq)
 hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/bundle/store"
+)
+
+func TestProgressBarShowsBytesRateETAAndFiles(t *testing.T) {
+	var out bytes.Buffer
+	bar := newProgressBar(&out)
+	bar.event(store.Event{Kind: "plan", Total: 100 << 20, Message: "3 of 5 files to download"})
+	bar.start = time.Now().Add(-2 * time.Second) // 25 MiB in 2 s
+	bar.event(store.Event{Kind: "progress", Done: 25 << 20, Total: 100 << 20, Active: []string{"coreai/chunk_L00-03.aimodel/weights/weight-00.bin", "model/config.json"}})
+	s := out.String()
+	for _, want := range []string{"3 of 5 files to download", "[#######", "25.0 MiB/100.0 MiB", "MiB/s", "ETA ", "weight-00.bin (+1)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("bar output lacks %q:\n%q", want, s)
+		}
+	}
+	if strings.Contains(s, "ETA --") || !(strings.Contains(s, "ETA 6s") || strings.Contains(s, "ETA 7s")) {
+		t.Errorf("ETA for 75 MiB at ~12.5 MiB/s should be about 6 s:\n%q", s)
+	}
+	// A message line clears the bar first.
+	out.Reset()
+	bar.event(store.Event{Kind: "retry", Path: "x.bin", Message: "sha256 mismatch; fetching the file again"})
+	if !strings.HasPrefix(out.String(), "\r") || !strings.Contains(out.String(), "x.bin: sha256 mismatch") {
+		t.Fatalf("retry line: %q", out.String())
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 5 << 30: "5.0 GiB", 3 << 40: "3.0 TiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

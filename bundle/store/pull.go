@@ -72,9 +72,6 @@ func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResu
 		if commit, err = s.Client.ResolveRevision(ctx, repo, o.Revision); err != nil {
 			return nil, err
 		}
-		if err := s.writeRef(repo, o.Revision, commit); err != nil {
-			return nil, err
-		}
 	}
 	s.emit(Event{Kind: "resolved", Repo: repo, Commit: commit})
 	res := &PullResult{Repo: repo, Commit: commit, Snapshot: s.SnapshotDir(repo, commit)}
@@ -110,6 +107,11 @@ func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResu
 }
 
 func (s *Store) finish(res *PullResult, o PullOptions) (*PullResult, error) {
+	// Refs only ever name installed commits, so offline use never
+	// resolves to something that is not on disk.
+	if err := s.writeRef(res.Repo, o.Revision, res.Commit); err != nil {
+		return nil, err
+	}
 	var err error
 	if o.KeepCurrent {
 		res.State, err = s.Current(res.Repo)

@@ -172,6 +172,9 @@ func TestPullPersistentCorruptionFailsCleanly(t *testing.T) {
 	if st, _ := s.Current(repo); st.Commit != "" {
 		t.Fatalf("current set to %s", st.Commit)
 	}
+	if _, err := s.resolveLocal(repo, "main"); err == nil {
+		t.Fatal("ref main written for a commit that was never installed")
+	}
 	// The fault clears: the same store pulls fine.
 	e.hub.ClearFaults()
 	if _, err := s.Pull(context.Background(), repo, PullOptions{}); err != nil {

@@ -319,3 +319,37 @@ func TestMissingOrMisshapenTensor(t *testing.T) {
 		t.Errorf("misshapen tensor: %v", err)
 	}
 }
+
+// Sessions share a model's weights and nothing else: two sessions decoding
+// different prompts at the same time get what each gets alone.
+func TestConcurrentSessions(t *testing.T) {
+	nm, m := newTiny(t, Options{Threads: 2})
+	r := rand.New(rand.NewPCG(8, 8))
+	prompts := [][]int{randIDs(r, 30, nm.cfg.Vocab), randIDs(r, 30, nm.cfg.Vocab)}
+	want := make([][]float32, 2)
+	for i, p := range prompts {
+		s := openSession(t, m)
+		l, _ := s.Feed(p)
+		want[i] = append([]float32(nil), l...)
+	}
+	got := make([][]float32, 2)
+	done := make(chan int)
+	for i, p := range prompts {
+		s := openSession(t, m)
+		go func() {
+			var l []float32
+			for _, id := range p {
+				l, _ = s.Feed([]int{id})
+			}
+			got[i] = append([]float32(nil), l...)
+			done <- i
+		}()
+	}
+	<-done
+	<-done
+	for i := range prompts {
+		if e := relErr32(got[i], want[i]); e > 1e-5 {
+			t.Fatalf("session %d run concurrently differs by %.3g", i, e)
+		}
+	}
+}

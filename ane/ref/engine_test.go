@@ -3,8 +3,10 @@ package ref
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forgedaemon/forged/ane"
 )
@@ -351,5 +353,23 @@ func TestConcurrentSessions(t *testing.T) {
 		if e := relErr32(got[i], want[i]); e > 1e-5 {
 			t.Fatalf("session %d run concurrently differs by %.3g", i, e)
 		}
+	}
+}
+
+// A session dropped without Close releases its worker goroutines.
+func TestDroppedSessionStopsWorkers(t *testing.T) {
+	_, m := newTiny(t, Options{Threads: 2})
+	runtime.GC()
+	before := runtime.NumGoroutine()
+	for i := 0; i < 5; i++ {
+		s := m.NewSession()
+		s.Feed([]int{1, 2, 3})
+	}
+	for try := 0; try < 50 && runtime.NumGoroutine() > before; try++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after dropping 5 sessions, %d before", n, before)
 	}
 }

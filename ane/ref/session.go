@@ -3,6 +3,7 @@ package ref
 import (
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/quant"
@@ -91,6 +92,8 @@ func (m *Model) NewSession() *Session {
 	sc.logits = make([]float32, T*c.Vocab)
 	sc.feat = make([]float32, M*len(m.opts.Taps)*H)
 	s.allocHistory(m.opts.Ladder.Smallest())
+	// A session dropped without Close still stops its workers once collected.
+	runtime.AddCleanup(s, func(r *quant.Runner) { r.Close() }, s.run)
 	return s
 }
 

@@ -70,6 +70,7 @@ def main():
         t0 = time.perf_counter()
         q = gptq(w, h, rnd)
         times.append(time.perf_counter() - t0)
+        print(f"baseline: run {len(times)}/{runs}: {times[-1]:.3f} s", file=sys.stderr, flush=True)
     np.save(f"{d}/q.npy", q.numpy())
     print(json.dumps({"seconds": times, "threads": torch.get_num_threads(), "torch": torch.__version__}))
 

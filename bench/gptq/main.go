@@ -84,6 +84,7 @@ func run(n, runs int, python, format string, jsonOut bool) error {
 			return err
 		}
 		res.Ours = append(res.Ours, time.Since(t0).Seconds())
+		fmt.Fprintf(os.Stderr, "ours: run %d/%d: %.3f s\n", i+1, runs, res.Ours[i])
 	}
 	cmd := exec.Command(python, filepath.Join(sourceDir(), "baseline.py"), dir, fmt.Sprint(runs), fmt.Sprint(runtime.GOMAXPROCS(0)))
 	cmd.Stderr = os.Stderr

@@ -2,6 +2,7 @@ package coreai
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
@@ -127,6 +129,9 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 		}
 		path := writeModel(t, dir, file, sb.String())
 		setHandler(t, path, func(fn string, ts map[string][]byte) error {
+			if injected() {
+				return errors.New("injected ANE failure")
+			}
 			e, ok := entries[fn]
 			if !ok {
 				return fmt.Errorf("no entry %s", fn)
@@ -160,7 +165,12 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 	}
 	sb.WriteString("end\n")
 	hp := writeModel(t, dir, "head_T8.aimodel", sb.String())
-	setHandler(t, hp, func(fn string, ts map[string][]byte) error { return head.Run(ts) })
+	setHandler(t, hp, func(fn string, ts map[string][]byte) error {
+		if injected() {
+			return errors.New("injected ANE failure")
+		}
+		return head.Run(ts)
+	})
 
 	kvLen := map[string]int{}
 	for _, c := range testCtxs {
@@ -382,5 +392,47 @@ func TestDriverMatchesReference(t *testing.T) {
 			p.verify(randIDs(r, 8, V), 7)
 			t.Logf("worst logit difference: %.3g of the logit range", p.worst)
 		})
+	}
+}
+
+// failAt makes the compute call with this index (counted from the moment
+// it is set) fail; -1 is off.
+var failAt atomic.Int64
+
+func init() { failAt.Store(-1) }
+
+func injected() bool {
+	n := failAt.Load()
+	if n < 0 {
+		return false
+	}
+	failAt.Store(n - 1)
+	return n == 0
+}
+
+// A run that fails at any binding (either chunk or the head, verify or
+// prefill) returns the error and leaves the session where it was: the
+// next calls still match the reference.
+func TestRunFailureLeavesSessionIntact(t *testing.T) {
+	e, s := openPair(t, bundleSpec{})
+	_, w := tinyModel(t)
+	p := &pair{t: t, e: e, s: s, vocab: w.Cfg.VocabSize}
+	r := rand.New(rand.NewPCG(3, 4))
+	p.feed(randIDs(r, 20, 400))
+	p.verify(randIDs(r, 8, 400), 3)
+	for at := int64(0); at < 3; at++ {
+		pos := e.Position()
+		failAt.Store(at)
+		_, err := e.Verify(randIDs(r, 8, 400))
+		wantErr(t, err, "injected ANE failure")
+		failAt.Store(at)
+		_, err = e.Feed(randIDs(r, 30, 400))
+		wantErr(t, err, "injected ANE failure")
+		failAt.Store(-1)
+		if e.Position() != pos {
+			t.Fatalf("failure at binding %d moved the position %d → %d", at, pos, e.Position())
+		}
+		p.verify(randIDs(r, 8, 400), 5)
+		p.feed(randIDs(r, 12, 400))
 	}
 }

@@ -385,7 +385,6 @@ func (e *Engine) prefill(ids []int) error {
 	if err := e.lib.Run(plan, nil); err != nil {
 		return err
 	}
-	e.par ^= 1
 	y, hx := e.bufs[e.outKey(kindPrefill, len(e.chunks)-1, "y")], e.bufs["hx"]
 	hx.zero()
 	for h := 0; h < e.hidden; h++ {
@@ -398,6 +397,9 @@ func (e *Engine) prefill(ids []int) error {
 	if err := e.lib.Run(hp, nil); err != nil {
 		return err
 	}
+	// Only now does the new state set become current: a failed run leaves
+	// the session where it was.
+	e.par ^= 1
 	e.last = lastCall{prefill: true, rows: n}
 	e.readLogits(1)
 	e.appendRows(kindPrefill, n)

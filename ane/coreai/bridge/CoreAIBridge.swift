@@ -40,13 +40,17 @@ private func writeJSON(_ s: String, _ out: UnsafeMutablePointer<CChar>?, _ cap: 
 /// blocking runs an async throwing closure to completion from a C caller's thread.
 private func blocking<T>(_ body: @escaping @Sendable () async throws -> T) -> Result<T, Error> {
     let sem = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) var result: Result<T, Error> = .failure(BridgeError("no result"))
+    let box = ResultBox<T>()
     Task.detached(priority: .userInitiated) {
-        do { result = .success(try await body()) } catch { result = .failure(error) }
+        do { box.value = .success(try await body()) } catch { box.value = .failure(error) }
         sem.signal()
     }
-    sem.wait()
-    return result
+    sem.wait() // the semaphore orders the Task's write before this read
+    return box.value
+}
+
+private final class ResultBox<T>: @unchecked Sendable {
+    var value: Result<T, Error> = .failure(BridgeError("no result"))
 }
 
 private struct BridgeError: Error, CustomStringConvertible {
@@ -73,7 +77,7 @@ private func dtypeCode(_ t: NDArray.ScalarType) -> Int? { scalarTypes.firstIndex
 
 // MARK: objects behind the handles
 
-private final class ModelBox {
+private final class ModelBox: @unchecked Sendable {
     let model: AIModel
     let path: String
     init(_ m: AIModel, _ p: String) { model = m; path = p }
@@ -87,7 +91,7 @@ private struct TensorSpec {
     let nbytes: Int
 }
 
-private final class FunctionBox {
+private final class FunctionBox: @unchecked Sendable {
     let fn: InferenceFunction
     let name: String
     let inputs: [TensorSpec], outputs: [TensorSpec], states: [TensorSpec]
@@ -98,7 +102,7 @@ private final class FunctionBox {
 
 /// BufferBox owns an IOSurface laid out as (rows = product of leading dims)
 /// × (row stride bytes): Core AI's IOSurface views need width == last dimension.
-private final class BufferBox {
+private final class BufferBox: @unchecked Sendable {
     let surface: IOSurface
     let dtype: Int
     let shape: [Int]
@@ -107,16 +111,9 @@ private final class BufferBox {
     init(_ s: IOSurface, _ d: Int, _ sh: [Int], _ st: [Int], _ n: Int) {
         surface = s; dtype = d; shape = sh; strides = st; nbytes = n
     }
-    func rawView() -> NDArray.RawView {
-        NDArray.RawView(ioSurface: surface, byteOffset: 0, scalarType: scalarTypes[dtype], shape: shape, strides: strides)
-    }
-    func mutableRawView() -> NDArray.MutableRawView {
-        NDArray.MutableRawView(ioSurface: surface, byteOffset: 0, scalarType: scalarTypes[dtype], shape: shape,
-                               strides: strides)
-    }
 }
 
-private final class BindingBox {
+private final class BindingBox: @unchecked Sendable {
     let fn: FunctionBox
     let inputs: [(String, BufferBox)], outputs: [(String, BufferBox)], states: [(String, BufferBox)]
     init(_ f: FunctionBox, _ i: [(String, BufferBox)], _ o: [(String, BufferBox)], _ s: [(String, BufferBox)]) {
@@ -304,6 +301,12 @@ public func cai_buffer_create(_ dtype: Int32, _ rank: Int32, _ shapeP: UnsafePoi
         guard let s = IOSurface(properties: props) else {
             writeC("cannot allocate an IOSurface of \(nbytes) bytes", err, cap); return nil
         }
+        // Go addresses elements with these strides: refuse a surface that
+        // padded its rows differently (allocate in the preferred strides).
+        if shape.count > 1 && s.bytesPerRow != rowBytes {
+            writeC("IOSurface row stride \(s.bytesPerRow) bytes differs from the requested \(rowBytes)", err, cap)
+            return nil
+        }
         s.lock(options: [], seed: nil)
         memset(s.baseAddress, 0, s.allocationSize) // zero-filled, padding included
         s.unlock(options: [], seed: nil)
@@ -365,8 +368,8 @@ public func cai_binding_create(_ f: UnsafeMutableRawPointer,
             let outs = try bindRole(fn, "output", fn.outputs, nOut, outNames, outBufs)
             let sts = try bindRole(fn, "state", fn.states, nStates, stateNames, stateBufs)
             for (iname, ib) in ins {
-                if let (oname, _) = (outs + sts).first(where: { $0.1 === ib }) {
-                    throw BridgeError("\(fn.name): input \(iname) aliases \(oname)")
+                if let hit = (outs + sts).first(where: { $0.1 === ib }) {
+                    throw BridgeError("\(fn.name): input \(iname) aliases \(hit.0)")
                 }
             }
             return retain(BindingBox(fn, ins, outs, sts))
@@ -399,12 +402,23 @@ public func cai_run(_ n: Int32, _ bindingsP: UnsafePointer<UnsafeMutableRawPoint
             var times: [Double] = []
             for (i, b) in list.enumerated() {
                 let t0 = DispatchTime.now().uptimeNanoseconds
+                // Views are built inline and consumed at once: they may be
+                // non-escapable, so no helper returns one.
                 var inputs = InferenceFunction.Inputs()
-                for (name, buf) in b.inputs { inputs.insert(buf.rawView(), for: name) }
+                for (name, buf) in b.inputs {
+                    inputs.insert(NDArray.RawView(ioSurface: buf.surface, byteOffset: 0, scalarType: scalarTypes[buf.dtype],
+                                                  shape: buf.shape, strides: buf.strides), for: name)
+                }
                 var states = InferenceFunction.MutableViews()
-                for (name, buf) in b.states { states.insert(buf.mutableRawView(), for: name) }
+                for (name, buf) in b.states {
+                    states.insert(NDArray.MutableRawView(ioSurface: buf.surface, byteOffset: 0, scalarType: scalarTypes[buf.dtype],
+                                                         shape: buf.shape, strides: buf.strides), for: name)
+                }
                 var outs = InferenceFunction.MutableViews()
-                for (name, buf) in b.outputs { outs.insert(buf.mutableRawView(), for: name) }
+                for (name, buf) in b.outputs {
+                    outs.insert(NDArray.MutableRawView(ioSurface: buf.surface, byteOffset: 0, scalarType: scalarTypes[buf.dtype],
+                                                       shape: buf.shape, strides: buf.strides), for: name)
+                }
                 do {
                     _ = try await b.fn.fn.run(inputs: inputs, states: states, outputViews: outs)
                 } catch {

@@ -64,7 +64,9 @@ func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResu
 	defer unlock()
 
 	var commit string
-	if s.Client == nil {
+	if hub.IsCommit(o.Revision) {
+		commit = o.Revision // commits are immutable: nothing to resolve
+	} else if s.Client == nil {
 		if commit, err = s.resolveLocal(repo, o.Revision); err != nil {
 			return nil, err
 		}

@@ -248,7 +248,7 @@ func (p *pipeline) capture(lm *ref.LayerModel, point ref.Point, width int, rot *
 	for r := range p.rows {
 		copy(tmp, p.x[r])
 		training := r < p.train
-		runErr := lm.Run(tmp, seq, func(pt ref.Point, rows []float32, n int) {
+		runErr := lm.RunUntil(tmp, seq, func(pt ref.Point, rows []float32, n int) {
 			if pt != point || err != nil {
 				return
 			}
@@ -261,7 +261,7 @@ func (p *pipeline) capture(lm *ref.LayerModel, point ref.Point, width int, rot *
 			} else {
 				held = append(held, rows[:n*width]...)
 			}
-		})
+		}, point)
 		if runErr != nil {
 			return nil, nil, runErr
 		}

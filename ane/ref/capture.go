@@ -184,6 +184,13 @@ func (lm *LayerModel) SetWeight(module string, w []float32) error {
 // positions 0…n−1 and is replaced by the layer's output. capture, if not
 // nil, receives every projection input, block by block in position order.
 func (lm *LayerModel) Run(x []float32, n int, capture CaptureFunc) error {
+	return lm.RunUntil(x, n, capture, DownIn+1)
+}
+
+// RunUntil is Run that stops each block once point until has been
+// captured, skipping work no later capture needs (x is then left
+// part-way and must be a scratch copy). until = DownIn+1 runs it all.
+func (lm *LayerModel) RunUntil(x []float32, n int, capture CaptureFunc, until Point) error {
 	s, c := lm.s, &lm.m.cfg
 	H := c.Hidden
 	if len(x) < n*H || n <= 0 {
@@ -199,36 +206,51 @@ func (lm *LayerModel) Run(x []float32, n int, capture CaptureFunc) error {
 	if capture == nil {
 		capture = func(Point, []float32, int) {}
 	}
-	L := &s.m.w.layers[0]
 	for start := 0; start < n; start += ane.PrefillRows {
 		b := min(ane.PrefillRows, n-start)
 		s.gen++
 		s.pos = start
-		xb := x[start*H : (start+b)*H]
-		h, y := s.s.h[:b*H], s.s.y[:b*H]
-		for t := 0; t < b; t++ {
-			rmsNormCentered(h[t*H:(t+1)*H], xb[t*H:(t+1)*H], L.inNorm, c.Eps)
-		}
-		capture(MixerIn, h, b)
-		if L.full {
-			s.attention(0, L, h, y, b)
-			capture(MixerOut, s.s.att[:b*c.Heads*c.HeadDim], b)
-		} else {
-			s.deltaNet(0, L, h, y, b, false)
-			capture(MixerOut, s.s.o[:b*c.valueDim()], b)
-		}
-		addTo(xb, y)
-		for t := 0; t < b; t++ {
-			rmsNormCentered(h[t*H:(t+1)*H], xb[t*H:(t+1)*H], L.postNorm, c.Eps)
-		}
-		capture(MLPIn, h, b)
-		s.mlp(L, h, y, b)
-		capture(DownIn, s.s.gate[:b*c.Intermediate], b)
-		addTo(xb, y)
+		lm.block(x[start*H:(start+b)*H], b, capture, until)
 		s.pos = start + b
 		s.hi = max(s.hi, s.pos)
 	}
 	return nil
+}
+
+// block runs one block of b rows at s.pos, stopping after point until.
+func (lm *LayerModel) block(xb []float32, b int, capture CaptureFunc, until Point) {
+	s, c := lm.s, &lm.m.cfg
+	H := c.Hidden
+	L := &s.m.w.layers[0]
+	h, y := s.s.h[:b*H], s.s.y[:b*H]
+	for t := 0; t < b; t++ {
+		rmsNormCentered(h[t*H:(t+1)*H], xb[t*H:(t+1)*H], L.inNorm, c.Eps)
+	}
+	capture(MixerIn, h, b)
+	if until == MixerIn {
+		return
+	}
+	if L.full {
+		s.attention(0, L, h, y, b)
+		capture(MixerOut, s.s.att[:b*c.Heads*c.HeadDim], b)
+	} else {
+		s.deltaNet(0, L, h, y, b, false)
+		capture(MixerOut, s.s.o[:b*c.valueDim()], b)
+	}
+	if until == MixerOut {
+		return
+	}
+	addTo(xb, y)
+	for t := 0; t < b; t++ {
+		rmsNormCentered(h[t*H:(t+1)*H], xb[t*H:(t+1)*H], L.postNorm, c.Eps)
+	}
+	capture(MLPIn, h, b)
+	if until == MLPIn {
+		return
+	}
+	s.mlp(L, h, y, b)
+	capture(DownIn, s.s.gate[:b*c.Intermediate], b)
+	addTo(xb, y)
 }
 
 // CheckpointInputs reads what the rebuild needs outside the decoder layers

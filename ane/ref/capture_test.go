@@ -3,6 +3,7 @@ package ref
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,5 +160,42 @@ func TestOpenLayerErrors(t *testing.T) {
 	defer in.Close()
 	if err := in.Embed([]int{1, 512}, make([]float32, 2*64)); err == nil || !strings.Contains(err.Error(), "512") {
 		t.Errorf("out-of-range id: %v", err)
+	}
+}
+
+// TestRunUntilStopsEarly: stopping after a point captures exactly what a
+// full run captures there, and nothing later.
+func TestRunUntilStopsEarly(t *testing.T) {
+	lm, err := OpenLayer(tinyCheckpoint(t), 3, 70, 1, ane.Numerics{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Close()
+	n, H := 70, lm.m.cfg.Hidden
+	r := rand.New(rand.NewPCG(2, 2))
+	x0 := make([]float32, n*H)
+	for i := range x0 {
+		x0[i] = float32(r.NormFloat64())
+	}
+	grab := func(until Point) (map[Point][]float32, error) {
+		got := map[Point][]float32{}
+		x := append([]float32(nil), x0...)
+		err := lm.RunUntil(x, n, func(p Point, rows []float32, k int) { got[p] = append(got[p], rows...) }, until)
+		return got, err
+	}
+	full, _ := grab(DownIn + 1)
+	for _, until := range []Point{MixerIn, MixerOut, MLPIn, DownIn} {
+		got, err := grab(until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := MixerIn; p <= DownIn; p++ {
+			if p > until && len(got[p]) != 0 {
+				t.Errorf("until %d captured point %d", until, p)
+			}
+			if p <= until && !slices.Equal(got[p], full[p]) {
+				t.Errorf("until %d: point %d differs from a full run", until, p)
+			}
+		}
 	}
 }

@@ -1,5 +1,3 @@
-// Package packaging holds the release scripts (Homebrew formula, pkg,
-// signing, uninstall). They only run on macOS; this test lints them here.
 package packaging
 
 import (

@@ -11,11 +11,42 @@ import (
 
 // session is a conversation whose engine state carries over between turns.
 type session struct {
-	id      string
-	busy    bool
-	history []wire.Message
-	tokens  int // tokens in the engine state after the last turn
-	context int // context entry of the last turn
+	id       string
+	busy     bool
+	history  []wire.Message
+	tokens   int // tokens in the engine state after the last turn
+	context  int // context entry of the last turn; 0 when the backend holds no state for it
+	lastUsed time.Time
+}
+
+// forEachSession calls f for every open session, under its connection's lock.
+func (s *Server) forEachSession(f func(c *conn, sess *session)) {
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		for _, sess := range c.sessions {
+			f(c, sess)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// dropSessionState forgets that the backend holds state for an idle
+// session (the caller frees it); false if the session is busy or gone.
+func (c *conn) dropSessionState(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sess, ok := c.sessions[id]
+	if !ok || sess.busy {
+		return false
+	}
+	sess.tokens, sess.context = 0, 0
+	return true
 }
 
 func (c *conn) opSessionOpen(_ context.Context, req wire.Request) (any, error) {
@@ -126,6 +157,11 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 	default:
 		return nil, wire.Errorf(wire.CodeBadRequest, "chat: args.thinking must be \"on\" or \"off\", got %q", a.Thinking)
 	}
+	ctx, done, err := c.s.useModel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	sess, release, err := c.claimSession(a.Session)
 	if err != nil {
 		return nil, err
@@ -154,6 +190,7 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 		sess.history = append(conversation, wire.Message{Role: "assistant", Content: res.Text})
 		sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
 		sess.context = int(res.Context)
+		sess.lastUsed = time.Now()
 		c.mu.Unlock()
 	}
 	return res, nil
@@ -167,6 +204,11 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 	if (a.Prompt == nil) == (len(a.IDs) == 0) {
 		return nil, wire.Errorf(wire.CodeBadRequest, "generate: exactly one of args.prompt and args.ids must be given")
 	}
+	ctx, done, err := c.s.useModel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	sess, release, err := c.claimSession(a.Session)
 	if err != nil {
 		return nil, err
@@ -184,6 +226,7 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 		c.mu.Lock()
 		sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
 		sess.context = int(res.Context)
+		sess.lastUsed = time.Now()
 		c.mu.Unlock()
 	}
 	return res, err

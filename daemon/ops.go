@@ -40,6 +40,9 @@ func init() {
 		wire.OpSubscribe:    {run: (*conn).opSubscribe, streaming: true},
 		wire.OpConfigGet:    {run: (*conn).opConfigGet, admin: true},
 		wire.OpShutdown:     {run: (*conn).opShutdown, admin: true},
+		wire.OpLoad:         {run: (*conn).opLoad, streaming: true, admin: true},
+		wire.OpUnload:       {run: (*conn).opUnload, admin: true},
+		wire.OpPin:          {run: (*conn).opPin, admin: true},
 	}
 	// Admin ops whose subsystem (bundle store, config watcher) is not wired
 	// into the server yet: authorised, logged, then unavailable.
@@ -274,17 +277,21 @@ func (c *conn) opSubscribe(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	start := time.Now()
+	now, changed := c.s.subscribeState()
+	seq, pending := now.seq, []stateRecord{now}
 	for {
-		state, reason, changed := c.s.currentState()
-		ev := wire.StateEvent{State: state, Reason: reason, TMS: float64(time.Since(start).Microseconds()) / 1000}
-		if err := c.event(req.ID, wire.EventState, ev); err != nil {
-			return nil, err
+		for _, r := range pending {
+			ev := wire.StateEvent{State: r.state, Reason: r.reason, TMS: float64(time.Since(start).Microseconds()) / 1000}
+			if err := c.event(req.ID, wire.EventState, ev); err != nil {
+				return nil, err
+			}
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
+		pending, seq, changed = c.s.statesSince(seq)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,9 +83,24 @@ type Server struct {
 	state        string
 	reason       string
 	stateChanged chan struct{} // closed and replaced on every SetState
+	stateLog     []stateRecord // the last stateLogSize changes, for subscribers that fell behind
+	stateSeq     uint64
 	stop         context.CancelFunc
 
 	sessionSeq atomic.Uint64
+	res        *Residency // nil: the backend is always loaded
+}
+
+// useModel makes sure the model is loaded for one request (loading it after
+// an unload) and counts the request as running on it until done.
+func (s *Server) useModel(ctx context.Context) (context.Context, func(), error) {
+	s.mu.Lock()
+	r := s.res
+	s.mu.Unlock()
+	if r == nil {
+		return ctx, func() {}, nil
+	}
+	return r.acquire(ctx)
 }
 
 // New builds a server. The initial state is ready.
@@ -118,10 +134,46 @@ func (s *Server) SetBackend(b Backend) { s.backend.Store(&backendBox{b}) }
 func (s *Server) SetState(state, reason string) {
 	s.mu.Lock()
 	s.state, s.reason = state, reason
+	s.stateSeq++
+	s.stateLog = append(s.stateLog, stateRecord{seq: s.stateSeq, state: state, reason: reason})
+	if len(s.stateLog) > stateLogSize {
+		s.stateLog = slices.Delete(s.stateLog, 0, len(s.stateLog)-stateLogSize)
+	}
 	close(s.stateChanged)
 	s.stateChanged = make(chan struct{})
 	s.mu.Unlock()
 	s.log.Info("state", "state", state, "reason", reason)
+}
+
+// stateRecord is one state change; subscribers replay the ones they missed
+// so that every transition reaches them, not only the latest.
+type stateRecord struct {
+	seq           uint64
+	state, reason string
+}
+
+const stateLogSize = 256
+
+// statesSince returns the retained changes after seq (a subscriber more than
+// stateLogSize behind skips the oldest), the latest seq, and a channel
+// closed on the next change.
+func (s *Server) statesSince(seq uint64) ([]stateRecord, uint64, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []stateRecord
+	for _, r := range s.stateLog {
+		if r.seq > seq {
+			out = append(out, r)
+		}
+	}
+	return out, s.stateSeq, s.stateChanged
+}
+
+// subscribeState is the current state, its seq and the change channel, read together.
+func (s *Server) subscribeState() (stateRecord, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return stateRecord{seq: s.stateSeq, state: s.state, reason: s.reason}, s.stateChanged
 }
 
 func (s *Server) currentState() (state, reason string, changed <-chan struct{}) {

@@ -11,15 +11,15 @@ import (
 // Step is one thing to do to give memory back.
 type Step struct {
 	Kind    StepKind
-	Session string // for Spill and Shrink
+	Session string // for DropSession and Shrink
 	To      int    // for Shrink: the new context entry
 	Frees   int64  // estimated bytes freed
 }
 
 func (s Step) String() string {
 	switch s.Kind {
-	case Spill:
-		return fmt.Sprintf("spill session %s (frees %s)", s.Session, gb(s.Frees))
+	case DropSession:
+		return fmt.Sprintf("drop session %s (frees %s)", s.Session, gb(s.Frees))
 	case Shrink:
 		return fmt.Sprintf("shrink session %s to %s (frees %s)", s.Session, entryName(s.To), gb(s.Frees))
 	case DropDrafter:
@@ -34,10 +34,11 @@ func (s Step) String() string {
 type StepKind int
 
 const (
-	// Spill writes an idle session's state to disk (Snapshot) and frees it;
-	// its next turn restores it instead of prefilling the conversation again.
-	Spill StepKind = iota
-	// Shrink moves an idle session that cannot be spilled to the smallest
+	// DropSession frees an idle session's state. Its next turn prefills the
+	// conversation again (spilling the state to disk with Snapshot, so the
+	// turn resumes instead, is not implemented yet: docs/RESIDENCY.md).
+	DropSession StepKind = iota
+	// Shrink moves an idle session whose state must stay to the smallest
 	// entry that holds its tokens.
 	Shrink
 	DropDrafter
@@ -47,9 +48,9 @@ const (
 // IdleSession is a session holding state with no request running.
 type IdleSession struct {
 	ID        string
-	Entry     int // its context entry
-	Tokens    int // positions it holds
-	Spillable bool
+	Entry     int  // its context entry
+	Tokens    int  // positions it holds
+	Spillable bool // its state may be dropped; if not, it is only shrunk
 	LastUsed  time.Time
 }
 
@@ -61,7 +62,7 @@ type Loaded struct {
 }
 
 // PressureSteps is the ladder for a pressure level, in the order to take
-// it: on a warning, spill the idle sessions (least recently used first) and
+// it: on a warning, drop the idle sessions' state (least recently used first) and
 // shrink those that cannot be spilled; on critical, also drop the drafter
 // and then unload the model unless a request is running.
 func (f *Footprint) PressureSteps(level sysinfo.Level, l Loaded) []Step {
@@ -73,7 +74,7 @@ func (f *Footprint) PressureSteps(level sysinfo.Level, l Loaded) []Step {
 	var steps []Step
 	for _, s := range idle {
 		if s.Spillable {
-			steps = append(steps, Step{Kind: Spill, Session: s.ID, Frees: f.Session(s.Entry)})
+			steps = append(steps, Step{Kind: DropSession, Session: s.ID, Frees: f.Session(s.Entry)})
 		}
 	}
 	for _, s := range idle {

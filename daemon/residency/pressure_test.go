@@ -29,8 +29,8 @@ func TestPressureWalksTheLadderInOrder(t *testing.T) {
 	}
 	warning := f.PressureSteps(sysinfo.Warning, l)
 	want := []Step{
-		{Kind: Spill, Session: "s2", Frees: f.Session(16384)},
-		{Kind: Spill, Session: "s1", Frees: f.Session(65536)},
+		{Kind: DropSession, Session: "s2", Frees: f.Session(16384)},
+		{Kind: DropSession, Session: "s1", Frees: f.Session(65536)},
 		{Kind: Shrink, Session: "s3", To: 8192, Frees: f.KVPerRow * (32768 - 8192)},
 	}
 	if !slices.Equal(warning, want) {

@@ -1,0 +1,325 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/residency"
+	"github.com/forgedaemon/forged/internal/sysinfo"
+)
+
+// ResidencyOptions make the served model loadable and unloadable.
+type ResidencyOptions struct {
+	Bundle string // the bundle's name in events and logs (repo@revision)
+	// Load loads the model; it is called on load, and by the first request
+	// after an unload.
+	Load func(ctx context.Context) (Backend, error)
+	// KeepAlive unloads after this long without a request: 0 means the
+	// default (10 minutes), negative never.
+	KeepAlive time.Duration
+	Now       func() time.Time // nil: time.Now (tests inject a clock)
+}
+
+// Residency holds the served model in memory and lets it go: load, unload,
+// pin, keep-alive and memory pressure, with every transition of the
+// bundle's state machine published as a state event.
+type Residency struct {
+	s    *Server
+	opts ResidencyOptions
+	keep residency.KeepAlive
+	m    *residency.Machine
+
+	mu       sync.Mutex
+	pinned   bool
+	lastUsed time.Time
+	uses     map[*use]struct{} // requests running on the model
+	loading  chan struct{}     // closed when the load in progress ends
+	drafter  bool              // the drafter is loaded (dropped under critical pressure)
+}
+
+type use struct{ cancel context.CancelCauseFunc }
+
+// EnableResidency puts the server's model under residency control. The
+// model starts unloaded (state "unloaded"); call Load to preload it.
+func (s *Server) EnableResidency(opts ResidencyOptions) *Residency {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	r := &Residency{s: s, opts: opts, uses: map[*use]struct{}{}, drafter: true}
+	switch {
+	case opts.KeepAlive == 0:
+		r.keep.Idle = residency.DefaultKeepAlive
+	case opts.KeepAlive > 0:
+		r.keep.Idle = opts.KeepAlive
+	}
+	r.m = residency.NewMachine(opts.Bundle, residency.Ready, opts.Now)
+	r.m.OnTransition(func(t residency.Transition) {
+		s.log.Info("residency", "bundle", t.Bundle, "from", t.From, "to", t.To, "reason", t.Reason)
+		state, reason := wireState(t.To, t.Reason)
+		s.SetState(state, reason)
+	})
+	s.SetBackend(Unavailable{Reason: "the model is not loaded", Bundle: s.Backend().Model().Bundle})
+	s.SetState(wireState(residency.Ready, ""))
+	s.mu.Lock()
+	s.res = r
+	s.mu.Unlock()
+	return r
+}
+
+// Wire states the residency machine adds to protocol 1's list (§5 of
+// docs/PROTOCOL.md): the model is installed but not in memory.
+const (
+	StateUnloaded  = "unloaded"
+	StateUnloading = "unloading"
+)
+
+// wireState maps a bundle state to the state subscribers see: "ready"
+// means serving.
+func wireState(s residency.State, reason string) (string, string) {
+	switch s {
+	case residency.Resident:
+		return wire.StateReady, reason
+	case residency.Ready:
+		if reason == "" {
+			reason = "not loaded; the next request loads it"
+		}
+		return StateUnloaded, reason
+	case residency.Unloading:
+		return StateUnloading, reason
+	case residency.Loading:
+		return wire.StateLoading, reason
+	case residency.Downloading:
+		return wire.StateDownloading, reason
+	case residency.Verifying:
+		return wire.StateVerifying, reason
+	case residency.Absent:
+		return wire.StateUnavailable, "the bundle is not installed"
+	}
+	return wire.StateUnavailable, reason
+}
+
+// State is the bundle's residency state and reason.
+func (r *Residency) State() (residency.State, string) { return r.m.State() }
+
+// Load makes the model resident (a no-op when it is). Concurrent callers
+// share one load.
+func (r *Residency) Load(ctx context.Context, why string) error {
+	for {
+		r.mu.Lock()
+		st, reason := r.m.State()
+		if st == residency.Resident {
+			r.mu.Unlock()
+			return nil
+		}
+		if wait := r.loading; wait != nil {
+			r.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+		if st != residency.Ready && st != residency.Failed {
+			r.mu.Unlock()
+			return wire.Errorf(wire.CodeUnavailable, "the model cannot be loaded while the bundle is %s %s", st, reason)
+		}
+		done := make(chan struct{})
+		r.loading = done
+		r.mu.Unlock()
+		err := r.load(why)
+		r.mu.Lock()
+		r.loading = nil
+		close(done)
+		r.mu.Unlock()
+		return err
+	}
+}
+
+func (r *Residency) load(why string) error {
+	if st, _ := r.m.State(); st == residency.Failed {
+		if err := r.m.To(residency.Verifying, "retrying after a failure"); err != nil {
+			return err
+		}
+		if err := r.m.To(residency.Ready, ""); err != nil {
+			return err
+		}
+	}
+	if err := r.m.To(residency.Loading, why); err != nil {
+		return err
+	}
+	// Loading is not tied to the request that triggered it: other
+	// requests wait for the same load.
+	b, err := r.opts.Load(context.Background())
+	if err != nil {
+		r.m.Fail(fmt.Sprintf("loading failed: %v", err))
+		return wire.Errorf(wire.CodeUnavailable, "loading the model failed: %v", err)
+	}
+	r.s.SetBackend(b)
+	r.mu.Lock()
+	r.lastUsed = r.opts.Now()
+	r.drafter = true
+	r.mu.Unlock()
+	return r.m.To(residency.Resident, "")
+}
+
+// Unload frees the model. It is refused (busy) while a request is running
+// unless force, which cancels those requests.
+func (r *Residency) Unload(force bool, why string) error {
+	r.mu.Lock()
+	if st, _ := r.m.State(); st != residency.Resident {
+		r.mu.Unlock()
+		return nil
+	}
+	if n := len(r.uses); n > 0 {
+		if !force {
+			r.mu.Unlock()
+			return wire.Errorf(wire.CodeBusy, "unload: %d request(s) are generating; wait, or pass force: true to cancel them", n)
+		}
+		for u := range r.uses {
+			u.cancel(wire.Errorf(wire.CodeCancelled, "the model was unloaded by an administrator"))
+		}
+	}
+	if err := r.m.To(residency.Unloading, why); err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	old := r.s.Backend()
+	r.s.SetBackend(Unavailable{Reason: "the model is not loaded", Bundle: old.Model().Bundle})
+	r.mu.Unlock()
+	// Sessions lose their engine state; their next turn prefills again.
+	r.s.forEachSession(func(c *conn, sess *session) { sess.tokens, sess.context = 0, 0 })
+	if cl, ok := old.(io.Closer); ok {
+		if err := cl.Close(); err != nil {
+			r.s.log.Warn("closing the unloaded model", "err", err)
+		}
+	}
+	return r.m.To(residency.Ready, why)
+}
+
+// Pin keeps the model loaded regardless of idle time (false: keep-alive
+// applies again).
+func (r *Residency) Pin(pinned bool) {
+	r.mu.Lock()
+	r.pinned = pinned
+	r.mu.Unlock()
+}
+
+// Pinned reports whether the model is pinned.
+func (r *Residency) Pinned() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pinned
+}
+
+// acquire loads the model if needed and registers a running request; the
+// returned context is cancelled by a forced unload.
+func (r *Residency) acquire(ctx context.Context) (context.Context, func(), error) {
+	for {
+		if err := r.Load(ctx, "a request arrived"); err != nil {
+			return nil, nil, err
+		}
+		r.mu.Lock()
+		if st, _ := r.m.State(); st != residency.Resident {
+			r.mu.Unlock()
+			continue // unloaded between the load and here: load again
+		}
+		ctx, cancel := context.WithCancelCause(ctx)
+		u := &use{cancel: cancel}
+		r.uses[u] = struct{}{}
+		r.lastUsed = r.opts.Now()
+		r.mu.Unlock()
+		return ctx, func() {
+			r.mu.Lock()
+			delete(r.uses, u)
+			r.lastUsed = r.opts.Now()
+			r.mu.Unlock()
+			cancel(nil)
+		}, nil
+	}
+}
+
+// Tick applies keep-alive: an idle, unpinned model past its keep-alive is
+// unloaded. Run calls it periodically; tests call it with their clock.
+func (r *Residency) Tick() {
+	r.mu.Lock()
+	st, _ := r.m.State()
+	idle := r.opts.Now().Sub(r.lastUsed)
+	expired := st == residency.Resident && r.keep.Expired(r.opts.Now(), r.lastUsed, r.pinned, len(r.uses) > 0)
+	r.mu.Unlock()
+	if expired {
+		_ = r.Unload(false, fmt.Sprintf("idle for %s (keep-alive %s)", idle.Round(time.Second), r.keep.Idle))
+	}
+}
+
+// Run ticks keep-alive and polls memory pressure from src (nil: none)
+// every interval until ctx ends.
+func (r *Residency) Run(ctx context.Context, interval time.Duration, src sysinfo.Source) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.Tick()
+		if src != nil {
+			if p, err := src.Pressure(); err == nil {
+				r.Pressure(p.Level)
+			}
+		}
+	}
+}
+
+// Pressure walks the pressure ladder for level (residency.PressureSteps):
+// idle sessions' engine state is dropped (their next turn prefills again),
+// then on critical the drafter is dropped and the model unloaded unless a
+// request is running. Each step is logged and published as a state event.
+// It returns the steps taken.
+func (r *Residency) Pressure(level sysinfo.Level) []residency.Step {
+	f := r.s.footprint()
+	if f == nil || level < sysinfo.Warning {
+		return nil
+	}
+	r.mu.Lock()
+	st, _ := r.m.State()
+	l := residency.Loaded{Model: st == residency.Resident, Drafter: r.drafter && st == residency.Resident, Generating: len(r.uses) > 0}
+	r.mu.Unlock()
+	idle := map[string]*conn{}
+	r.s.forEachSession(func(c *conn, sess *session) {
+		if !sess.busy && sess.context > 0 {
+			l.Idle = append(l.Idle, residency.IdleSession{ID: sess.id, Entry: sess.context, Tokens: sess.tokens, Spillable: true, LastUsed: sess.lastUsed})
+			idle[sess.id] = c
+		}
+	})
+	steps := f.PressureSteps(level, l)
+	backend := r.s.Backend()
+	for _, step := range steps {
+		r.s.log.Warn("memory pressure", "level", level, "step", step.String())
+		switch step.Kind {
+		case residency.DropSession, residency.Shrink:
+			c := idle[step.Session]
+			if !c.dropSessionState(step.Session) {
+				continue // it started a request meanwhile: leave it
+			}
+			backend.CloseSession(step.Session)
+		case residency.DropDrafter:
+			r.mu.Lock()
+			r.drafter = false
+			r.mu.Unlock()
+		case residency.Unload:
+			if err := r.Unload(false, "memory pressure "+level.String()); err != nil {
+				r.s.log.Warn("memory pressure: unload refused", "err", err)
+				continue
+			}
+		}
+		state, _, _ := r.s.currentState()
+		r.s.SetState(state, fmt.Sprintf("memory pressure %s: %s", level, step))
+	}
+	return steps
+}

@@ -1,0 +1,256 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/client"
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon"
+	"github.com/forgedaemon/forged/daemon/fakeengine"
+	"github.com/forgedaemon/forged/daemon/residency"
+	"github.com/forgedaemon/forged/internal/sysinfo"
+)
+
+// fakeClock is a settable clock for keep-alive.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// measuredEngine is the fake engine with a memory model, so pressure has
+// something to walk.
+type measuredEngine struct{ *fakeengine.Engine }
+
+func (measuredEngine) Footprint() *residency.Footprint {
+	return &residency.Footprint{Weights: 1e9, Drafter: 2e8, Scratch: 1e8, KVPerRow: 1024, Recurrent: 1e6, Ladder: []int{8192, 16384, 32768, 65536}}
+}
+
+type residencyRig struct {
+	ts    *testServer
+	r     *daemon.Residency
+	c     *client.Client
+	clock *fakeClock
+	loads atomic.Int32
+	eng   atomic.Pointer[fakeengine.Engine]
+}
+
+func newResidencyRig(t *testing.T, opts fakeengine.Options) *residencyRig {
+	rig := &residencyRig{ts: startServer(t, daemon.Config{}, opts), clock: &fakeClock{now: time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)}}
+	rig.r = rig.ts.EnableResidency(daemon.ResidencyOptions{
+		Bundle: "fake/instant@1",
+		Load: func(context.Context) (daemon.Backend, error) {
+			rig.loads.Add(1)
+			e := fakeengine.New(opts)
+			rig.eng.Store(e)
+			return measuredEngine{e}, nil
+		},
+		Now: rig.clock.Now,
+	})
+	c, err := client.Dial(context.Background(), rig.ts.path, client.Options{Name: "residency-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	rig.c = c
+	return rig
+}
+
+func (rig *residencyRig) state(t *testing.T) string {
+	t.Helper()
+	st, err := rig.c.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.State
+}
+
+func max64(n uint64) *uint64 { return &n }
+
+func TestLoadPinKeepAliveAndAutoLoad(t *testing.T) {
+	rig := newResidencyRig(t, fakeengine.Options{})
+	ctx := context.Background()
+	if s := rig.state(t); s != daemon.StateUnloaded {
+		t.Fatalf("state before load: %s", s)
+	}
+	var res map[string]any
+	if err := rig.c.Admin(ctx, wire.OpLoad, nil, &res); err != nil || res["state"] != wire.StateReady {
+		t.Fatalf("load: %v %v", res, err)
+	}
+	if err := rig.c.Admin(ctx, wire.OpPin, map[string]any{}, &res); err != nil || res["pinned"] != true {
+		t.Fatalf("pin: %v %v", res, err)
+	}
+	rig.clock.Add(time.Hour)
+	rig.r.Tick()
+	if s := rig.state(t); s != wire.StateReady {
+		t.Fatalf("pinned model after an idle hour: %s, want ready", s)
+	}
+	// Unpinned, the hour of idleness counts: the next tick unloads.
+	rig.c.Admin(ctx, wire.OpPin, map[string]any{"pinned": false}, &res)
+	rig.r.Tick()
+	if s := rig.state(t); s != daemon.StateUnloaded {
+		t.Fatalf("unpinned after an idle hour: %s, want unloaded", s)
+	}
+	// Used now, then idle for 10 minutes: unloaded.
+	if _, err := rig.c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{104, 105}, MaxTokens: max64(3)}).Result(); err != nil {
+		t.Fatal(err)
+	}
+	rig.clock.Add(9*time.Minute + 59*time.Second)
+	rig.r.Tick()
+	if s := rig.state(t); s != wire.StateReady {
+		t.Fatalf("9m59s idle: %s, want ready", s)
+	}
+	rig.clock.Add(time.Second)
+	rig.r.Tick()
+	if s := rig.state(t); s != daemon.StateUnloaded {
+		t.Fatalf("10 min idle: %s, want unloaded", s)
+	}
+	// The next request loads it again and is served.
+	res2, err := rig.c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{104, 105}, MaxTokens: max64(3)}).Result()
+	if err != nil || res2.Usage.GeneratedTokens != 3 {
+		t.Fatalf("request after unload: %+v %v", res2, err)
+	}
+	if n := rig.loads.Load(); n != 3 {
+		t.Fatalf("%d loads, want 3 (load op, then a request after each idle unload)", n)
+	}
+}
+
+func TestUnloadRefusedWhileGeneratingUnlessForced(t *testing.T) {
+	rig := newResidencyRig(t, fakeengine.Options{TokenDelay: 5 * time.Millisecond})
+	ctx := context.Background()
+	if err := rig.r.Load(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	stream := rig.c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{104}, MaxTokens: max64(60000)})
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		st, err := rig.c.Status(ctx)
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("the generation never started: %v", err)
+		}
+		if st.Running == 1 {
+			break
+		}
+	}
+	var res map[string]any
+	err := rig.c.Admin(ctx, wire.OpUnload, map[string]any{}, &res)
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Code != wire.CodeBusy {
+		t.Fatalf("unload while generating: %v, want busy", err)
+	}
+	if err := rig.c.Admin(ctx, wire.OpUnload, map[string]any{"force": true}, &res); err != nil || res["state"] != daemon.StateUnloaded {
+		t.Fatalf("forced unload: %v %v", res, err)
+	}
+	_, err = stream.Result()
+	if !errors.As(err, &we) || we.Code != wire.CodeCancelled {
+		t.Fatalf("the stream under a forced unload ended with %v, want cancelled", err)
+	}
+}
+
+func TestPressureDropsIdleSessionsThenUnloads(t *testing.T) {
+	rig := newResidencyRig(t, fakeengine.Options{})
+	ctx := context.Background()
+	var sessions []string
+	for range 3 {
+		s, err := rig.c.OpenSession(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rig.c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{104, 105}, MaxTokens: max64(2), Session: s}).Result(); err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+		time.Sleep(2 * time.Millisecond) // distinct last-used times
+	}
+	var events []string
+	var mu sync.Mutex
+	subCtx, stop := context.WithCancel(ctx)
+	subDone := make(chan struct{})
+	go func() {
+		defer close(subDone)
+		for ev, err := range rig.c.Subscribe(subCtx) {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			events = append(events, ev.State+": "+ev.Reason)
+			mu.Unlock()
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+
+	steps := rig.r.Pressure(sysinfo.Warning)
+	var kinds []residency.StepKind
+	var dropped []string
+	for _, s := range steps {
+		kinds = append(kinds, s.Kind)
+		dropped = append(dropped, s.Session)
+	}
+	if !slices.Equal(dropped, sessions) || !slices.Equal(kinds, []residency.StepKind{residency.DropSession, residency.DropSession, residency.DropSession}) {
+		t.Fatalf("warning steps %v, want the 3 idle sessions dropped oldest first %v", steps, sessions)
+	}
+	if got := rig.eng.Load().ClosedSessions(); !slices.Equal(got, sessions) {
+		t.Fatalf("backend sessions freed %v, want %v", got, sessions)
+	}
+	if s := rig.state(t); s != wire.StateReady {
+		t.Fatalf("after a warning the model must stay loaded: %s", s)
+	}
+	steps = rig.r.Pressure(sysinfo.Critical)
+	if len(steps) != 2 || steps[0].Kind != residency.DropDrafter || steps[1].Kind != residency.Unload {
+		t.Fatalf("critical steps %v, want drop drafter then unload (sessions are already dropped)", steps)
+	}
+	if s := rig.state(t); s != daemon.StateUnloaded {
+		t.Fatalf("after critical: %s, want unloaded", s)
+	}
+	time.Sleep(50 * time.Millisecond)
+	stop()
+	<-subDone
+	mu.Lock()
+	defer mu.Unlock()
+	var pressure int
+	for _, e := range events {
+		t.Log(e)
+		if contains(e, "memory pressure") && contains(e, "frees") {
+			pressure++
+		}
+	}
+	if pressure != 5 {
+		t.Fatalf("%d pressure events seen by a subscriber, want one per step (5)", pressure)
+	}
+	if !slices.Contains(events, "unloading: memory pressure critical") || !slices.Contains(events, "unloaded: memory pressure critical") {
+		t.Fatalf("the unload's transitions were not all published: %v", events)
+	}
+}
+
+func contains(s, sub string) bool {
+	return len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}
+
+func TestResidencyRunStopsWithoutLeaking(t *testing.T) {
+	rig := newResidencyRig(t, fakeengine.Options{})
+	before := runtime.NumGoroutine()
+	for range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { rig.r.Run(ctx, time.Millisecond, &sysinfo.Static{}); close(done) }()
+		time.Sleep(3 * time.Millisecond)
+		cancel()
+		<-done
+	}
+	time.Sleep(20 * time.Millisecond)
+	if after := runtime.NumGoroutine(); after > before+1 {
+		t.Fatalf("goroutines %d → %d after 20 Run start/stops", before, after)
+	}
+}

@@ -61,7 +61,7 @@ const testTaps = "[0,1,3]"
 type bundleSpec struct {
 	kv       refchunk.KV
 	aliasKV  bool // selectable fp16/v8 cache with entries_by_kv names
-	noPrefix bool // no p64 entries
+	noPrefix bool // no p64 entries (manifest without pctxs)
 }
 
 // embedding adapts the checkpoint embedding for the driver.
@@ -358,6 +358,7 @@ func TestDriverMatchesReference(t *testing.T) {
 	}{
 		{"fp16", bundleSpec{}},
 		{"v8-keysT-selectable", bundleSpec{kv: refchunk.KV{V8: true, KeysT: true}, aliasKV: true}},
+		{"fp16-no-prefill", bundleSpec{noPrefix: true}}, // every prompt row through 8-row verify calls
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e, s := openPair(t, c.spec)

@@ -13,6 +13,7 @@ import (
 	"github.com/forgedaemon/forged/ane/half"
 	"github.com/forgedaemon/forged/ane/quantize"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
+	"github.com/forgedaemon/forged/ane/rebuild/plan"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/tensor"
 )
@@ -83,6 +84,12 @@ func LowRank(o LowRankOptions) (*LowRankReport, error) {
 		return nil, err
 	}
 	// Check every input before writing anything.
+	ms, _ := plan.Quantizable(cfg, plan.PublishedDefaults(cfg))
+	for _, m := range ms {
+		if slices.Contains(modules, m.Module) && o.Rank > min(m.Rows, m.Cols) {
+			return nil, fmt.Errorf("%s: rank %d exceeds the %d×%d matrix", m.Name, o.Rank, m.Rows, m.Cols)
+		}
+	}
 	for i := 0; i < cfg.NumHiddenLayers; i++ {
 		for _, name := range []string{export.MLPFile(i), export.MixerFile(i)} {
 			if _, err := os.Stat(filepath.Join(o.Export, name)); err != nil {

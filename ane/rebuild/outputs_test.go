@@ -124,6 +124,9 @@ func TestLowRankReducesError(t *testing.T) {
 	if _, err := LowRank(bad); err == nil || !strings.Contains(err.Error(), "rank 100") {
 		t.Errorf("rank larger than a matrix: %v", err)
 	}
+	if entries, _ := os.ReadDir(bad.Out); len(entries) != 0 {
+		t.Errorf("%d files written before the rank error", len(entries))
+	}
 	bad.Rank, bad.Parts = 4, []string{"mlp"}
 	if _, err := LowRank(bad); err == nil || !strings.Contains(err.Error(), `"mlp"`) {
 		t.Errorf("unknown part: %v", err)

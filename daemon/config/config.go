@@ -306,6 +306,11 @@ func join(prefix, key string) string {
 // decodeStrict decodes data into v, refusing keys v does not have and
 // naming the key path in every error.
 func decodeStrict(path string, data []byte, v reflect.Value) error {
+	if path != "" && string(bytes.TrimSpace(data)) == "null" {
+		// encoding/json would silently keep the default for some types
+		// and call UnmarshalJSON for others; make it one rule.
+		return fmt.Errorf("%s: null is not a value (leave the key out to keep its default)", path)
+	}
 	_, custom := v.Addr().Interface().(json.Unmarshaler)
 	if v.Kind() != reflect.Struct || custom {
 		if err := json.Unmarshal(data, v.Addr().Interface()); err != nil {

@@ -104,6 +104,9 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{`{"context": {"max": 5000}}`, "context.max: must be 0 (no cap) or a multiple of 1024"},
 		{`{"drafter": "sometimes"}`, `drafter: must be "auto", "on" or "off", got "sometimes"`},
 		{`{"log_level": "loud"}`, "log_level: must be"},
+		{`{"keep_alive": null}`, "keep_alive: null is not a value"},
+		{`{"limits": {"slots": null}}`, "limits.slots: null is not a value"},
+		{`{"update": null}`, "update: null is not a value"},
 	}
 	for _, tc := range cases {
 		_, err := Parse([]byte(tc.in))

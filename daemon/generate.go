@@ -77,6 +77,7 @@ func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) 
 		return nil, wire.Errorf(wire.CodeNotFound, "session %q is not open on this connection", a.Session)
 	}
 	c.s.Backend().CloseSession(a.Session)
+	c.s.memoryFreed()
 	return wire.Empty{}, nil
 }
 
@@ -92,6 +93,7 @@ func (c *conn) closeSessions() {
 	for _, id := range ids {
 		c.s.Backend().CloseSession(id)
 	}
+	c.s.memoryFreed()
 }
 
 func (c *conn) sessionInfos() []wire.SessionInfo {
@@ -266,8 +268,11 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 		}
 	}
 
-	g := &generation{id: id, peer: c.peer, client: c.clientName(), op: p.op}
+	g := &generation{id: id, peer: c.peer, client: c.clientName(), op: p.op, session: p.session}
 	defer c.s.track(g)()
+	if err := c.admit(ctx, id, g, len(prompt), maxTokens, p.speculative == nil || *p.speculative); err != nil {
+		return nil, err
+	}
 	release, err := c.s.sched.Acquire(ctx, callerKey(c.peer, g.client), class)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,10 @@ type ResidencyOptions struct {
 	// default (10 minutes), negative never.
 	KeepAlive time.Duration
 	Now       func() time.Time // nil: time.Now (tests inject a clock)
+	// Budget is the memory the model and its sessions may use, in bytes
+	// (residency.Budget of the machine's memory and the reserve); a request
+	// that does not fit waits for memory. 0: no admission control.
+	Budget int64
 }
 
 // Residency holds the served model in memory and lets it go: load, unload,
@@ -39,6 +43,8 @@ type Residency struct {
 	uses     map[*use]struct{} // requests running on the model
 	loading  chan struct{}     // closed when the load in progress ends
 	drafter  bool              // the drafter is loaded (dropped under critical pressure)
+	freed    chan struct{}     // closed when memory may have been freed (admission waits on it)
+	waiting  []*int            // requests waiting for memory, in arrival order
 }
 
 type use struct{ cancel context.CancelCauseFunc }
@@ -198,6 +204,7 @@ func (r *Residency) Unload(force bool, why string) error {
 			r.s.log.Warn("closing the unloaded model", "err", err)
 		}
 	}
+	r.memoryFreed()
 	return r.m.To(residency.Ready, why)
 }
 
@@ -239,6 +246,7 @@ func (r *Residency) acquire(ctx context.Context) (context.Context, func(), error
 			r.lastUsed = r.opts.Now()
 			r.mu.Unlock()
 			cancel(nil)
+			r.memoryFreed()
 		}, nil
 	}
 }
@@ -308,6 +316,7 @@ func (r *Residency) Pressure(level sysinfo.Level) []residency.Step {
 				continue // it started a request meanwhile: leave it
 			}
 			backend.CloseSession(step.Session)
+			r.memoryFreed()
 		case residency.DropDrafter:
 			r.mu.Lock()
 			r.drafter = false

@@ -254,3 +254,70 @@ func TestResidencyRunStopsWithoutLeaking(t *testing.T) {
 		t.Fatalf("goroutines %d → %d after 20 Run start/stops", before, after)
 	}
 }
+
+// smallEngine has a tiny ladder so admission decisions are cheap to reach.
+type smallEngine struct{ *fakeengine.Engine }
+
+func smallFootprint() *residency.Footprint {
+	return &residency.Footprint{Weights: 1e9, Drafter: 2e8, Scratch: 1e8, KVPerRow: 1e6, Recurrent: 1e6, Ladder: []int{16, 32, 64}}
+}
+
+func (smallEngine) Footprint() *residency.Footprint { return smallFootprint() }
+
+// A session that does not fit next to another waits (queued events with its
+// position) until the other frees its memory; one that could never fit is
+// busy at once, naming the numbers.
+func TestAdmissionWaitsForMemory(t *testing.T) {
+	opts := fakeengine.Options{ContextSize: []int{16, 32, 64}}
+	ts := startServer(t, daemon.Config{}, opts)
+	f := smallFootprint()
+	budget := f.Model(true) + f.Session(32) + f.Session(16)/2 // room for one 32-entry session only
+	r := ts.EnableResidency(daemon.ResidencyOptions{Bundle: "small", Budget: budget,
+		Load: func(context.Context) (daemon.Backend, error) { return smallEngine{fakeengine.New(opts)}, nil }})
+	ctx := context.Background()
+	if err := r.Load(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Dial(ctx, ts.path, client.Options{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sa, _ := c.OpenSession(ctx)
+	if res, err := c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{104, 105}, MaxTokens: max64(20), Session: sa}).Result(); err != nil || res.Context != 32 {
+		t.Fatalf("first session: %+v %v", res, err)
+	}
+
+	raw := dialRaw(t, ts.path)
+	raw.hello()
+	rep := raw.call(2, wire.OpSessionOpen, map[string]any{})
+	sb := result(t, rep)["session"].(string)
+	raw.write(map[string]any{"id": uint64(3), "op": wire.OpGenerate, "args": map[string]any{"ids": []uint32{104, 105}, "max_tokens": 20, "session": sb}})
+	ev := raw.read()
+	if ev["event"] != daemon.EventQueued {
+		t.Fatalf("second session: %v, want a queued event", ev)
+	}
+	data := ev["data"].(map[string]any)
+	if asUint(data["position"]) != 1 || !contains(data["reason"].(string), "exceed") {
+		t.Fatalf("queued event %v, want position 1 and a reason", data)
+	}
+	if err := c.CloseSession(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m := raw.read()
+		if _, isEvent := m["event"]; isEvent {
+			continue
+		}
+		if m["ok"] != true || asUint(result(t, m)["context"]) != 32 {
+			t.Fatalf("second session after the first closed: %v", m)
+		}
+		break
+	}
+
+	_, err = c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{104, 105}, MaxTokens: max64(50)}).Result()
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Code != wire.CodeBusy || !contains(we.Message, "not enough memory") {
+		t.Fatalf("a request that never fits: %v, want busy naming memory", err)
+	}
+}

@@ -91,6 +91,16 @@ type Server struct {
 	res        *Residency // nil: the backend is always loaded
 }
 
+// memoryFreed wakes requests waiting for memory, if residency is on.
+func (s *Server) memoryFreed() {
+	s.mu.Lock()
+	r := s.res
+	s.mu.Unlock()
+	if r != nil {
+		r.memoryFreed()
+	}
+}
+
 // useModel makes sure the model is loaded for one request (loading it after
 // an unload) and counts the request as running on it until done.
 func (s *Server) useModel(ctx context.Context) (context.Context, func(), error) {
@@ -233,8 +243,10 @@ type generation struct {
 	peer      Peer
 	client    string
 	op        string
+	session   string
 	running   atomic.Bool
 	generated atomic.Uint64
+	entry     atomic.Int64 // context entry admitted at (0 before admission)
 }
 
 func (s *Server) track(g *generation) (untrack func()) {

@@ -1,0 +1,117 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/residency"
+)
+
+// EventQueued is sent while a generation waits for memory: {reason,
+// position} (position 1 is next). It is not sent when memory is free.
+const EventQueued = "queued"
+
+// QueuedEvent is the data of a queued event.
+type QueuedEvent struct {
+	Reason   string `msgpack:"reason"`
+	Position uint64 `msgpack:"position"`
+}
+
+// occupancy is what is in memory now, for admission: the model, the
+// drafter, the context entries of idle sessions holding state and of
+// admitted requests (except the session asking, re-counted at its entry).
+func (s *Server) occupancy(r *Residency, except string) residency.Occupancy {
+	o := residency.Occupancy{Models: 1}
+	r.mu.Lock()
+	o.Drafter = r.drafter
+	r.mu.Unlock()
+	s.forEachSession(func(_ *conn, sess *session) {
+		if sess.context > 0 && !sess.busy && sess.id != except { // a busy one is counted by its generation
+			o.Sessions = append(o.Sessions, sess.context)
+		}
+	})
+	s.mu.Lock()
+	for g := range s.gens {
+		if e := g.entry.Load(); e > 0 {
+			o.Sessions = append(o.Sessions, int(e))
+		}
+	}
+	s.mu.Unlock()
+	return o
+}
+
+// admit waits until the request fits in the memory budget, sending queued
+// events with its position; one that could never fit is busy at once.
+func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxTokens int, drafter bool) error {
+	s := c.s
+	s.mu.Lock()
+	r := s.res
+	s.mu.Unlock()
+	f := s.footprint()
+	if r == nil || f == nil || r.opts.Budget <= 0 {
+		return nil
+	}
+	ticket := new(int)
+	defer r.leaveQueue(ticket)
+	for {
+		changed := r.memoryChanged()
+		d, err := f.Decide(r.opts.Budget, s.occupancy(r, g.session), residency.Request{Prompt: prompt, MaxTokens: maxTokens, Drafter: drafter})
+		if err != nil {
+			return err
+		}
+		switch d.Verdict {
+		case residency.Admit:
+			g.entry.Store(int64(d.Entry))
+			return nil
+		case residency.Never:
+			return wire.Errorf(wire.CodeBusy, "not enough memory: %s", d.Reason)
+		}
+		pos := r.queuePosition(ticket)
+		if err := c.event(id, EventQueued, QueuedEvent{Reason: d.Reason, Position: uint64(pos)}); err != nil {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// memoryChanged is closed the next time memory may have been freed.
+func (r *Residency) memoryChanged() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.freed == nil {
+		r.freed = make(chan struct{})
+	}
+	return r.freed
+}
+
+// memoryFreed wakes requests waiting for memory.
+func (r *Residency) memoryFreed() {
+	r.mu.Lock()
+	if r.freed != nil {
+		close(r.freed)
+		r.freed = nil
+	}
+	r.mu.Unlock()
+}
+
+func (r *Residency) queuePosition(t *int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := slices.Index(r.waiting, t)
+	if i < 0 {
+		r.waiting = append(r.waiting, t)
+		i = len(r.waiting) - 1
+	}
+	return i + 1
+}
+
+func (r *Residency) leaveQueue(t *int) {
+	r.mu.Lock()
+	r.waiting = slices.DeleteFunc(r.waiting, func(w *int) bool { return w == t })
+	r.mu.Unlock()
+}

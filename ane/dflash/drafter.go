@@ -226,14 +226,17 @@ func (d *Drafter) slot(p int) int {
 func (d *Drafter) normRope(x, gain []float32, pos []int, heads int) {
 	hd := d.cfg.HeadDim
 	half := hd / 2
+	sin, cos := make([]float64, half), make([]float64, half)
 	for t, p := range pos {
+		for i := range sin {
+			sin[i], cos[i] = math.Sincos(float64(p) * d.inv[i])
+		}
 		for h := 0; h < heads; h++ {
 			v := x[(t*heads+h)*hd : (t*heads+h+1)*hd]
 			rmsNorm(v, gain, d.cfg.RMSNormEps)
 			for i := 0; i < half; i++ {
-				s, c := math.Sincos(float64(p) * d.inv[i])
 				a, b := float64(v[i]), float64(v[i+half])
-				v[i], v[i+half] = float32(a*c-b*s), float32(b*c+a*s)
+				v[i], v[i+half] = float32(a*cos[i]-b*sin[i]), float32(b*cos[i]+a*sin[i])
 			}
 		}
 	}
@@ -513,4 +516,22 @@ func Load(dir string, target TargetWeights, threads int) (*Drafter, error) {
 		return nil, err
 	}
 	return New(w, target, threads)
+}
+
+// Rewind forgets the context at positions ≥ pos (the target was restored
+// to pos). Ring slots that rows at those positions overwrote keep no trace
+// of the older rows they replaced: the drafter then sees slightly less
+// context, which can only cost acceptance, never correctness.
+func (d *Drafter) Rewind(pos int) {
+	for s, p := range d.slotPos {
+		if p >= pos {
+			d.slotPos[s] = -1
+		}
+	}
+	keep := 0
+	for keep < len(d.pendingPos) && d.pendingPos[keep] < pos {
+		keep++
+	}
+	d.pendingPos, d.pendingF = d.pendingPos[:keep], d.pendingF[:keep*d.feat]
+	d.lastPos = min(d.lastPos, pos-1)
 }

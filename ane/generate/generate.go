@@ -1,0 +1,218 @@
+// Package generate is the one generation API above the backends: a prompt
+// (token ids or a chat request) goes in, a stream of tokens with text
+// deltas and a final summary come out. It composes an ane.Engine, the
+// speculative cycle (ane/spec) with an optional drafter, the sampler and
+// stopper (ane/sample), the tokenizer's streaming detokenizer and the chat
+// template, output parser and thinking budget (ane/chat). The daemon and
+// forgectl run both use it; docs/GENERATE.md describes it.
+package generate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/chat"
+	"github.com/forgedaemon/forged/ane/sample"
+	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/tokenizer"
+)
+
+// Generator is one session's generation stack. Each Run starts the engine
+// (and drafter) from an empty state. It is not safe for concurrent use.
+type Generator struct {
+	Engine ane.Engine
+	// Vocab is the width of the engine's logits rows.
+	Vocab     int
+	Tokenizer *tokenizer.Tokenizer
+	// Template renders chat requests; nil refuses them.
+	Template *chat.Template
+	// Drafter proposes drafts; nil decodes plainly. Its context is the
+	// engine's tap features, so the engine must tap the drafter's layers.
+	Drafter spec.Drafter
+	// Auto tunes auto mode (CycleCost: what a draft cycle costs in plain
+	// steps on this backend; see docs/SAMPLING.md).
+	Auto spec.Auto
+	// StopTokens are always stop tokens (default: <|im_end|> and
+	// <|endoftext|> from the tokenizer).
+	StopTokens []int
+}
+
+// Request is one generation.
+type Request struct {
+	// Exactly one of IDs (a raw prompt) and Chat (rendered with the
+	// template, generation prompt added) is set.
+	IDs  []int
+	Chat *chat.Request
+	// Sampling overrides the defaults for the mode (sample.Defaults with
+	// thinking = the prompt opened <think>); nil keeps them. Stop tokens
+	// listed here are added to the generator's.
+	Sampling *sample.Options
+	// Speculative: spec.ModeOn, ModeOff or ModeAuto; "" is auto with a
+	// drafter and off without.
+	Speculative spec.Mode
+	// MaxTokens and StopStrings override Sampling's when set.
+	MaxTokens   int
+	StopStrings []string
+	// ThinkingBudget bounds reasoning tokens (≤ 0: none); when reached
+	// inside unfinished reasoning, chat.ThinkStop is forced into the output.
+	ThinkingBudget int
+}
+
+// Event is one output token.
+type Event struct {
+	ID int `json:"id"`
+	// Text is the text this token made visible (may be empty: a partial
+	// UTF-8 character or a possible stop string is held back).
+	Text string `json:"text"`
+	// Reasoning and Content split Text for chat requests (ane/chat's
+	// streaming parser); a tool call being written shows up in neither
+	// until it is complete (then in Summary.Output).
+	Reasoning string `json:"reasoning,omitempty"`
+	Content   string `json:"content,omitempty"`
+	// Forced marks the tokens of the thinking-budget stop text.
+	Forced bool `json:"forced,omitempty"`
+	// Final marks the last event: text released at the finish (no token;
+	// ID is -1).
+	Final bool `json:"final,omitempty"`
+}
+
+// Summary describes a finished generation.
+type Summary struct {
+	PromptTokens    int                 `json:"prompt_tokens"`
+	GeneratedTokens int                 `json:"generated_tokens"` // output tokens (stop token excluded)
+	IDs             []int               `json:"ids"`
+	Text            string              `json:"text"` // every Event's Text, concatenated
+	Finish          sample.FinishReason `json:"finish_reason"`
+	Speculative     spec.Mode           `json:"speculative"`
+	// Times: prefill, time to the first output token (from the start),
+	// decode (first token to finish), and output tokens per second over
+	// the decode.
+	Prefill         time.Duration `json:"prefill_ns"`
+	TimeToFirst     time.Duration `json:"time_to_first_token_ns"`
+	Decode          time.Duration `json:"decode_ns"`
+	TokensPerSecond float64       `json:"tokens_per_second"`
+	Stats           spec.Stats    `json:"stats"`
+	AcceptRate      float64       `json:"draft_accept_rate"`
+	TokensPerCycle  float64       `json:"tokens_per_cycle"`
+	ThinkingTokens  int           `json:"thinking_tokens,omitempty"`
+	ForcedThinkStop bool          `json:"forced_think_stop,omitempty"`
+	// Output is the parsed chat response (chat requests only).
+	Output *chat.Output `json:"output,omitempty"`
+}
+
+// rewinder is a drafter that can forget context past a position (the
+// thinking budget restores the engine to before a cycle).
+type rewinder interface{ Rewind(pos int) }
+
+// resetter is a drafter that can start over.
+type resetter interface{ Reset() }
+
+// Run generates for req, calling emit for every output token and once more
+// with the final released text. An error from emit aborts the run.
+func (g *Generator) Run(req Request, emit func(Event) error) (*Summary, error) {
+	if g.Engine == nil || g.Tokenizer == nil || g.Vocab <= 0 {
+		return nil, errors.New("generate: the generator needs an engine, its vocabulary size and a tokenizer")
+	}
+	prompt, thinking, parseOpts, err := g.prompt(req)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range prompt {
+		if id < 0 || id >= g.Vocab {
+			return nil, fmt.Errorf("generate: prompt token %d (index %d) is outside the vocabulary [0, %d)", id, i, g.Vocab)
+		}
+	}
+	opts := sample.Defaults(thinking)
+	if req.Sampling != nil {
+		opts = *req.Sampling
+	}
+	opts.StopTokens = append(append([]int(nil), g.stopTokens()...), opts.StopTokens...)
+	if req.MaxTokens > 0 {
+		opts.MaxTokens = req.MaxTokens
+	}
+	if req.StopStrings != nil {
+		opts.StopStrings = req.StopStrings
+	}
+	sampler, err := sample.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	stopper, err := sample.NewStopper(opts)
+	if err != nil {
+		return nil, err
+	}
+	mode := req.Speculative
+	drafter := g.Drafter
+	switch {
+	case mode == "" && drafter != nil:
+		mode = spec.ModeAuto
+	case mode == "" || mode == spec.ModeOff:
+		mode, drafter = spec.ModeOff, nil
+	case drafter == nil:
+		return nil, fmt.Errorf("generate: speculative %q needs a drafter, and none is loaded", mode)
+	}
+	if _, err := spec.ParseMode(string(mode)); err != nil {
+		return nil, err
+	}
+	sp, err := spec.New(spec.NewEngineTarget(g.Engine, g.Vocab), drafter, sampler, spec.Config{Mode: mode, Auto: g.Auto})
+	if err != nil {
+		return nil, err
+	}
+	r := &run{g: g, req: req, drafter: drafter, sp: sp, sampler: sampler, stopper: stopper,
+		dec: g.Tokenizer.NewStreamDecoder(), emit: emit,
+		sum: &Summary{PromptTokens: len(prompt), Speculative: mode}}
+	if req.ThinkingBudget > 0 {
+		r.guard = chat.NewThinkingGuard(req.ThinkingBudget, thinking)
+	}
+	if req.Chat != nil {
+		r.parser = chat.NewParser(parseOpts)
+	}
+	if err := r.generate(prompt); err != nil {
+		return nil, err
+	}
+	return r.sum, nil
+}
+
+// prompt encodes the request; thinking reports a prompt that opened <think>.
+func (g *Generator) prompt(req Request) ([]int, bool, chat.ParseOptions, error) {
+	var po chat.ParseOptions
+	switch {
+	case (req.IDs != nil) == (req.Chat != nil):
+		return nil, false, po, errors.New("generate: give exactly one of prompt ids and a chat request")
+	case req.IDs != nil:
+		if len(req.IDs) == 0 {
+			return nil, false, po, errors.New("generate: empty prompt")
+		}
+		return req.IDs, false, po, nil
+	}
+	if g.Template == nil {
+		return nil, false, po, errors.New("generate: chat request, but the model has no chat template")
+	}
+	c := *req.Chat
+	c.AddGenerationPrompt = true
+	text, err := g.Template.Render(&c)
+	if err != nil {
+		return nil, false, po, fmt.Errorf("generate: rendering the chat template: %w", err)
+	}
+	ids := g.Tokenizer.Encode(text)
+	if len(ids) == 0 {
+		return nil, false, po, errors.New("generate: the rendered prompt is empty")
+	}
+	po = chat.ParseOptions{InThinking: chat.PromptOpensThinking(text), Tools: req.Chat.Tools}
+	return ids, po.InThinking, po, nil
+}
+
+func (g *Generator) stopTokens() []int {
+	if g.StopTokens != nil {
+		return g.StopTokens
+	}
+	var ids []int
+	for _, s := range []string{"<|im_end|>", "<|endoftext|>"} {
+		if id, ok := g.Tokenizer.TokenID(s); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

@@ -1,0 +1,246 @@
+package generate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/chat"
+	"github.com/forgedaemon/forged/ane/sample"
+	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/tokenizer"
+)
+
+// run is the state of one Run.
+type run struct {
+	g       *Generator
+	req     Request
+	drafter spec.Drafter
+	sp      *spec.Speculator
+	sampler *sample.Sampler
+	stopper *sample.Stopper
+	dec     *tokenizer.StreamDecoder
+	guard   *chat.ThinkingGuard
+	fired   bool // the thinking budget was spent and the stop text forced
+	parser  *chat.Parser
+	events  []chat.Event
+	emit    func(Event) error
+	sum     *Summary
+	start   time.Time
+	first   time.Time
+	byToken bool // generation ended on a stop token (not a stop string)
+}
+
+func (r *run) generate(prompt []int) error {
+	r.g.Engine.Reset()
+	if rs, ok := r.drafter.(resetter); ok {
+		rs.Reset()
+	}
+	r.start = time.Now()
+	logits, err := r.feed(prompt, 0)
+	if err != nil {
+		return err
+	}
+	r.sum.Prefill = time.Since(r.start)
+	anchor, err := r.sampler.Sample(logits, nil)
+	if err != nil {
+		return err
+	}
+	// batch holds output tokens to show; its last token is the anchor, not
+	// yet in the engine, at position pos. fromStep: the batch came from a
+	// Step that started at stepPos with stepAnchor (snap, if taken, is the
+	// engine before that Step).
+	batch, pos := []int{anchor}, len(prompt)
+	fromStep, stepPos, stepAnchor := false, pos, anchor
+	var snap ane.Snapshot
+	for {
+		at, force := -1, ""
+		for i, id := range batch {
+			finish, f, err := r.take(id, false)
+			if err != nil {
+				return err
+			}
+			if finish != "" {
+				return r.finish(finish)
+			}
+			if f != "" {
+				at, force = i, f
+				break
+			}
+		}
+		if at >= 0 {
+			// The thinking budget ran out at batch[at]: keep it, drop the
+			// rest of the batch, and feed the stop text after it.
+			base, from := []int(nil), pos-(len(batch)-1)
+			if fromStep {
+				if snap == nil {
+					return errors.New("generate: thinking budget reached without an engine snapshot")
+				}
+				if err := r.g.Engine.Restore(snap); err != nil {
+					return fmt.Errorf("generate: thinking budget: %w", err)
+				}
+				if rw, ok := r.drafter.(rewinder); ok {
+					rw.Rewind(stepPos)
+				}
+				base, from = []int{stepAnchor}, stepPos
+			}
+			stopIDs := r.g.Tokenizer.Encode(force)
+			fed := append(append(base, batch[:at+1]...), stopIDs...)
+			if logits, err = r.feed(fed, from); err != nil {
+				return err
+			}
+			r.fired, r.sum.ForcedThinkStop = true, true
+			for _, id := range stopIDs {
+				finish, _, err := r.take(id, true)
+				if err != nil {
+					return err
+				}
+				if finish != "" {
+					return r.finish(finish)
+				}
+			}
+			if anchor, err = r.sampler.Sample(logits, r.stopper.Tokens()); err != nil {
+				return err
+			}
+			batch, pos, fromStep, snap = []int{anchor}, from+len(fed), false, nil
+			continue
+		}
+		anchor = batch[len(batch)-1]
+		snap = nil
+		if r.nearBudget() {
+			if snap, err = r.g.Engine.Snapshot(); err != nil {
+				return err
+			}
+		}
+		fromStep, stepPos, stepAnchor = true, pos, anchor
+		next, err := r.sp.Step(anchor, pos, r.stopper.Tokens())
+		if err != nil {
+			return err
+		}
+		batch = next
+		pos += len(next)
+	}
+}
+
+// nearBudget: the next Step could spend the thinking budget, so the engine
+// state before it must be kept (a Step yields at most 8 tokens).
+func (r *run) nearBudget() bool {
+	return r.guard != nil && !r.fired && r.guard.Used()+spec.MaxDrafts+1 >= r.req.ThinkingBudget
+}
+
+// feed commits ids at pos in prefill blocks, giving the drafter each
+// block's features, and returns a copy of the last row's logits.
+func (r *run) feed(ids []int, pos int) ([]float32, error) {
+	var logits []float32
+	for len(ids) > 0 {
+		n := min(len(ids), ane.PrefillRows)
+		l, err := r.g.Engine.Feed(ids[:n])
+		if err != nil {
+			return nil, err
+		}
+		if len(l) != r.g.Vocab {
+			return nil, fmt.Errorf("generate: engine returned %d logits, want the vocabulary size %d", len(l), r.g.Vocab)
+		}
+		logits = append(logits[:0], l...)
+		if r.drafter != nil {
+			f, err := r.g.Engine.Features(n)
+			if err != nil {
+				return nil, err
+			}
+			positions := make([]int, n)
+			for i := range positions {
+				positions[i] = pos + i
+			}
+			if err := r.drafter.AddContext(f, positions); err != nil {
+				return nil, err
+			}
+		}
+		ids, pos = ids[n:], pos+n
+	}
+	return logits, nil
+}
+
+// take shows one token: detokenize, apply the stopper, split for chat,
+// emit. It returns the finish reason, and the text to force when the
+// thinking budget ran out at this token.
+func (r *run) take(id int, forced bool) (sample.FinishReason, string, error) {
+	if r.first.IsZero() {
+		r.first = time.Now()
+		r.sum.TimeToFirst = r.first.Sub(r.start)
+	}
+	stop := r.stopper.IsStopToken(id)
+	text := ""
+	if !stop {
+		text = r.dec.Add(id)
+	}
+	shown, finish := r.stopper.Add(id, text)
+	if stop {
+		r.byToken = true
+	} else {
+		r.sum.IDs = append(r.sum.IDs, id)
+	}
+	ev := r.event(Event{ID: id, Text: shown, Forced: forced}, shown)
+	if err := r.emit(ev); err != nil {
+		return "", "", err
+	}
+	force := ""
+	if r.guard != nil && !stop && !forced && finish == "" {
+		force = r.guard.Observe(text)
+	}
+	return finish, force, nil
+}
+
+// event fills in the chat split of text and records the text.
+func (r *run) event(ev Event, text string) Event {
+	r.sum.Text += text
+	if r.parser == nil {
+		return ev
+	}
+	for _, e := range r.parser.Feed(text) {
+		r.note(&ev, e)
+	}
+	return ev
+}
+
+func (r *run) note(ev *Event, e chat.Event) {
+	r.events = append(r.events, e)
+	switch e.Kind {
+	case chat.EventReasoning:
+		ev.Reasoning += e.Text
+	case chat.EventContent:
+		ev.Content += e.Text
+	}
+}
+
+// finish releases held text (the stream decoder's partial character and
+// the stopper's held-back stop-string prefix — except after a stop string,
+// whose text is never shown), emits the final event and fills the summary.
+func (r *run) finish(reason sample.FinishReason) error {
+	end := time.Now()
+	tail := ""
+	if reason != sample.FinishStop || r.byToken {
+		tail = r.stopper.Flush() + r.dec.Flush()
+	}
+	ev := r.event(Event{ID: -1, Text: tail, Final: true}, tail)
+	if r.parser != nil {
+		for _, e := range r.parser.Finish() {
+			r.note(&ev, e)
+		}
+		out := chat.Collect(r.events)
+		r.sum.Output = &out
+	}
+	s := r.sum
+	s.Finish = reason
+	s.GeneratedTokens = len(s.IDs)
+	s.Decode = end.Sub(r.first)
+	if s.Decode > 0 {
+		s.TokensPerSecond = float64(s.GeneratedTokens) / s.Decode.Seconds()
+	}
+	s.Stats = r.sp.Stats()
+	s.AcceptRate, s.TokensPerCycle = s.Stats.AcceptRate(), s.Stats.TokensPerCycle()
+	if r.guard != nil {
+		s.ThinkingTokens = r.guard.Used()
+	}
+	return r.emit(ev)
+}

@@ -235,7 +235,7 @@ func TestThinkingBudget(t *testing.T) {
 	const budget = 6
 	var runs [2]*Summary
 	for i, mode := range []spec.Mode{spec.ModeOff, spec.ModeOn} {
-		sum, _ := collect(t, g, Request{Chat: req, Sampling: greedy(budget+80), Speculative: mode, ThinkingBudget: budget})
+		sum, _ := collect(t, g, Request{Chat: req, Sampling: greedy(budget + 80), Speculative: mode, ThinkingBudget: budget})
 		runs[i] = sum
 		if !sum.ForcedThinkStop || sum.ThinkingTokens != budget {
 			t.Fatalf("%s: forced %v after %d thinking tokens, want after %d", mode, sum.ForcedThinkStop, sum.ThinkingTokens, budget)

@@ -92,11 +92,12 @@ func Default() *Config {
 			Interval: Duration(6 * time.Hour),
 			Jitter:   Duration(30 * time.Minute),
 		},
-		Memory:    Memory{Reserve: 4 << 30},
-		KeepAlive: Duration(10 * time.Minute),
-		Limits:    Limits{MaxFrame: 1 << 20, PerCaller: 4, MaxQueue: 256, Slots: 1},
-		Drafter:   DrafterAuto,
-		LogLevel:  "info",
+		Memory:       Memory{Reserve: 4 << 30},
+		KeepAlive:    Duration(10 * time.Minute),
+		AllowedUsers: []string{}, // written as [], never null
+		Limits:       Limits{MaxFrame: 1 << 20, PerCaller: 4, MaxQueue: 256, Slots: 1},
+		Drafter:      DrafterAuto,
+		LogLevel:     "info",
 	}
 }
 

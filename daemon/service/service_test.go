@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forgedaemon/forged/daemon/config"
 	"howett.net/plist"
 )
 
@@ -230,8 +231,16 @@ func TestSpecPathsAndErrors(t *testing.T) {
 	if y.Path() != "/etc/systemd/system/forged.service" || y.ConfigPath != "/etc/forged/config.json" || y.Config.DataDir != "/var/lib/forged" {
 		t.Errorf("system unit spec: %+v", y)
 	}
-	if err := y.Config.Validate(); err != nil {
-		t.Errorf("system config invalid: %v", err)
+	// The config file install writes must be one the daemon accepts.
+	for _, spec := range []Spec{s, u, y} {
+		data, err := spec.Config.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := config.Parse(data)
+		if err != nil || back.DataDir != spec.Config.DataDir || back.Socket != spec.Config.Socket {
+			t.Errorf("config written by install does not parse back: %v\n%s", err, data)
+		}
 	}
 }
 

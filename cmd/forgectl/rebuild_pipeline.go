@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,6 +44,22 @@ func progressPrinter(cmd *cobra.Command, asJSON bool) func(rebuild.Event) {
 		fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] layer %d/%d %s %s  %.0fs elapsed, ETA %.0fs",
 			e.Done, e.Total, e.Layer, e.Layers, e.Matrix, e.Format, e.Elapsed, e.ETA)
 		if e.Step == "done" {
+			fmt.Fprintln(os.Stderr)
+		}
+	}
+}
+
+// sequenceProgress reports finished sequences with an ETA on a terminal.
+func sequenceProgress(what string, total int) func(int) {
+	st, err := os.Stderr.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	start := time.Now()
+	return func(done int) {
+		el := time.Since(start).Seconds()
+		fmt.Fprintf(os.Stderr, "\r\033[K%s: sequence %d/%d, %.0fs elapsed, ETA %.0fs", what, done, total, el, el/float64(done)*float64(total-done))
+		if done == total {
 			fmt.Fprintln(os.Stderr)
 		}
 	}
@@ -177,6 +194,9 @@ func newRebuildLowRankCmd() *cobra.Command {
 			return err
 		}
 		o.Parts = strings.Split(parts, ",")
+		if !*asJSON {
+			o.Progress = progressPrinter(cmd, false)
+		}
 		rep, err := rebuild.LowRank(o)
 		if err != nil {
 			return err
@@ -248,7 +268,7 @@ top-k 20, seed N+i for prompt i) until EOS or --max-new, and writes trace.npz
 		}
 		defer m.Close()
 		o.EOS = m.EOS
-		tr, err := kl.Generate(kl.SessionFactory(m), ids, o)
+		tr, err := kl.Generate(kl.WithProgress(kl.SessionFactory(m), sequenceProgress("trace", len(ids))), ids, o)
 		if err != nil {
 			return err
 		}
@@ -323,7 +343,7 @@ func newRebuildKLCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		r, err := kl.BuildReference(kl.SessionFactory(m), tr, topK)
+		r, err := kl.BuildReference(kl.WithProgress(kl.SessionFactory(m), sequenceProgress("reference", len(tr.Lengths))), tr, topK)
 		if err != nil {
 			return err
 		}
@@ -362,7 +382,7 @@ func newRebuildKLCmd() *cobra.Command {
 			return err
 		}
 		defer m.Close()
-		res, perPos, err := kl.Evaluate(kl.SessionFactory(m), r)
+		res, perPos, err := kl.Evaluate(kl.WithProgress(kl.SessionFactory(m), sequenceProgress("eval", len(r.Trace.Lengths))), r)
 		if err != nil {
 			return err
 		}

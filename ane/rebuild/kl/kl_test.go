@@ -160,7 +160,11 @@ func TestTraceReferenceEvalOnBF16(t *testing.T) {
 	if r2.K != 16 || len(r2.NLL) != back.Positions() {
 		t.Fatalf("reference: K %d, %d positions", r2.K, len(r2.NLL))
 	}
-	res, perPos, err := Evaluate(open, r2)
+	seen := 0
+	res, perPos, err := Evaluate(WithProgress(open, func(done int) { seen = done }), r2)
+	if seen != len(prompts) {
+		t.Errorf("progress reported %d finished sequences, want %d", seen, len(prompts))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

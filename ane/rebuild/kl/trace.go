@@ -234,3 +234,20 @@ func SessionFactory[S interface {
 		return s, func() { s.Close() }, nil
 	}
 }
+
+// WithProgress wraps open so fn is called with the number of sequences
+// finished each time one finishes (every step here opens one session per
+// sequence), for progress reports.
+func WithProgress(open EngineFactory, fn func(done int)) EngineFactory {
+	if fn == nil {
+		return open
+	}
+	n := 0
+	return func() (ane.Engine, func(), error) {
+		e, done, err := open()
+		if err != nil {
+			return nil, nil, err
+		}
+		return e, func() { done(); n++; fn(n) }, nil
+	}
+}

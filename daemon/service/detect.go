@@ -9,8 +9,7 @@ import (
 // CheckManager makes sure the machine's service manager is the one target
 // needs before anything is installed. kardianos/service knows how to detect
 // each init system (launchd, systemd, SysV, upstart, OpenRC…); we use it for
-// that and for telling whether forged runs under a manager, but drive
-// launchctl and systemctl ourselves: its launchd start/stop use the
+// that, but drive launchctl and systemctl ourselves: its launchd start/stop use the
 // deprecated load/unload verbs and its user units name multi-user.target.
 func CheckManager(target Target) error {
 	want := map[Target]string{Launchd: "darwin-launchd", Systemd: "linux-systemd"}[target]
@@ -24,6 +23,3 @@ func CheckManager(target Target) error {
 	return nil
 }
 
-// UnderServiceManager reports whether this process was started by a service
-// manager rather than from a terminal.
-func UnderServiceManager() bool { return !kservice.Interactive() }

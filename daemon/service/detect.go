@@ -22,4 +22,3 @@ func CheckManager(target Target) error {
 	}
 	return nil
 }
-

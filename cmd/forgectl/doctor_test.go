@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,18 +111,14 @@ func TestDoctorOnLinuxReportsReferenceBackendAndMachine(t *testing.T) {
 
 func TestDoctorCommandJSONAndExitStatus(t *testing.T) {
 	dir := shortDir(t)
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetArgs([]string{"doctor", "--json", "--config", filepath.Join(dir, "c.json"), "--socket", filepath.Join(dir, "none.sock"), "--data", filepath.Join(dir, "d")})
-	err := rootCmd.Execute()
-	rootCmd.SetOut(nil)
+	out, err := runForgectlCapture(t, "doctor", "--json", "--config", filepath.Join(dir, "c.json"), "--socket", filepath.Join(dir, "none.sock"), "--data", filepath.Join(dir, "d"))
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "1 check(s) failed") {
 		t.Fatalf("want exit status 2 for the missing socket, got %v", err)
 	}
 	var r doctorReport
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
 	if c := find(t, r, "socket"); c.Status != checkFail || !strings.Contains(c.Message, "none.sock") {
 		t.Errorf("socket check %+v", c)

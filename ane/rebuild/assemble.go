@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
+	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/synthbundle"
 	"github.com/forgedaemon/forged/verify"
@@ -294,4 +294,3 @@ func writeRuntime(o AssembleOptions, cfg *config.Model) error {
 	}
 	return os.WriteFile(filepath.Join(root, bundle.ManifestFile), append(data, '\n'), 0o644)
 }
-

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unsafe"
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/half"
@@ -437,26 +438,23 @@ func (e *Engine) appendRows(kind string, k int) {
 			for g := 0; g < nkv; g++ {
 				for t := 0; t < k; t++ {
 					p := e.pos + t
-					for d := 0; d < hd; d++ {
-						if e.keysT {
-							kb.putU16(kn.f16(g, t, d), g, d, p)
-						} else {
-							kb.putU16(kn.f16(g, t, d), g, p, d)
-						}
-					}
-					if e.kv != ane.KVV8 {
+					// Rows are contiguous (last stride 1): copy them whole.
+					krow := kn.data[kn.off(g, t, 0) : kn.off(g, t, 0)+2*hd]
+					if e.keysT {
 						for d := 0; d < hd; d++ {
-							vb.putU16(vn.f16(g, t, d), g, p, d)
+							kb.putU16(binary.LittleEndian.Uint16(krow[2*d:]), g, d, p)
 						}
+					} else {
+						copy(kb.data[kb.off(g, p, 0):], krow)
+					}
+					vrow := vn.data[vn.off(g, t, 0) : vn.off(g, t, 0)+2*hd]
+					if e.kv != ane.KVV8 {
+						copy(vb.data[vb.off(g, p, 0):], vrow)
 						continue
 					}
-					for d := 0; d < hd; d++ {
-						vals[d] = half.F16Float(vn.f16(g, t, d))
-					}
+					half.F16ToF32(vals, u16s(vrow))
 					scale := QuantizeV8(codes, vals)
-					for d, c := range codes {
-						vb.data[vb.off(g, p, d)] = byte(c)
-					}
+					copy(vb.data[vb.off(g, p, 0):vb.off(g, p, 0)+hd], unsafe.Slice((*byte)(unsafe.Pointer(&codes[0])), hd))
 					vs.putU16(scale, g, p)
 				}
 			}

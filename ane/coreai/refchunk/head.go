@@ -1,5 +1,7 @@
 package refchunk
 
+import "github.com/forgedaemon/forged/ane/config"
+
 // Head is the final norm and LM head: x (1, H, 1, T) → logits (T, V).
 type Head struct {
 	w            *Weights
@@ -23,6 +25,11 @@ func NewHead(w *Weights, rows int) (*Head, error) {
 		return nil, err
 	}
 	return &Head{w: w, Rows: rows, norm: norm, lmHead: lm}, nil
+}
+
+// NewHeadLayout describes the head without weights (Tensors only).
+func NewHeadLayout(cfg *config.Model, rows int) *Head {
+	return &Head{w: &Weights{Cfg: cfg}, Rows: rows}
 }
 
 // Tensors lists the head's input and output.

@@ -15,6 +15,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/forgedaemon/forged/ane/config"
 	"github.com/forgedaemon/forged/ane/half"
 )
 
@@ -110,6 +111,28 @@ func NewChunk(w *Weights, lo, hi int, taps []int, pend int, kv KV) (*Chunk, erro
 		c.layers = append(c.layers, l)
 	}
 	return c, nil
+}
+
+// Published27B is the Qwen3.8-27B text config (anemll-forge §2.1), for
+// laying out functions at the published scale.
+func Published27B() *config.Model {
+	types := make([]string, 64)
+	for i := range types {
+		types[i] = "linear_attention"
+		if i%4 == 3 {
+			types[i] = "full_attention"
+		}
+	}
+	return &config.Model{ModelType: "qwen3_5", VocabSize: 248320, HiddenSize: 5120, IntermediateSize: 17408,
+		NumHiddenLayers: 64, NumAttentionHeads: 24, NumKeyValueHeads: 4, HeadDim: 256, LayerTypes: types,
+		LinearNumKeyHeads: 16, LinearNumValueHeads: 48, LinearKeyHeadDim: 128, LinearValueHeadDim: 128,
+		LinearConvKernelDim: 4, RopeTheta: 1e7, PartialRotaryFactor: 0.25, RMSNormEps: 1e-6}
+}
+
+// NewLayout describes layers [lo, hi] of cfg without weights: Tensors
+// works (for writing function descriptions at any scale), Run does not.
+func NewLayout(cfg *config.Model, lo, hi int, taps []int, pend int, kv KV) *Chunk {
+	return &Chunk{w: &Weights{Cfg: cfg}, Lo: lo, Hi: hi, Taps: taps, Pend: pend, KV: kv}
 }
 
 type dims struct {
@@ -212,6 +235,9 @@ func (b bufs) store(name string, v []float32) error {
 
 // Run computes entry e over the bound tensors (name → memory, packed).
 func (c *Chunk) Run(e Entry, tensors map[string][]byte) error {
+	if c.layers == nil {
+		return fmt.Errorf("refchunk: %s: layout without weights cannot run", e.Name)
+	}
 	b := bufs(tensors)
 	for _, s := range c.Tensors(e) {
 		n := 2

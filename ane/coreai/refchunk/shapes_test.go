@@ -3,25 +3,12 @@ package refchunk
 import (
 	"fmt"
 	"testing"
-
-	"github.com/forgedaemon/forged/ane/config"
 )
 
 // The published Qwen3.8-27B chunk I/O (anemll-forge §3.2) must come out of
 // the generalised shapes for the 27B config.
 func TestPublishedShapes(t *testing.T) {
-	types := make([]string, 64)
-	for i := range types {
-		types[i] = "linear_attention"
-		if i%4 == 3 {
-			types[i] = "full_attention"
-		}
-	}
-	cfg := &config.Model{ModelType: "qwen3_5", VocabSize: 248320, HiddenSize: 5120, IntermediateSize: 17408,
-		NumHiddenLayers: 64, NumAttentionHeads: 24, NumKeyValueHeads: 4, HeadDim: 256, LayerTypes: types,
-		LinearNumKeyHeads: 16, LinearNumValueHeads: 48, LinearKeyHeadDim: 128, LinearValueHeadDim: 128,
-		LinearConvKernelDim: 4, RopeTheta: 1e7, PartialRotaryFactor: 0.25, RMSNormEps: 1e-6}
-	w := &Weights{Cfg: cfg}
+	cfg := Published27B()
 	want := map[string]string{
 		"x": "[1 5120 1 8]", "cos": "[8 64]", "mask": "[1 8192]", "conv_sel": "[3 11]", "commit": "[1 8 1]",
 		"commit_last": "[1 8 1]", "conv0": "[11 10240]", "rec0": "[48 128 128]", "pend0": "[48 25 128]",
@@ -29,7 +16,7 @@ func TestPublishedShapes(t *testing.T) {
 		"conv2_out": "[11 10240]", "rec1_out": "[48 128 128]", "pend0_out": "[48 25 128]", "k3_new": "[4 8 256]",
 		"v3_new": "[4 8 256]",
 	}
-	c := &Chunk{w: w, Lo: 0, Hi: 3, Taps: []int{1}, Pend: 8, KV: KV{V8: true}}
+	c := NewLayout(cfg, 0, 3, []int{1}, 8, KV{V8: true})
 	if fmt.Sprint(c.GDNJ(), c.AttJ()) != "[0 1 2] [3]" {
 		t.Fatalf("gdn_j/att_j %v %v", c.GDNJ(), c.AttJ())
 	}
@@ -61,7 +48,10 @@ func TestPublishedShapes(t *testing.T) {
 			t.Errorf("transposed keys: %v", s.Shape)
 		}
 	}
-	h := &Head{w: w, Rows: 8}
+	h := NewHeadLayout(cfg, 8)
+	if err := c.Run(Entry{Name: "v8_8k", Rows: 8, KVLen: 8192}, nil); err == nil {
+		t.Error("a layout without weights ran")
+	}
 	if fmt.Sprint(h.Tensors()[1].Shape) != "[8 248320]" {
 		t.Errorf("head logits %v", h.Tensors()[1].Shape)
 	}

@@ -357,11 +357,14 @@ void *cai_buffer_create(int32_t dtype, int32_t rank, const int64_t *shape, const
 		for (int i = rank - 2; i >= 0; i--) b->strides[i] = b->strides[i + 1] * b->shape[i + 1];
 	}
 	b->nbytes = b->strides[0] * b->shape[0] * dtype_size[dtype];
-	b->data = calloc(1, (size_t)b->nbytes);
+	/* malloc + memset (not calloc): every page is touched now, as the Swift
+	 * bridge's memset of a new IOSurface does, so first writes cost no faults. */
+	b->data = malloc((size_t)b->nbytes);
 	if (!b->data) {
 		snprintf(msg, sizeof msg, "cannot allocate %lld bytes", (long long)b->nbytes);
 		goto fail;
 	}
+	memset(b->data, 0, (size_t)b->nbytes);
 	g_live[2]++;
 	return b;
 fail:

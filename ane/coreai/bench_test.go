@@ -1,0 +1,116 @@
+package coreai
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/ane/coreai/refchunk"
+)
+
+// Published figures the host overhead is set against (anemll-forge §5.3,
+// M6, V8, faster graph): a verify call at 8K and the published runtime's
+// host time per cycle.
+const (
+	publishedVerify8KMS = 91.5
+	publishedHostMS     = 1.8
+)
+
+type zeroEmbedding struct{ rows, cols int }
+
+func (z zeroEmbedding) Row(_ int, dst []float32) { clear(dst) }
+func (z zeroEmbedding) Rows() int                { return z.rows }
+func (z zeroEmbedding) Cols() int                { return z.cols }
+func (z zeroEmbedding) Bytes() int64             { return int64(z.rows*z.cols) * 2 }
+
+func describe(sb *strings.Builder, name string, specs []refchunk.Spec) {
+	fmt.Fprintf(sb, "function %s\n", name)
+	for _, s := range specs {
+		role := map[refchunk.Role]string{refchunk.Input: "input", refchunk.Output: "output"}[s.Role]
+		fmt.Fprintf(sb, "%s %s %s %d", role, s.Name, s.DType, len(s.Shape))
+		for _, d := range s.Shape {
+			fmt.Fprintf(sb, " %d", d)
+		}
+		sb.WriteString("\n")
+	}
+	sb.WriteString("end\n")
+}
+
+// BenchmarkHostCycle27B measures the driver's host work per speculative
+// cycle (Verify of 8 rows + Accept(8)) at the published 27B shapes: 16
+// chunks + head, V8 cache at 8K, with functions that compute nothing, so
+// only input filling, the bridge calls, logits conversion and K/V appends
+// are timed. It reports host ms per cycle and that time as a share of the
+// published 8K verify call and of the published runtime's host time.
+// Needs ~0.7 GB of buffers.
+func BenchmarkHostCycle27B(b *testing.B) {
+	bridge := testBridge(b)
+	cfg := refchunk.Published27B()
+	dir := b.TempDir()
+	var chunks []map[string]any
+	taps := []int{5, 19, 33, 47, 61}
+	for lo := 0; lo < 64; lo += 4 {
+		var inner []int
+		for _, t := range taps {
+			if t >= lo && t < lo+3 {
+				inner = append(inner, t)
+			}
+		}
+		c := refchunk.NewLayout(cfg, lo, lo+3, inner, 8, refchunk.KV{V8: true})
+		var sb strings.Builder
+		describe(&sb, "v8_8k", c.Tensors(refchunk.Entry{Name: "v8_8k", Rows: 8, KVLen: 8192}))
+		describe(&sb, "p64_8k", c.Tensors(refchunk.Entry{Name: "p64_8k", Rows: 64, Prefill: true, KVLen: 8192}))
+		file := fmt.Sprintf("chunk_L%02d-%02d.aimodel", lo, lo+3)
+		path := writeModel(b, dir, file, sb.String())
+		setHandler(b, path, func(string, map[string][]byte) error { return nil })
+		chunks = append(chunks, map[string]any{"file": file, "layers": []int{lo, lo + 3}, "entries": []string{"v8_8k", "p64_8k"},
+			"gdn_j": c.GDNJ(), "att_j": c.AttJ(), "taps": inner})
+	}
+	var sb strings.Builder
+	describe(&sb, "h8", refchunk.NewHeadLayout(cfg, 8).Tensors())
+	setHandler(b, writeModel(b, dir, "head_T8.aimodel", sb.String()), func(string, map[string][]byte) error { return nil })
+	man := map[string]any{"version": "coreai1", "T": 8, "TP": 64, "pend": 8, "taps": taps, "ctxs": []int{8192},
+		"pctxs": []int{8192}, "kv_len": map[string]int{"8192": 8192}, "pkv_len": map[string]int{"8192": 8192}, "export": "x",
+		"kv_cache": map[string]any{"format": "v8", "keys": "float16", "values": "int8", "scales": "float16", "scale_granularity": "token_head"},
+		"chunks":   chunks, "head": map[string]any{"file": "head_T8.aimodel"}}
+	data, _ := json.Marshal(man)
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	e, err := Open(dir, Options{Bridge: bridge, Embedding: zeroEmbedding{cfg.VocabSize, cfg.HiddenSize}, CacheDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	ids := []int{1, 2, 3, 4, 5, 6, 7, 8}
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for b.Loop() {
+		if e.Position() > 8000 {
+			e.Reset()
+		}
+		if _, err := e.Verify(ids); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Accept(8); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cpuTime()-cpu0).Seconds()*1000/float64(b.N), "cpu_ms/cycle") // steadier on a loaded machine
+	ms := float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N)
+	b.ReportMetric(ms, "host_ms/cycle")
+	b.ReportMetric(ms/publishedVerify8KMS, "share_of_verify_8K")
+	b.ReportMetric(ms/publishedHostMS, "ratio_vs_published_host")
+}
+
+// cpuTime is the process's user + system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

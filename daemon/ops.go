@@ -233,11 +233,16 @@ func (c *conn) opModels(context.Context, wire.Request) (any, error) {
 	return wire.ModelsResult{Models: []wire.ModelInfo{info}}, nil
 }
 
-func (c *conn) opTokenize(_ context.Context, req wire.Request) (any, error) {
+func (c *conn) opTokenize(ctx context.Context, req wire.Request) (any, error) {
 	var a wire.TokenizeArgs
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
+	_, done, err := c.s.useModel(ctx) // an unloaded model loads again
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	ids, err := c.s.Backend().Tokenize(a.Text)
 	if err != nil {
 		return nil, err
@@ -245,11 +250,16 @@ func (c *conn) opTokenize(_ context.Context, req wire.Request) (any, error) {
 	return wire.TokenizeResult{IDs: toWireIDs(ids)}, nil
 }
 
-func (c *conn) opDetokenize(_ context.Context, req wire.Request) (any, error) {
+func (c *conn) opDetokenize(ctx context.Context, req wire.Request) (any, error) {
 	var a wire.DetokenizeArgs
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
+	_, done, err := c.s.useModel(ctx) // an unloaded model loads again
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	text, err := c.s.Backend().Detokenize(fromWireIDs(a.IDs))
 	if err != nil {
 		return nil, err

@@ -17,7 +17,10 @@ import (
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
+	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/daemon/residency"
+	"github.com/forgedaemon/forged/internal/sysinfo"
 	"github.com/forgedaemon/forged/internal/version"
 	"github.com/spf13/cobra"
 )
@@ -56,6 +59,8 @@ type runFlags struct {
 	tokenizerOnly                                             bool
 	maxFrame, slots, perCaller, maxQueue                      int
 	frameTimeout                                              time.Duration
+	keepAlive                                                 time.Duration
+	memoryReserve                                             string
 }
 
 func init() {
@@ -88,6 +93,8 @@ the daemon then reports state "unavailable" with that reason.`,
 	fl.IntVar(&f.perCaller, "per-caller", 4, "queued-or-running generations per caller")
 	fl.IntVar(&f.maxQueue, "max-queue", 256, "generations waiting in total before busy")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.DurationVar(&f.keepAlive, "keep-alive", residency.DefaultKeepAlive, "unload the model after this long without a request (negative: never)")
+	fl.StringVar(&f.memoryReserve, "memory-reserve", "4GiB", "memory left to the system and other apps; requests that do not fit in the rest wait")
 	c.MarkFlagRequired("data")
 	c.MarkFlagsMutuallyExclusive("model", "repo")
 	rootCmd.AddCommand(c)
@@ -127,22 +134,49 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		srv.SetBackend(daemon.Unavailable{Reason: reason, Bundle: waiting.Bundle})
 		srv.SetState(wire.StateUnavailable, reason)
 	} else {
-		srv.SetState(wire.StateLoading, "loading "+f.model)
+		budget, err := memoryBudget(f.memoryReserve)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		res := srv.EnableResidency(daemon.ResidencyOptions{
+			Bundle: f.model, KeepAlive: f.keepAlive, Budget: budget,
+			Load: func(context.Context) (daemon.Backend, error) {
+				return refbackend.Open(f.model, refbackend.Options{Revision: f.revision, TokenizerOnly: f.tokenizerOnly})
+			},
+		})
 		go func() {
-			b, err := refbackend.Open(f.model, refbackend.Options{Revision: f.revision, TokenizerOnly: f.tokenizerOnly})
-			if err != nil {
-				srv.SetBackend(daemon.Unavailable{Reason: err.Error()})
-				srv.SetState(wire.StateUnavailable, err.Error())
-				return
+			if err := res.Load(ctx, "preloading at start"); err != nil {
+				log.Error("preload", "err", err)
 			}
-			srv.SetBackend(b)
-			srv.SetState(wire.StateReady, "")
 		}()
+		tick := 10 * time.Second // keep-alive and pressure polling
+		if f.keepAlive > 0 && f.keepAlive/4 < tick {
+			tick = max(f.keepAlive/4, 100*time.Millisecond)
+		}
+		go res.Run(ctx, tick, sysinfo.Host())
 	}
 	log.Info("forged listening", "socket", f.socket, "version", version.Get().Version, "pid", os.Getpid())
 	err = srv.Serve(ctx, ln)
 	log.Info("forged stopped")
 	return err
+}
+
+// memoryBudget is the machine's memory (or cgroup limit) minus the reserve.
+func memoryBudget(reserve string) (int64, error) {
+	r, err := config.ParseByteSize(reserve)
+	if err != nil {
+		return 0, fmt.Errorf("--memory-reserve: %w", err)
+	}
+	m, err := sysinfo.Host().Memory()
+	if err != nil {
+		return 0, fmt.Errorf("reading the machine's memory: %w", err)
+	}
+	b, err := residency.Budget(m.Budget(), uint64(r))
+	if err != nil {
+		return 0, fmt.Errorf("--memory-reserve: %w", err)
+	}
+	return b, nil
 }
 
 func main() {

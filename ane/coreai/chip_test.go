@@ -3,6 +3,7 @@ package coreai
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -93,4 +94,40 @@ func TestLoadFailurePurgesCacheAndRetries(t *testing.T) {
 	// A failure the purge cannot fix is reported with both attempts.
 	_, err = loadWithRetry(lib, filepath.Join(dir, "missing.aimodel"), ComputeANE, cache)
 	wantErr(t, err, "missing.aimodel", "cache key")
+}
+
+// Open loads a chunk's .aimodelc sibling when its MPSGraph version is not
+// newer than the OS's (the test bridge reports 7.0.80), else the source.
+func TestOpenPicksCompiledPackage(t *testing.T) {
+	bridge := testBridge(t)
+	_, w := tinyModel(t)
+	for _, c := range []struct {
+		version string
+		want    string
+	}{{"7.0.9", "chunk_L00-01.aimodelc"}, {"7.1.0", "chunk_L00-01.aimodel"}} {
+		rt := writeRuntime(t, w, bundleSpec{})
+		src := filepath.Join(rt, "chunk_L00-01.aimodel")
+		data, err := os.ReadFile(filepath.Join(src, "functions.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compiled := writeModel(t, rt, "chunk_L00-01.aimodelc",
+			strings.Replace(string(data), "mpsgraph 7.0.10", "mpsgraph "+c.version, 1))
+		handlersMu.Lock()
+		h := handlers[src]
+		handlersMu.Unlock()
+		setHandler(t, compiled, h)
+		e, err := Open(rt, Options{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := filepath.Base(e.chunks[0].path)
+		if _, err := e.Feed([]int{1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+		if got != c.want {
+			t.Fatalf("compiled package at MPSGraph %s: loaded %s, want %s", c.version, got, c.want)
+		}
+	}
 }

@@ -1,6 +1,10 @@
 package ref
 
-import "github.com/forgedaemon/forged/ane/quant"
+import (
+	"fmt"
+
+	"github.com/forgedaemon/forged/ane/quant"
+)
 
 // The DFlash2 drafter has no embedding table or LM head of its own: it
 // embeds its block with the target's table and scores its draft rows with
@@ -15,3 +19,18 @@ func (m *Model) LMHead() *quant.Linear { return m.w.head }
 
 // Taps are the layers whose outputs Features returns.
 func (m *Model) Taps() []int { return append([]int(nil), m.opts.Taps...) }
+
+// WithTaps returns a view of m whose sessions tap the given layers (a
+// drafter's target_layer_ids). The view shares m's weights and files:
+// close only m.
+func (m *Model) WithTaps(taps []int) (*Model, error) {
+	for _, t := range taps {
+		if t < 0 || t >= m.cfg.Layers {
+			return nil, fmt.Errorf("tap layer %d is outside 0..%d", t, m.cfg.Layers-1)
+		}
+	}
+	v := *m
+	v.opts.Taps = append([]int(nil), taps...)
+	v.files = nil
+	return &v, nil
+}

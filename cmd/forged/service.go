@@ -154,7 +154,7 @@ directory (downloaded bundles) and the config file are kept unless --purge, whic
 data directory named by the config file. Logs are never removed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPlan(cmd, &uninst, func(m *service.Manager) ([]service.Step, error) { return m.UninstallPlan(uninst.purge), nil }, false)
+			return runPlan(cmd, &uninst, func(m *service.Manager) ([]service.Step, error) { return m.UninstallPlan(uninst.purge) }, false)
 		},
 	}
 	uninst.common(uninstallCmd, true)

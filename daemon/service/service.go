@@ -310,7 +310,7 @@ func (m *Manager) InstallPlan() ([]Step, error) {
 
 // UninstallPlan stops and unregisters the service and removes its file;
 // purge also removes the data directory (never the config or the logs).
-func (m *Manager) UninstallPlan(purge bool) []Step {
+func (m *Manager) UninstallPlan(purge bool) ([]Step, error) {
 	var plan []Step
 	if m.Spec.Target == Launchd {
 		plan = m.launchdUninstall()
@@ -322,9 +322,38 @@ func (m *Manager) UninstallPlan(purge bool) []Step {
 		if c, err := config.Load(m.Spec.ConfigPath); err == nil {
 			dataDir = c.DataDir // the one actually in use
 		}
+		if err := checkPurgeable(dataDir, m.Spec.Home); err != nil {
+			return nil, err
+		}
 		plan = append(plan, Step{RemoveAll: dataDir})
 	}
-	return plan
+	return plan, nil
+}
+
+// storeMarkers are directories every bundle store has (bundle/store.Open).
+var storeMarkers = []string{"blobs", "snapshots", "current"}
+
+// checkPurgeable refuses to delete a directory that is not a bundle store:
+// data_dir comes from an editable file, and "rm -rf" of a mistyped "/" or
+// home directory must not happen.
+func checkPurgeable(dir, home string) error {
+	clean := filepath.Clean(dir)
+	if !filepath.IsAbs(clean) || clean == "/" || clean == filepath.Clean(home) {
+		return fmt.Errorf("--purge: refusing to delete %q (data_dir must be a dedicated directory)", dir)
+	}
+	entries, err := os.ReadDir(clean)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--purge: %w", err)
+	}
+	for _, m := range storeMarkers {
+		if fi, err := os.Stat(filepath.Join(clean, m)); err == nil && fi.IsDir() {
+			return nil
+		}
+	}
+	return fmt.Errorf("--purge: %s does not look like a forged data directory (none of %s/ in it); delete it by hand if you mean to", dir, strings.Join(storeMarkers, "/, "))
 }
 
 // StartPlan, StopPlan and RestartPlan control an installed service.

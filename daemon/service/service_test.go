@@ -304,7 +304,11 @@ func TestLaunchdInstallUninstall(t *testing.T) {
 	dataDir := filepath.Join(s.Home, "data")
 	os.MkdirAll(filepath.Join(dataDir, "blobs"), 0o755)
 	fr.calls = nil
-	if err := m.Execute(context.Background(), m.UninstallPlan(false)); err != nil {
+	plan, err = m.UninstallPlan(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Execute(context.Background(), plan); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(s.Path()); !errors.Is(err, os.ErrNotExist) {
@@ -317,9 +321,13 @@ func TestLaunchdInstallUninstall(t *testing.T) {
 		t.Errorf("uninstall commands %q", got)
 	}
 	custom := filepath.Join(s.Home, "custom-data")
-	os.MkdirAll(custom, 0o755)
+	os.MkdirAll(filepath.Join(custom, "snapshots"), 0o755)
 	os.WriteFile(s.ConfigPath, []byte(`{"data_dir": "`+custom+`"}`), 0o600)
-	if err := m.Execute(context.Background(), m.UninstallPlan(true)); err != nil {
+	plan, err = m.UninstallPlan(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Execute(context.Background(), plan); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(custom); !errors.Is(err, os.ErrNotExist) {
@@ -330,6 +338,34 @@ func TestLaunchdInstallUninstall(t *testing.T) {
 	}
 	if _, err := os.Stat(s.ConfigPath); err != nil {
 		t.Error("--purge removed the config file")
+	}
+}
+
+// --purge deletes only what looks like a bundle store.
+func TestPurgeRefusesForeignDirectories(t *testing.T) {
+	s := testSpec(t, Launchd, false)
+	m := &Manager{Spec: s}
+	os.MkdirAll(filepath.Dir(s.ConfigPath), 0o755)
+	docs := filepath.Join(s.Home, "Documents")
+	os.MkdirAll(docs, 0o755)
+	os.WriteFile(filepath.Join(docs, "thesis.tex"), []byte("precious"), 0o644)
+	for dir, want := range map[string]string{
+		"/":    `refusing to delete "/"`,
+		s.Home: "refusing to delete",
+		docs:   "does not look like a forged data directory",
+	} {
+		os.WriteFile(s.ConfigPath, []byte(`{"data_dir": "`+dir+`"}`), 0o600)
+		if _, err := m.UninstallPlan(true); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("purge of %s: %v, want %q", dir, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(docs, "thesis.tex")); err != nil {
+		t.Fatal("a refused purge deleted a file")
+	}
+	// A missing or empty directory is fine to "delete".
+	os.WriteFile(s.ConfigPath, []byte(`{"data_dir": "`+filepath.Join(s.Home, "never-created")+`"}`), 0o600)
+	if _, err := m.UninstallPlan(true); err != nil {
+		t.Errorf("missing data directory: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package sysinfo
 
 import (
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 )
@@ -68,5 +69,23 @@ func TestHostPressureAndOS(t *testing.T) {
 	c, err := Host().Chip()
 	if err != nil || c.ANEGeneration != 0 || c.Brand == "" {
 		t.Fatalf("Linux has no Neural Engine: %+v %v", c, err)
+	}
+}
+
+func TestSmallestLimitWalksAncestors(t *testing.T) {
+	root := t.TempDir()
+	write := func(dir, content string) {
+		os.MkdirAll(filepath.Join(root, dir), 0o755)
+		os.WriteFile(filepath.Join(root, dir, "memory.max"), []byte(content), 0o644)
+	}
+	write("/", "max\n")
+	write("/a", "4294967296\n") // the parent binds: 4 GiB
+	write("/a/b", "max\n")
+	write("/a/b/c", "8589934592\n")
+	if got := smallestLimit(root, "/a/b/c", "memory.max"); got != 4<<30 {
+		t.Fatalf("limit %d, want the parent's 4 GiB", got)
+	}
+	if got := smallestLimit(root, "/x", "memory.max"); got != 0 {
+		t.Fatalf("unlimited path gave %d", got)
 	}
 }

@@ -78,24 +78,6 @@ func TestParseCgroupLimit(t *testing.T) {
 	}
 }
 
-func TestSmallestLimitWalksAncestors(t *testing.T) {
-	root := t.TempDir()
-	write := func(dir, content string) {
-		os.MkdirAll(filepath.Join(root, dir), 0o755)
-		os.WriteFile(filepath.Join(root, dir, "memory.max"), []byte(content), 0o644)
-	}
-	write("/", "max\n")
-	write("/a", "4294967296\n") // the parent binds: 4 GiB
-	write("/a/b", "max\n")
-	write("/a/b/c", "8589934592\n")
-	if got := smallestLimit(root, "/a/b/c", "memory.max"); got != 4<<30 {
-		t.Fatalf("limit %d, want the parent's 4 GiB", got)
-	}
-	if got := smallestLimit(root, "/x", "memory.max"); got != 0 {
-		t.Fatalf("unlimited path gave %d", got)
-	}
-}
-
 func TestParsePSI(t *testing.T) {
 	for _, tc := range []struct {
 		file       string

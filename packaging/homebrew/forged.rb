@@ -54,7 +54,8 @@ class Forged < Formula
     keep_alive successful_exit: false
     process_type :interactive
     throttle_interval 30
-    environment_variables FORGE_BRIDGE: opt_lib/"forged/libCoreAIBridge.dylib"
+    # (the service block delegates opt_prefix, not opt_lib)
+    environment_variables FORGE_BRIDGE: opt_prefix/"lib/forged/libCoreAIBridge.dylib"
     log_path var/"log/forged/forged.log"
     error_log_path var/"log/forged/forged.log"
   end

@@ -64,6 +64,6 @@ class Forged < Formula
     assert_match version.to_s, shell_output("#{bin}/forged version")
     plist = shell_output("#{bin}/forged install --print --target launchd 2>/dev/null")
     assert_match "<key>KeepAlive</key>", plist
-    assert_match "FAIL", shell_output("#{bin}/forgectl doctor --socket #{testpath}/none.sock 2>&1", 1)
+    assert_match "FAIL", shell_output("#{bin}/forgectl doctor --socket #{testpath}/none.sock 2>&1", 2)
   end
 end

@@ -9,9 +9,12 @@ type LUT struct {
 	rows, cols, cd, entries int
 	// The codebook is padded to 256 entries (zeros past the stored ones) so
 	// any uint8 index is in range without a check or a validation pass.
-	lut1  *[256]float32
-	lut2  *[256][2]float32
-	lut4  *[256][4]float32
+	lut1 *[256]float32
+	lut2 *[256][2]float32
+	lut4 *[256][4]float32
+	// tab16[t][e] = entry e, component t, for codebooks of ≤ 16 entries:
+	// the layout the SIMD kernels look up (lut16Dot, lut16Dot2).
+	tab16 *[4][16]float32
 	idx   []uint8
 	scale []float32
 	name  string
@@ -52,6 +55,14 @@ func NewLUT(format string, rows, cols, cd int, lut []float32, idx []uint8, scale
 		m.lut4 = new([256][4]float32)
 		for e := 0; e < m.entries; e++ {
 			copy(m.lut4[e][:], lut[4*e:4*e+4])
+		}
+	}
+	if m.entries <= 16 {
+		m.tab16 = new([4][16]float32)
+		for e := 0; e < m.entries; e++ {
+			for t := 0; t < cd; t++ {
+				m.tab16[t][e] = lut[e*cd+t]
+			}
 		}
 	}
 	return m, nil
@@ -118,23 +129,57 @@ func (b *buckets) fill(idx []uint8, x []float32) {
 // mulVec1 reads the codebook directly: for scalar entries one table load
 // and multiply-add per index measured faster than bucketing.
 func (m *LUT) mulVec1(y, x []float32, r0, r1 int) {
-	lut := m.lut1
 	for r := r0; r < r1; r++ {
 		row := m.idx[r*m.cols : (r+1)*m.cols]
-		xs := x[:len(row)]
-		var s0, s1, s2, s3 float32
-		for len(row) >= 4 && len(xs) >= 4 {
-			s0 += lut[row[0]] * xs[0]
-			s1 += lut[row[1]] * xs[1]
-			s2 += lut[row[2]] * xs[2]
-			s3 += lut[row[3]] * xs[3]
-			row, xs = row[4:], xs[4:]
+		s, ok := float32(0), false
+		if m.tab16 != nil {
+			s, ok = lut16Dot(&m.tab16[0], row, x)
 		}
-		for j, i := range row {
-			s0 += lut[i] * xs[j]
+		if !ok {
+			s = lut1DotGo(m.lut1, row, x)
 		}
-		y[r] = ((s0 + s1) + (s2 + s3)) * m.rowScale(r)
+		y[r] = s * m.rowScale(r)
 	}
+}
+
+// lut1DotGo is Σ lut[row[j]]·x[j], the fallback of lut16Dot.
+func lut1DotGo(lut *[256]float32, row []uint8, x []float32) float32 {
+	xs := x[:len(row)]
+	var s0, s1, s2, s3 float32
+	for len(row) >= 4 && len(xs) >= 4 {
+		s0 += lut[row[0]] * xs[0]
+		s1 += lut[row[1]] * xs[1]
+		s2 += lut[row[2]] * xs[2]
+		s3 += lut[row[3]] * xs[3]
+		row, xs = row[4:], xs[4:]
+	}
+	for j, i := range row {
+		s0 += lut[i] * xs[j]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// vec16 is the SIMD path of the vector products for ≤ 16-entry codebooks:
+// output rows of group g in pairs, each pair one pass over the indices
+// (looking up the entry is cheaper there than bucketing). ok is false when
+// the kernel is unavailable or the indices are malformed.
+func (m *LUT) vec16(y, x []float32, g int) bool {
+	if m.tab16 == nil {
+		return false
+	}
+	row := m.idx[g*m.cols : (g+1)*m.cols]
+	var s [4]float32
+	for t := 0; t < m.cd; t += 2 {
+		s0, s1, ok := lut16Dot2((*[2][16]float32)(m.tab16[t:t+2]), row, x)
+		if !ok {
+			return false
+		}
+		s[t], s[t+1] = s0, s1
+	}
+	for t := 0; t < m.cd; t++ {
+		y[g*m.cd+t] = s[t] * m.rowScale(g*m.cd+t)
+	}
+	return true
 }
 
 func (m *LUT) mulVec2(y, x []float32, r0, r1 int) {
@@ -142,6 +187,9 @@ func (m *LUT) mulVec2(y, x []float32, r0, r1 int) {
 	k := m.entries
 	lut := m.lut2
 	for g := r0 / 2; g < r1/2; g++ {
+		if m.vec16(y, x, g) {
+			continue
+		}
 		b.clear(k)
 		b.fill(m.idx[g*m.cols:(g+1)*m.cols], x)
 		var s0, s1 float32
@@ -160,6 +208,9 @@ func (m *LUT) mulVec4(y, x []float32, r0, r1 int) {
 	k := m.entries
 	lut := m.lut4
 	for g := r0 / 4; g < r1/4; g++ {
+		if m.vec16(y, x, g) {
+			continue
+		}
 		b.clear(k)
 		b.fill(m.idx[g*m.cols:(g+1)*m.cols], x)
 		var s [4]float32

@@ -34,8 +34,9 @@ func Densify(m Matrix) []float32 {
 	return out
 }
 
-// dot is Σ a[i]·b[i] over len(a) with four float32 accumulators.
-func dot(a, b []float32) float32 {
+// dotGo is Σ a[i]·b[i] over len(a) with four float32 accumulators: the
+// fallback of dot (dot_amd64.go, dot_generic.go).
+func dotGo(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	for len(a) >= 4 && len(b) >= 4 {
@@ -135,21 +136,25 @@ func bf(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 func (m *BF16) mulVec(y, x []float32, r0, r1 int) {
 	for r := r0; r < r1; r++ {
-		row := m.w[r*m.cols : (r+1)*m.cols]
-		xs := x[:len(row)]
-		var s0, s1, s2, s3 float32
-		for len(row) >= 4 && len(xs) >= 4 {
-			s0 += bf(row[0]) * xs[0]
-			s1 += bf(row[1]) * xs[1]
-			s2 += bf(row[2]) * xs[2]
-			s3 += bf(row[3]) * xs[3]
-			row, xs = row[4:], xs[4:]
-		}
-		for j, h := range row {
-			s0 += bf(h) * xs[j]
-		}
-		y[r] = (s0 + s1) + (s2 + s3)
+		y[r] = bf16Dot(m.w[r*m.cols:(r+1)*m.cols], x)
 	}
+}
+
+// bf16DotGo is Σ bf16(row[j])·x[j], the fallback of bf16Dot.
+func bf16DotGo(row []uint16, x []float32) float32 {
+	xs := x[:len(row)]
+	var s0, s1, s2, s3 float32
+	for len(row) >= 4 && len(xs) >= 4 {
+		s0 += bf(row[0]) * xs[0]
+		s1 += bf(row[1]) * xs[1]
+		s2 += bf(row[2]) * xs[2]
+		s3 += bf(row[3]) * xs[3]
+		row, xs = row[4:], xs[4:]
+	}
+	for j, h := range row {
+		s0 += bf(h) * xs[j]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 func (m *BF16) decodeGroup(g int, dst []float32) {
@@ -191,21 +196,25 @@ func (m *Int8) Format() string { return "INT8 per-channel" }
 
 func (m *Int8) mulVec(y, x []float32, r0, r1 int) {
 	for r := r0; r < r1; r++ {
-		row := m.q[r*m.cols : (r+1)*m.cols]
-		xs := x[:len(row)]
-		var s0, s1, s2, s3 float32
-		for len(row) >= 4 && len(xs) >= 4 {
-			s0 += float32(row[0]) * xs[0]
-			s1 += float32(row[1]) * xs[1]
-			s2 += float32(row[2]) * xs[2]
-			s3 += float32(row[3]) * xs[3]
-			row, xs = row[4:], xs[4:]
-		}
-		for j, q := range row {
-			s0 += float32(q) * xs[j]
-		}
-		y[r] = ((s0 + s1) + (s2 + s3)) * m.scale[r]
+		y[r] = int8Dot(m.q[r*m.cols:(r+1)*m.cols], x) * m.scale[r]
 	}
+}
+
+// int8DotGo is Σ row[j]·x[j], the fallback of int8Dot.
+func int8DotGo(row []int8, x []float32) float32 {
+	xs := x[:len(row)]
+	var s0, s1, s2, s3 float32
+	for len(row) >= 4 && len(xs) >= 4 {
+		s0 += float32(row[0]) * xs[0]
+		s1 += float32(row[1]) * xs[1]
+		s2 += float32(row[2]) * xs[2]
+		s3 += float32(row[3]) * xs[3]
+		row, xs = row[4:], xs[4:]
+	}
+	for j, q := range row {
+		s0 += float32(q) * xs[j]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 func (m *Int8) decodeGroup(g int, dst []float32) {

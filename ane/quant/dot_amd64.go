@@ -1,0 +1,93 @@
+//go:build amd64 && !purego
+
+package quant
+
+import "golang.org/x/sys/cpu"
+
+// simd selects the AVX2+FMA kernels of dot_amd64.s; without them (or with
+// the purego tag) every product runs the pure-Go loops. Tests switch it off
+// to check the fallback on the same machine.
+var simd = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// The assembly kernels handle n elements, n a multiple of 8; the wrappers
+// below add the ragged tail in Go (a fixed order, so results stay
+// deterministic).
+
+//go:noescape
+func dotAVX2(a, b *float32, n int) float32
+
+//go:noescape
+func bf16DotAVX2(w *uint16, x *float32, n int) float32
+
+//go:noescape
+func int8DotAVX2(q *int8, x *float32, n int) float32
+
+//go:noescape
+func lut16DotAVX2(tab *[16]float32, idx *uint8, x *float32, n int) (sum float32, over uint32)
+
+//go:noescape
+func lut16Dot2AVX2(tab *[2][16]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
+
+// dot is Σ a[i]·b[i] over len(a).
+func dot(a, b []float32) float32 {
+	n := len(a) &^ 7
+	if !simd || n == 0 {
+		return dotGo(a, b)
+	}
+	b = b[:len(a)]
+	return dotAVX2(&a[0], &b[0], n) + dotGo(a[n:], b[n:])
+}
+
+// bf16Dot is Σ bf16(w[i])·x[i] over len(w).
+func bf16Dot(w []uint16, x []float32) float32 {
+	n := len(w) &^ 7
+	if !simd || n == 0 {
+		return bf16DotGo(w, x)
+	}
+	x = x[:len(w)]
+	return bf16DotAVX2(&w[0], &x[0], n) + bf16DotGo(w[n:], x[n:])
+}
+
+// int8Dot is Σ q[i]·x[i] over len(q).
+func int8Dot(q []int8, x []float32) float32 {
+	n := len(q) &^ 7
+	if !simd || n == 0 {
+		return int8DotGo(q, x)
+	}
+	x = x[:len(q)]
+	return int8DotAVX2(&q[0], &x[0], n) + int8DotGo(q[n:], x[n:])
+}
+
+// lut16Dot is Σ tab[idx[j]]·x[j] for a codebook of at most 16 entries. ok is
+// false when there is no SIMD kernel or an index is ≥ 16 (malformed data):
+// the caller then uses the 256-entry table, which reads such indices as 0.
+func lut16Dot(tab *[16]float32, idx []uint8, x []float32) (s float32, ok bool) {
+	n := len(idx) &^ 7
+	if !simd || n == 0 {
+		return 0, false
+	}
+	x = x[:len(idx)]
+	s, over := lut16DotAVX2(tab, &idx[0], &x[0], n)
+	for j, i := range idx[n:] {
+		over |= uint32(i) >> 4
+		s += tab[i&15] * x[n+j]
+	}
+	return s, over == 0
+}
+
+// lut16Dot2 is lut16Dot for two tables sharing the indices (two output rows
+// of a vector codebook): the indices and x are loaded once for both.
+func lut16Dot2(tab *[2][16]float32, idx []uint8, x []float32) (s0, s1 float32, ok bool) {
+	n := len(idx) &^ 7
+	if !simd || n == 0 {
+		return 0, 0, false
+	}
+	x = x[:len(idx)]
+	s0, s1, over := lut16Dot2AVX2(tab, &idx[0], &x[0], n)
+	for j, i := range idx[n:] {
+		over |= uint32(i) >> 4
+		s0 += tab[0][i&15] * x[n+j]
+		s1 += tab[1][i&15] * x[n+j]
+	}
+	return s0, s1, over == 0
+}

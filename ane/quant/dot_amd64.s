@@ -1,0 +1,307 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// Kernels over n elements, n a multiple of 8 (the Go wrappers add the tail).
+// Each keeps independent accumulators and reduces them in a fixed order, so
+// results are deterministic. Horizontal sum of Y0 into X0's low lane:
+#define HSUM \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VMOVHLPS     X0, X0, X1; \
+	VADDPS       X1, X0, X0; \
+	VMOVSHDUP    X0, X1; \
+	VADDSS       X1, X0, X0
+
+// func dotAVX2(a, b *float32, n int) float32
+TEXT ·dotAVX2(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+dot32:
+	CMPQ CX, $32
+	JLT  dot8
+	VMOVUPS     (SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         dot32
+
+dot8:
+	CMPQ CX, $8
+	JLT  dotdone
+	VMOVUPS     (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         dot8
+
+dotdone:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM
+	MOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func bf16DotAVX2(w *uint16, x *float32, n int) float32
+// A bf16 value is the high half of a float32: zero-extend to 32 bits, shift
+// left 16.
+TEXT ·bf16DotAVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+bf32:
+	CMPQ CX, $32
+	JLT  bf8
+	VPMOVZXWD   (SI), Y4
+	VPMOVZXWD   16(SI), Y5
+	VPMOVZXWD   32(SI), Y6
+	VPMOVZXWD   48(SI), Y7
+	VPSLLD      $16, Y4, Y4
+	VPSLLD      $16, Y5, Y5
+	VPSLLD      $16, Y6, Y6
+	VPSLLD      $16, Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         bf32
+
+bf8:
+	CMPQ CX, $8
+	JLT  bfdone
+	VPMOVZXWD   (SI), Y4
+	VPSLLD      $16, Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $16, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         bf8
+
+bfdone:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM
+	MOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func int8DotAVX2(q *int8, x *float32, n int) float32
+TEXT ·int8DotAVX2(SB), NOSPLIT, $0-28
+	MOVQ q+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+i32:
+	CMPQ CX, $32
+	JLT  i8
+	VPMOVSXBD   (SI), Y4
+	VPMOVSXBD   8(SI), Y5
+	VPMOVSXBD   16(SI), Y6
+	VPMOVSXBD   24(SI), Y7
+	VCVTDQ2PS   Y4, Y4
+	VCVTDQ2PS   Y5, Y5
+	VCVTDQ2PS   Y6, Y6
+	VCVTDQ2PS   Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $32, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         i32
+
+i8:
+	CMPQ CX, $8
+	JLT  idone
+	VPMOVSXBD   (SI), Y4
+	VCVTDQ2PS   Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $8, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         i8
+
+idone:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM
+	MOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// One 16-entry table lookup of the 8 indices in Y4 (zero-extended to int32)
+// from the table halves lo/hi: VPERMPS uses the low 3 bits of each index,
+// bit 3, shifted into the sign bit of Y5 by the caller, picks the half.
+// Result in dst; Y6 is clobbered.
+#define LOOKUP16(lo, hi, dst) \
+	VPERMPS   lo, Y4, Y6; \
+	VPERMPS   hi, Y4, dst; \
+	VBLENDVPS Y5, dst, Y6, dst
+
+// func lut16DotAVX2(tab *[16]float32, idx *uint8, x *float32, n int) (sum float32, over uint32)
+// sum = Σ tab[idx[j]]·x[j]. over is non-zero when some index is ≥ 16 (the
+// caller then recomputes with the 256-entry table): ORing the indices costs
+// one cheap instruction per 8 instead of masking each lookup.
+TEXT ·lut16DotAVX2(SB), NOSPLIT, $0-40
+	MOVQ tab+0(FP), AX
+	MOVQ idx+8(FP), SI
+	MOVQ x+16(FP), DI
+	MOVQ n+24(FP), CX
+	VMOVUPS (AX), Y8
+	VMOVUPS 32(AX), Y9
+	VPXOR   Y10, Y10, Y10
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+
+l16:
+	CMPQ CX, $16
+	JLT  l8
+	VPMOVZXBD   (SI), Y4
+	VPOR        Y4, Y10, Y10
+	VPSLLD      $28, Y4, Y5
+	LOOKUP16(Y8, Y9, Y7)
+	VFMADD231PS (DI), Y7, Y0
+	VPMOVZXBD   8(SI), Y4
+	VPOR        Y4, Y10, Y10
+	VPSLLD      $28, Y4, Y5
+	LOOKUP16(Y8, Y9, Y7)
+	VFMADD231PS 32(DI), Y7, Y1
+	ADDQ        $16, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         l16
+
+l8:
+	CMPQ CX, $8
+	JLT  ldone
+	VPMOVZXBD   (SI), Y4
+	VPOR        Y4, Y10, Y10
+	VPSLLD      $28, Y4, Y5
+	LOOKUP16(Y8, Y9, Y7)
+	VFMADD231PS (DI), Y7, Y2
+	ADDQ        $8, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         l8
+
+ldone:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM
+	MOVSS  X0, sum+32(FP)
+	VPSRLD $4, Y10, Y10
+	XORL   AX, AX
+	VPTEST Y10, Y10
+	SETNE  AL
+	MOVL   AX, over+36(FP)
+	VZEROUPPER
+	RET
+
+// func lut16Dot2AVX2(tab *[32]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
+// Two tables (two output rows of a vector codebook) sharing the indices
+// and x: s_t = Σ tab[16t + idx[j]]·x[j].
+TEXT ·lut16Dot2AVX2(SB), NOSPLIT, $0-44
+	MOVQ tab+0(FP), AX
+	MOVQ idx+8(FP), SI
+	MOVQ x+16(FP), DI
+	MOVQ n+24(FP), CX
+	VMOVUPS (AX), Y8
+	VMOVUPS 32(AX), Y9
+	VMOVUPS 64(AX), Y11
+	VMOVUPS 96(AX), Y12
+	VPXOR   Y10, Y10, Y10
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+
+m16:
+	CMPQ CX, $16
+	JLT  m8
+	VMOVUPS     (DI), Y13
+	VPMOVZXBD   (SI), Y4
+	VPOR        Y4, Y10, Y10
+	VPSLLD      $28, Y4, Y5
+	LOOKUP16(Y8, Y9, Y7)
+	VFMADD231PS Y13, Y7, Y0
+	LOOKUP16(Y11, Y12, Y7)
+	VFMADD231PS Y13, Y7, Y1
+	VMOVUPS     32(DI), Y13
+	VPMOVZXBD   8(SI), Y4
+	VPOR        Y4, Y10, Y10
+	VPSLLD      $28, Y4, Y5
+	LOOKUP16(Y8, Y9, Y7)
+	VFMADD231PS Y13, Y7, Y2
+	LOOKUP16(Y11, Y12, Y7)
+	VFMADD231PS Y13, Y7, Y3
+	ADDQ        $16, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         m16
+
+m8:
+	CMPQ CX, $8
+	JLT  mdone
+	VMOVUPS     (DI), Y13
+	VPMOVZXBD   (SI), Y4
+	VPOR        Y4, Y10, Y10
+	VPSLLD      $28, Y4, Y5
+	LOOKUP16(Y8, Y9, Y7)
+	VFMADD231PS Y13, Y7, Y0
+	LOOKUP16(Y11, Y12, Y7)
+	VFMADD231PS Y13, Y7, Y1
+	ADDQ        $8, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         m8
+
+mdone:
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VMOVUPS Y1, Y14
+	HSUM
+	MOVSS  X0, s0+32(FP)
+	VMOVUPS Y14, Y0
+	HSUM
+	MOVSS  X0, s1+36(FP)
+	VPSRLD $4, Y10, Y10
+	XORL   AX, AX
+	VPTEST Y10, Y10
+	SETNE  AL
+	MOVL   AX, over+40(FP)
+	VZEROUPPER
+	RET

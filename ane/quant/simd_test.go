@@ -1,0 +1,195 @@
+package quant
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// raggedLens covers empty, single, sub-vector, exact and ragged tails
+// around the 8- and 32-element steps of the kernels.
+var raggedLens = []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 63, 64, 100, 257, 1029}
+
+// withSIMD runs f once per available kernel set, restoring the setting.
+func withSIMD(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	saved := simd
+	defer func() { simd = saved }()
+	for _, on := range []bool{false, true} {
+		if on && !saved {
+			t.Log("no SIMD kernels on this machine: fallback only")
+			continue
+		}
+		simd = on
+		t.Run(fmt.Sprintf("simd=%v", on), f)
+	}
+}
+
+// checkSum compares a float32 sum of products with its float64 value
+// relative to Σ|terms| (the scale of float32 rounding in any order).
+func checkSum(t *testing.T, what string, got float32, want, abs float64) {
+	t.Helper()
+	if d := math.Abs(float64(got) - want); d > 1e-5*abs+1e-30 {
+		t.Errorf("%s: got %v, want %v (|Δ| %.3g > 1e-5 × Σ|terms| %.3g)", what, got, want, d, abs)
+	}
+}
+
+// Each kernel, SIMD and fallback, against a naive float64 sum.
+func TestKernelsMatchNaive(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(11, 12))
+		var tab [2][16]float32
+		for i := range tab {
+			copy(tab[i][:], randVec(r, 16))
+		}
+		for _, n := range raggedLens {
+			// Slices cut at an odd offset so nothing is 32-byte aligned.
+			x := randVec(r, n+1)[1:]
+			a := randVec(r, n+3)[3:]
+			bw := make([]uint16, n)
+			q := make([]int8, n)
+			idx := make([]uint8, n)
+			for i := range n {
+				bw[i] = uint16(math.Float32bits(float32(r.NormFloat64())) >> 16)
+				q[i] = int8(r.IntN(256) - 128)
+				idx[i] = uint8(r.IntN(16))
+			}
+			var dw, da, bf, ba, iw, ia, l0, l0a, l1, l1a float64
+			for i := range n {
+				xi := float64(x[i])
+				dw, da = dw+float64(a[i])*xi, da+math.Abs(float64(a[i])*xi)
+				b := float64(math.Float32frombits(uint32(bw[i]) << 16))
+				bf, ba = bf+b*xi, ba+math.Abs(b*xi)
+				iw, ia = iw+float64(q[i])*xi, ia+math.Abs(float64(q[i])*xi)
+				e0, e1 := float64(tab[0][idx[i]]), float64(tab[1][idx[i]])
+				l0, l0a = l0+e0*xi, l0a+math.Abs(e0*xi)
+				l1, l1a = l1+e1*xi, l1a+math.Abs(e1*xi)
+			}
+			checkSum(t, fmt.Sprintf("dot n=%d", n), dot(a, x), dw, da)
+			checkSum(t, fmt.Sprintf("bf16Dot n=%d", n), bf16Dot(bw, x), bf, ba)
+			checkSum(t, fmt.Sprintf("int8Dot n=%d", n), int8Dot(q, x), iw, ia)
+			// The LUT kernels report !ok when they do not apply; then the
+			// 256-entry fallback must give the same sums.
+			var lut [256]float32
+			copy(lut[:], tab[0][:])
+			s, ok := lut16Dot(&tab[0], idx, x)
+			if !ok {
+				s = lut1DotGo(&lut, idx, x)
+			}
+			checkSum(t, fmt.Sprintf("lut16Dot n=%d", n), s, l0, l0a)
+			s0, s1, ok := lut16Dot2(&tab, idx, x)
+			if !ok {
+				s0 = lut1DotGo(&lut, idx, x)
+				copy(lut[:], tab[1][:])
+				s1 = lut1DotGo(&lut, idx, x)
+			}
+			checkSum(t, fmt.Sprintf("lut16Dot2[0] n=%d", n), s0, l0, l0a)
+			checkSum(t, fmt.Sprintf("lut16Dot2[1] n=%d", n), s1, l1, l1a)
+			if simd && n >= 8 && !ok {
+				t.Errorf("lut16Dot2 n=%d: SIMD kernel declined valid indices", n)
+			}
+		}
+	})
+}
+
+// Every format through Apply, SIMD and fallback, on ragged column counts,
+// against the spec's dense weights; and SIMD against fallback directly.
+func TestFormatsSIMDvsFallback(t *testing.T) {
+	if !simd {
+		t.Skip("no SIMD kernels on this machine")
+	}
+	defer func() { simd = true }()
+	r := rand.New(rand.NewPCG(13, 14))
+	run := NewRunner(1)
+	defer run.Close()
+	for _, cols := range []int{1, 7, 9, 33, 203} {
+		for _, fx := range fixtures(t, r, 8, cols) {
+			f32 := make([]float32, len(fx.ref))
+			for i, v := range fx.ref {
+				f32[i] = float32(v)
+			}
+			dense, _ := NewF32(8, cols, f32)
+			for _, m := range []Matrix{fx.m, dense} {
+				lin, _ := NewLinear(fx.name, m, nil, nil)
+				x := randVec(r, cols)
+				want := matmul64(fx.ref, 8, cols, x, 1)
+				var got [2][]float32
+				for k, on := range []bool{false, true} {
+					simd = on
+					got[k] = make([]float32, 8)
+					run.Apply(lin, got[k], x, 1)
+					if e := maxRelErr(got[k], want); e > 1e-5 {
+						t.Errorf("%s (%s) cols=%d simd=%v: relative error %.3g > 1e-5", fx.name, m.Format(), cols, on, e)
+					}
+				}
+				want32 := make([]float64, 8)
+				for i, v := range got[0] {
+					want32[i] = float64(v)
+				}
+				if e := maxRelErr(got[1], want32); e > 1e-5 {
+					t.Errorf("%s (%s) cols=%d: SIMD vs fallback relative difference %.3g > 1e-5", fx.name, m.Format(), cols, e)
+				}
+			}
+		}
+	}
+}
+
+// An index ≥ 16 inside the SIMD-covered part of a 16-entry codebook row is
+// caught and read as the zero padding, like the fallback does.
+func TestSIMDIndexPastCodebook(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		for _, cd := range []int{1, 2, 4} {
+			const cols = 40
+			lut := make([]float32, 16*cd)
+			for i := range lut {
+				lut[i] = float32(i + 1)
+			}
+			idx := make([]uint8, cols)
+			for j := range idx {
+				idx[j] = uint8(j % 16)
+			}
+			idx[5], idx[21] = 16, 255
+			m, err := NewLUT("x", cd, cols, cd, lut, idx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := make([]float32, cols)
+			for j := range x {
+				x[j] = float32(j%7) - 3
+			}
+			y := make([]float32, cd)
+			m.mulVec(y, x, 0, cd)
+			for tt := 0; tt < cd; tt++ {
+				var want float32
+				for j, i := range idx {
+					if i < 16 {
+						want += lut[int(i)*cd+tt] * x[j]
+					}
+				}
+				if y[tt] != want { // small integers: exact in any order
+					t.Errorf("cd=%d row %d: %v, want %v", cd, tt, y[tt], want)
+				}
+			}
+		}
+	})
+}
+
+// The same product twice gives bit-identical results (fixed reduction order).
+func TestKernelsDeterministic(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	run := NewRunner(2)
+	defer run.Close()
+	for _, fx := range fixtures(t, r, 64, 777) {
+		lin, _ := NewLinear(fx.name, fx.m, nil, nil)
+		x := randVec(r, 777)
+		a, b := make([]float32, 64), make([]float32, 64)
+		run.Apply(lin, a, x, 1)
+		run.Apply(lin, b, x, 1)
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				t.Fatalf("%s: row %d differs between runs: %v vs %v", fx.name, i, a[i], b[i])
+			}
+		}
+	}
+}

@@ -27,7 +27,7 @@ user="${SUDO_USER:-}"
 if [ -n "$user" ] && [ "$user" != root ]; then
   uid="$(id -u "$user")"
   if [ -x "$forged" ]; then
-    launchctl asuser "$uid" sudo -u "$user" "$forged" uninstall $purge || true
+    launchctl asuser "$uid" sudo -H -u "$user" "$forged" uninstall $purge || true
   else
     launchctl bootout "gui/$uid/$label" 2>/dev/null || true
     home="$(dscl . -read "/Users/$user" NFSHomeDirectory | awk '{print $2}')"

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/ane/rebuild"
+	"github.com/forgedaemon/forged/internal/demo"
+	"github.com/forgedaemon/forged/verify"
+)
+
+// runDemoCLI runs forgectl in-process; callers give every flag explicitly
+// (cobra keeps flag values between runs).
+func runDemoCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetErr(&out)
+	rootCmd.SetArgs(args)
+	defer rootCmd.SetArgs(nil)
+	err := rootCmd.Execute()
+	return out.String(), err
+}
+
+// TestDemoJSONThenRebuildBundle runs `forgectl demo --json --keep DIR`, checks
+// the step report, then assembles a second bundle from the kept checkpoint
+// and export with `forgectl rebuild bundle` and checks `forgectl verify`
+// PASSes it.
+func TestDemoJSONThenRebuildBundle(t *testing.T) {
+	keep := filepath.Join(t.TempDir(), "kept")
+	before := runtime.NumGoroutine()
+	out, err := runDemoCLI(t, "demo", "--json=true", "--keep", keep, "--prompt", "Hello there", "--max-tokens", "12", "--seed", "1")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var rep demo.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not one JSON report: %v\n%s", err, out)
+	}
+	want := []string{"synth", "quantize", "bundle", "hub", "daemon", "pull", "load", "chat", "cleanup"}
+	if len(rep.Steps) != len(want) {
+		t.Fatalf("steps %+v", rep.Steps)
+	}
+	for i, s := range rep.Steps {
+		if s.Name != want[i] || !s.OK || s.Seconds <= 0 {
+			t.Errorf("step %d: %+v, want %s ok", i, s, want[i])
+		}
+	}
+	if !rep.OK || rep.Verify != verify.StatusPass || rep.Prompt != "Hello there" {
+		t.Errorf("report: ok %v, verify %q, prompt %q", rep.OK, rep.Verify, rep.Prompt)
+	}
+	if rep.Streamed == "" || rep.Streamed != rep.Reply || rep.Generated == 0 || rep.Generated > 12 {
+		t.Errorf("streamed %q, reply %q, %d tokens", rep.Streamed, rep.Reply, rep.Generated)
+	}
+	if len(rep.Leftovers) != 0 || rep.Kept != keep {
+		t.Errorf("leftovers %v, kept %q", rep.Leftovers, rep.Kept)
+	}
+	if _, err := os.Stat(filepath.Dir(rep.Socket)); !os.IsNotExist(err) {
+		t.Errorf("socket directory %s survived: %v", filepath.Dir(rep.Socket), err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the demo, %d before", n, before)
+	}
+
+	b := filepath.Join(t.TempDir(), "b")
+	out, err = runDemoCLI(t, "rebuild", "bundle", "--model", filepath.Join(keep, "checkpoint"), "--export", filepath.Join(keep, "export"),
+		"--out", b, "--ctx", "8192,16384", "--chunk-layers", "4", "--model-id", rebuild.DefaultModelID,
+		"--model-revision", rebuild.DefaultModelRevision, "--json=true")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var ar rebuild.AssembleReport
+	if err := json.Unmarshal([]byte(out), &ar); err != nil || !ar.Verify.Passed() || len(ar.Contexts) != 2 || ar.Layers != 4 {
+		t.Fatalf("rebuild bundle report: %v %+v", err, ar)
+	}
+	out, err = runDemoCLI(t, "verify", "--bundle", b, "--repo", "", "--data", "", "--plain=true", "--include-export=true", "--full=true", "--ctx", "16384", "--json=true")
+	if err != nil {
+		t.Fatalf("verify: %v\n%s", err, out)
+	}
+	var vr verify.Report
+	if err := json.Unmarshal([]byte(out), &vr); err != nil || !vr.Passed() || vr.VerifiedFiles != ar.Files {
+		t.Errorf("forgectl verify: %v %+v (assembled %d files)", err, vr, ar.Files)
+	}
+
+	// Bad input names the problem and leaves nothing behind.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", keep + "/checkpoint", "--export", "", "--out", b + "2", "--ctx", "8192"}, "--export is required"},
+		{[]string{"--model", keep + "/checkpoint", "--export", keep + "/export", "--out", b, "--ctx", "8192"}, "is not empty"},
+		{[]string{"--model", keep + "/checkpoint", "--export", keep + "/export", "--out", b + "3", "--ctx", "8k"}, `"8k" is not an integer`},
+		{[]string{"--model", keep + "/checkpoint", "--export", keep + "/export", "--out", b + "4", "--ctx", "16384,8192"}, "ascending"},
+	} {
+		args := append([]string{"rebuild", "bundle", "--chunk-layers", "4", "--json=false"}, c.args...)
+		if _, err := runDemoCLI(t, args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
+		}
+	}
+	for _, d := range []string{b + "2", b + "3", b + "4"} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s left behind", d)
+		}
+	}
+}
+
+// TestDemoHumanOutput: the printed run says what the model is, names every
+// step with its time, and shows the answer.
+func TestDemoHumanOutput(t *testing.T) {
+	out, err := runDemoCLI(t, "demo", "--json=false", "--keep", "", "--prompt", "Hi", "--max-tokens", "8", "--seed", "2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"random", "gibberish", "placeholders", "Qwen3.8-27B", "answer:", "demo OK in"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, step := range []string{"synth", "quantize", "bundle", "hub", "daemon", "pull", "load", "chat", "cleanup"} {
+		if !strings.Contains(out, "\n"+step) || !strings.Contains(out, step+strings.Repeat(" ", 9-len(step))+" ok") {
+			t.Errorf("no ok line for step %s:\n%s", step, out)
+		}
+	}
+}

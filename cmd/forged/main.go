@@ -94,7 +94,7 @@ the daemon then reports state "unavailable" with that reason.`,
 	fl.IntVar(&f.maxQueue, "max-queue", 256, "generations waiting in total before busy")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.DurationVar(&f.keepAlive, "keep-alive", residency.DefaultKeepAlive, "unload the model after this long without a request (negative: never)")
-	fl.StringVar(&f.memoryReserve, "memory-reserve", "4GiB", "memory left to the system and other apps; requests that do not fit in the rest wait")
+	fl.StringVar(&f.memoryReserve, "memory-reserve", defaultReserve, "memory left to the system and other apps; requests that do not fit in the rest wait")
 	c.MarkFlagRequired("data")
 	c.MarkFlagsMutuallyExclusive("model", "repo")
 	rootCmd.AddCommand(c)
@@ -162,8 +162,14 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	return err
 }
 
+const defaultReserve = "4GiB"
+
 // memoryBudget is the machine's memory (or cgroup limit) minus the reserve.
+// An empty reserve takes the default.
 func memoryBudget(reserve string) (int64, error) {
+	if reserve == "" {
+		reserve = defaultReserve
+	}
 	r, err := config.ParseByteSize(reserve)
 	if err != nil {
 		return 0, fmt.Errorf("--memory-reserve: %w", err)

@@ -66,7 +66,8 @@ type Drafter struct {
 }
 
 // New builds a drafter from loaded weights over its target. threads is the
-// matrix worker count (≤ 0: GOMAXPROCS).
+// matrix worker count (≤ 0: GOMAXPROCS). Drafters built from the same
+// Weights share them (one LoadWeights, one New per session).
 func New(w *Weights, target TargetWeights, threads int) (*Drafter, error) {
 	cfg := w.Config
 	head := target.LMHead()
@@ -423,6 +424,9 @@ func (d *Drafter) selectDrafts(anchor int, h []float32) []int {
 			if s > bestS || best < 0 {
 				best, bestS = c, s
 			}
+		}
+		if best < 0 {
+			break // no finite logit in this row: draft no further
 		}
 		drafts = append(drafts, best)
 		prev = best

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/quant"
+	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/tensor"
 )
 
@@ -293,4 +295,34 @@ func FuzzReadMetadata(f *testing.F) {
 			}
 		}
 	})
+}
+
+// nanHead is the target's embedding with a head that gives only NaN logits
+// (a corrupt export): the drafter must draft nothing rather than panic.
+type nanHead struct {
+	*ref.Model
+	head *quant.Linear
+}
+
+func (n nanHead) LMHead() *quant.Linear { return n.head }
+
+func TestNaNLogitsDraftNothing(t *testing.T) {
+	targetDir, drafterDir := tinyPair(t)
+	cfg, _ := config.LoadDrafter(drafterDir)
+	model := openTarget(t, targetDir, cfg.DFlash.TargetLayerIDs)
+	w := make([]float32, cfg.VocabSize*cfg.HiddenSize)
+	for i := range w {
+		w[i] = float32(math.NaN())
+	}
+	m, _ := quant.NewF32(cfg.VocabSize, cfg.HiddenSize, w)
+	head, _ := quant.NewLinear("lm_head", m, nil, nil)
+	d, err := Load(drafterDir, nanHead{model, head}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p, err := d.Propose(7, 0)
+	if err != nil || len(p.Tokens) != 0 {
+		t.Errorf("NaN logits: drafts %v, err %v; want none", p.Tokens, err)
+	}
 }

@@ -101,7 +101,7 @@ type run struct {
 	hub     *hubtest.Hub
 	srv     *daemon.Server
 	served  chan error
-	backend *refbackend.Backend
+	res     *daemon.Residency
 	cl      *client.Client
 	cancel  context.CancelFunc
 }
@@ -345,16 +345,16 @@ func (r *run) load() (string, error) {
 		return "", err
 	}
 	dir := s.SnapshotDir(Repo, st.Commit)
-	r.srv.SetState(wire.StateLoading, "loading "+st.Commit)
-	b, err := refbackend.OpenBundle(dir, refbackend.Options{Repo: Repo, Revision: st.Commit})
-	if err != nil {
-		r.srv.SetState(wire.StateUnavailable, err.Error())
+	// The daemon's residency control loads (and at cleanup unloads) the
+	// model, as it does for any served bundle.
+	r.res = r.srv.EnableResidency(daemon.ResidencyOptions{Bundle: Repo + "@" + st.Commit, KeepAlive: -1,
+		Load: func(context.Context) (daemon.Backend, error) {
+			return refbackend.OpenBundle(dir, refbackend.Options{Repo: Repo, Revision: st.Commit})
+		}})
+	if err := r.res.Load(context.Background(), "forgectl demo"); err != nil {
 		return "", err
 	}
-	r.backend = b
-	r.srv.SetBackend(b)
-	r.srv.SetState(wire.StateReady, "")
-	return fmt.Sprintf("reference backend (pure Go, CPU) loaded the served snapshot %s (export/ + model/)", st.Commit[:12]), nil
+	return fmt.Sprintf("daemon residency loaded the served snapshot %s with the reference backend (pure Go, CPU: export/ + model/)", st.Commit[:12]), nil
 }
 
 func (r *run) chat(ctx context.Context) (string, error) {
@@ -404,6 +404,12 @@ func (r *run) cleanup() (string, error) {
 	if r.cl != nil {
 		r.cl.Close()
 	}
+	if r.res != nil {
+		// Unloading closes the backend (its memory maps).
+		if err := r.res.Unload(true, "forgectl demo finished"); err != nil {
+			errs = append(errs, fmt.Errorf("unload: %w", err))
+		}
+	}
 	if r.srv != nil {
 		r.srv.Shutdown()
 		select {
@@ -414,9 +420,6 @@ func (r *run) cleanup() (string, error) {
 		case <-time.After(10 * time.Second):
 			errs = append(errs, errors.New("the daemon did not stop within 10 s"))
 		}
-	}
-	if r.backend != nil {
-		errs = append(errs, r.backend.Close())
 	}
 	if r.hub != nil {
 		r.hub.Close()

@@ -225,6 +225,14 @@ func TestBadInput(t *testing.T) {
 			_, err := Fit("layers.3.mlp.down_proj", big, 6, 8, "FP16", FitOptions{})
 			return err
 		}, "weight at row 1, column 1 (100000) overflows FP16"},
+		{"codebook overflow", func() error {
+			big := slices.Clone(w)
+			for i := range big {
+				big[i] *= 1e6
+			}
+			_, err := Fit("layers.3.mlp.down_proj", big, 6, 8, "LUT4 per-tensor", FitOptions{})
+			return err
+		}, "overflows fp16; \"LUT4 per-tensor\" has no per-channel scale"},
 		{"short matrix", func() error {
 			_, err := Fit("layers.3.mlp.down_proj", w[:40], 6, 8, "INT8 per-channel", FitOptions{})
 			return err

@@ -106,6 +106,11 @@ func Fit(name string, w []float32, rows, cols int, format string, opts FitOption
 		snapFP8(r.LUT)
 	}
 	roundF16(r.LUT)
+	for _, c := range r.LUT {
+		if math.IsInf(float64(c), 0) {
+			return nil, fmt.Errorf("matrix %s: a codebook entry (%g before rounding) overflows fp16; %q has no per-channel scale for weights this large", name, maxAbs(wn), format)
+		}
+	}
 	return r, nil
 }
 
@@ -261,4 +266,12 @@ func nearest(book []float32, cd int, v []float64) int {
 		}
 	}
 	return best
+}
+
+func maxAbs(w []float32) float64 {
+	var m float64
+	for _, v := range w {
+		m = math.Max(m, math.Abs(float64(v)))
+	}
+	return m
 }

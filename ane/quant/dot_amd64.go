@@ -91,3 +91,18 @@ func lut16Dot2(tab *[2][16]float32, idx []uint8, x []float32) (s0, s1 float32, o
 	}
 	return s0, s1, over == 0
 }
+
+//go:noescape
+func dot4AVX2(w, x0, x1, x2, x3 *float32, n int) (s0, s1, s2, s3 float32)
+
+// dot4 is w·x0 … w·x3 (the matrix-matrix path's inner product).
+func dot4(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
+	n := len(w) &^ 7
+	if !simd || n == 0 {
+		return dot4Go(w, x0, x1, x2, x3)
+	}
+	x0, x1, x2, x3 = x0[:len(w)], x1[:len(w)], x2[:len(w)], x3[:len(w)]
+	s0, s1, s2, s3 = dot4AVX2(&w[0], &x0[0], &x1[0], &x2[0], &x3[0], n)
+	t0, t1, t2, t3 := dot4Go(w[n:], x0[n:], x1[n:], x2[n:], x3[n:])
+	return s0 + t0, s1 + t1, s2 + t2, s3 + t3
+}

@@ -15,3 +15,5 @@ func lut16Dot(tab *[16]float32, idx []uint8, x []float32) (float32, bool) { retu
 func lut16Dot2(tab *[2][16]float32, idx []uint8, x []float32) (s0, s1 float32, ok bool) {
 	return 0, 0, false
 }
+
+func dot4(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) { return dot4Go(w, x0, x1, x2, x3) }

@@ -67,6 +67,16 @@ func TestKernelsMatchNaive(t *testing.T) {
 				l1, l1a = l1+e1*xi, l1a+math.Abs(e1*xi)
 			}
 			checkSum(t, fmt.Sprintf("dot n=%d", n), dot(a, x), dw, da)
+			xs := [4][]float32{x, randVec(r, n), randVec(r, n+5)[5:], randVec(r, n)}
+			var d4 [4]float32
+			d4[0], d4[1], d4[2], d4[3] = dot4(a, xs[0], xs[1], xs[2], xs[3])
+			for k, xk := range xs {
+				var w, wa float64
+				for i := range n {
+					w, wa = w+float64(a[i])*float64(xk[i]), wa+math.Abs(float64(a[i])*float64(xk[i]))
+				}
+				checkSum(t, fmt.Sprintf("dot4[%d] n=%d", k, n), d4[k], w, wa)
+			}
 			checkSum(t, fmt.Sprintf("bf16Dot n=%d", n), bf16Dot(bw, x), bf, ba)
 			checkSum(t, fmt.Sprintf("int8Dot n=%d", n), int8Dot(q, x), iw, ia)
 			// The LUT kernels report !ok when they do not apply; then the

@@ -274,8 +274,10 @@ func TestBadInput(t *testing.T) {
 }
 
 func FuzzReadMetadata(f *testing.F) {
-	_, drafterDir := tinyPair(f)
-	seed, _ := os.ReadFile(filepath.Join(drafterDir, MetadataFile))
+	seed, err := json.Marshal(synthMetadata("/exports/tiny"))
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Add(seed)
 	f.Add([]byte(`{"W":2048,"entries":{"draft":{"outputs":null}}}`))
 	f.Add([]byte(`{"W":"x"}`))

@@ -130,9 +130,9 @@ func (r *Residency) Load(ctx context.Context, why string) error {
 				return context.Cause(ctx)
 			}
 		}
-		if st != residency.Ready && st != residency.Failed {
+		if st != residency.Ready {
 			r.mu.Unlock()
-			return wire.Errorf(wire.CodeUnavailable, "the model cannot be loaded while the bundle is %s %s", st, reason)
+			return wire.Errorf(wire.CodeUnavailable, "the model cannot be loaded: the bundle is %s (%s)", st, reason)
 		}
 		done := make(chan struct{})
 		r.loading = done
@@ -147,14 +147,6 @@ func (r *Residency) Load(ctx context.Context, why string) error {
 }
 
 func (r *Residency) load(why string) error {
-	if st, _ := r.m.State(); st == residency.Failed {
-		if err := r.m.To(residency.Verifying, "retrying after a failure"); err != nil {
-			return err
-		}
-		if err := r.m.To(residency.Ready, ""); err != nil {
-			return err
-		}
-	}
 	if err := r.m.To(residency.Loading, why); err != nil {
 		return err
 	}
@@ -331,4 +323,22 @@ func (r *Residency) Pressure(level sysinfo.Level) []residency.Step {
 		r.s.SetState(state, fmt.Sprintf("memory pressure %s: %s", level, step))
 	}
 	return steps
+}
+
+// Reverify stops serving from the bundle (cancelling running requests: its
+// files changed under them), verifies it with verify, and marks it ready or
+// failed with verify's error. A failed bundle is not loaded again until an
+// administrator repairs it (pull, rollback).
+func (r *Residency) Reverify(reason string, verify func() error) error {
+	if err := r.Unload(true, reason); err != nil {
+		return err
+	}
+	if err := r.m.To(residency.Verifying, reason); err != nil {
+		return err
+	}
+	if err := verify(); err != nil {
+		r.m.Fail(fmt.Sprintf("verification failed after %s: %v", reason, err))
+		return err
+	}
+	return r.m.To(residency.Ready, "verified after "+reason)
 }

@@ -63,6 +63,15 @@ func pick() {
 // loaded, else the pure-Go one.
 func Default() Impl { pick(); return current }
 
+// SetDefault makes impl the implementation the package functions use and
+// returns the previous one (tests compare backends end to end with it).
+func SetDefault(impl Impl) Impl {
+	pick()
+	prev := current
+	current = impl
+	return prev
+}
+
 // Go returns the pure-Go implementation (always available).
 func Go() Impl { return goImpl }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,7 +223,7 @@ func TestPressureDropsIdleSessionsThenUnloads(t *testing.T) {
 	var pressure int
 	for _, e := range events {
 		t.Log(e)
-		if contains(e, "memory pressure") && contains(e, "frees") {
+		if strings.Contains(e, "memory pressure") && strings.Contains(e, "frees") {
 			pressure++
 		}
 	}
@@ -232,10 +233,6 @@ func TestPressureDropsIdleSessionsThenUnloads(t *testing.T) {
 	if !slices.Contains(events, "unloading: memory pressure critical") || !slices.Contains(events, "unloaded: memory pressure critical") {
 		t.Fatalf("the unload's transitions were not all published: %v", events)
 	}
-}
-
-func contains(s, sub string) bool {
-	return len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
 }
 
 func TestResidencyRunStopsWithoutLeaking(t *testing.T) {
@@ -298,7 +295,7 @@ func TestAdmissionWaitsForMemory(t *testing.T) {
 		t.Fatalf("second session: %v, want a queued event", ev)
 	}
 	data := ev["data"].(map[string]any)
-	if asUint(data["position"]) != 1 || !contains(data["reason"].(string), "exceed") {
+	if asUint(data["position"]) != 1 || !strings.Contains(data["reason"].(string), "exceed") {
 		t.Fatalf("queued event %v, want position 1 and a reason", data)
 	}
 	if err := c.CloseSession(ctx, sa); err != nil {
@@ -317,7 +314,7 @@ func TestAdmissionWaitsForMemory(t *testing.T) {
 
 	_, err = c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{104, 105}, MaxTokens: max64(50)}).Result()
 	var we *wire.Error
-	if !errors.As(err, &we) || we.Code != wire.CodeBusy || !contains(we.Message, "not enough memory") {
+	if !errors.As(err, &we) || we.Code != wire.CodeBusy || !strings.Contains(we.Message, "not enough memory") {
 		t.Fatalf("a request that never fits: %v, want busy naming memory", err)
 	}
 }

@@ -193,6 +193,28 @@ func TestOpenBundleNamesMissingParts(t *testing.T) {
 	if _, err := ref.OpenBundle(out, ref.Options{}); err == nil || !strings.Contains(err.Error(), "export/small.safetensors") {
 		t.Errorf("without small.safetensors: %v", err)
 	}
+	// A misshapen small tensor is named with its file.
+	orig, err := tensor.OpenSafetensors(filepath.Join(out, "small.bak"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []tensor.Tensor
+	for _, info := range orig.Tensors() {
+		data, _ := orig.Bytes(info.Name)
+		shape := info.Shape
+		if info.Name == layout.NormName {
+			shape, data = []int{32}, data[:64]
+		}
+		ts = append(ts, tensor.Tensor{Name: info.Name, DType: info.DType, Shape: shape, Data: data})
+	}
+	if err := tensor.WriteSafetensors(filepath.Join(out, "export", ref.SmallFile), nil, ts); err != nil {
+		t.Fatal(err)
+	}
+	orig.Close()
+	if _, err := ref.OpenBundle(out, ref.Options{}); err == nil || !strings.Contains(err.Error(), ref.SmallFile) ||
+		!strings.Contains(err.Error(), layout.NormName) || !strings.Contains(err.Error(), "[32]") {
+		t.Errorf("misshapen final norm: %v", err)
+	}
 	os.Rename(filepath.Join(out, "small.bak"), filepath.Join(out, "export", ref.SmallFile))
 	os.Remove(filepath.Join(out, "model", bundle.EmbeddingFile))
 	if _, err := ref.OpenBundle(out, ref.Options{}); err == nil || !strings.Contains(err.Error(), "model/embed_tokens_fp16.npy is missing") {

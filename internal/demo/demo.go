@@ -14,7 +14,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/forgedaemon/forged/ane/rebuild"
@@ -80,6 +82,7 @@ type Report struct {
 	Socket        string   `json:"socket,omitempty"`
 	Verify        string   `json:"verify,omitempty"` // PASS or FAIL, from the pulled snapshot's full verify
 	VerifiedFiles int      `json:"verified_files,omitempty"`
+	CDNFiles      int      `json:"cdn_downloads,omitempty"` // GETs the hub redirected to its CDN listener
 	Prompt        string   `json:"prompt"`
 	Streamed      string   `json:"streamed_text"`
 	Reply         string   `json:"reply_text"`
@@ -87,6 +90,7 @@ type Report struct {
 	Generated     uint64   `json:"generated_tokens"`
 	FinishReason  string   `json:"finish_reason,omitempty"`
 	Kept          string   `json:"kept,omitempty"`
+	States        []string `json:"daemon_states"`       // as a subscribed client saw them, up to ready
 	Leftovers     []string `json:"leftovers,omitempty"` // what cleanup could not remove
 	Seconds       float64  `json:"seconds"`
 	Notes         []string `json:"notes"`
@@ -104,6 +108,13 @@ type run struct {
 	res     *daemon.Residency
 	cl      *client.Client
 	cancel  context.CancelFunc
+
+	// A second client subscribes to the daemon's state events.
+	watcher   *client.Client
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
+	mu        sync.Mutex
+	states    []string
 }
 
 // Run performs the demo. The report is returned even when a step fails
@@ -280,6 +291,8 @@ func (r *run) assemble() (string, error) {
 
 func (r *run) publish() (string, error) {
 	r.hub = hubtest.New()
+	// Files of 32 KiB or more go through the CDN redirect, as large files do on the real hub.
+	r.hub.LFSThreshold = 32 << 10
 	commit, err := r.hub.Publish(Repo, r.path("bundle"), "main")
 	if err != nil {
 		return "", err
@@ -303,7 +316,49 @@ func (r *run) startDaemon() (string, error) {
 	srv.SetState(wire.StateUnavailable, "no bundle installed yet")
 	r.srv, r.served, r.rep.Socket = srv, make(chan error, 1), sock
 	go func() { r.served <- srv.Serve(context.Background(), ln) }()
-	return fmt.Sprintf("forged server listening on %s (data directory %s)", sock, r.path("data")), nil
+	if err := r.watch(sock); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("forged server listening on %s (data directory %s); a client subscribed to its state events", sock, r.path("data")), nil
+}
+
+// watch subscribes a client to the daemon's state events and records them.
+func (r *run) watch(sock string) error {
+	cl, err := client.Dial(context.Background(), sock, client.Options{Name: "forgectl-demo-watch"})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.watcher, r.stopWatch, r.watchDone = cl, cancel, make(chan struct{})
+	go func() {
+		defer close(r.watchDone)
+		for ev, err := range cl.Subscribe(ctx) {
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			if n := len(r.states); n == 0 || r.states[n-1] != ev.State {
+				r.states = append(r.states, ev.State)
+			}
+			r.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+// statesUntil waits (briefly) until the subscriber has seen state, and
+// returns what it saw.
+func (r *run) statesUntil(state string) []string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r.mu.Lock()
+		seen := slices.Clone(r.states)
+		r.mu.Unlock()
+		if slices.Contains(seen, state) || time.Now().After(deadline) {
+			return seen
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (r *run) pull(ctx context.Context) (string, error) {
@@ -331,8 +386,13 @@ func (r *run) pull(ctx context.Context) (string, error) {
 	if res.Commit != r.rep.Commit {
 		return "", fmt.Errorf("pulled commit %s, the hub published %s", res.Commit, r.rep.Commit)
 	}
-	return fmt.Sprintf("%d files, %s downloaded over HTTP into the store; full verify %s (%d files hashed)",
-		res.DownloadedFiles, human(res.DownloadedBytes), vr.Status, vr.VerifiedFiles), nil
+	for _, q := range r.hub.Requests() {
+		if q.Listener == "cdn" && q.Method == "GET" {
+			r.rep.CDNFiles++
+		}
+	}
+	return fmt.Sprintf("%d files, %s downloaded over HTTP into the store (%d large ones through the CDN redirect); full verify %s (%d files hashed)",
+		res.DownloadedFiles, human(res.DownloadedBytes), r.rep.CDNFiles, vr.Status, vr.VerifiedFiles), nil
 }
 
 func (r *run) load() (string, error) {
@@ -354,7 +414,12 @@ func (r *run) load() (string, error) {
 	if err := r.res.Load(context.Background(), "forgectl demo"); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("daemon residency loaded the served snapshot %s with the reference backend (pure Go, CPU: export/ + model/)", st.Commit[:12]), nil
+	r.rep.States = r.statesUntil(wire.StateReady)
+	if !slices.Contains(r.rep.States, wire.StateReady) {
+		return "", fmt.Errorf("the subscribed client never saw state ready (saw %v)", r.rep.States)
+	}
+	return fmt.Sprintf("daemon residency loaded the served snapshot %s with the reference backend (pure Go, CPU: export/ + model/); "+
+		"states seen by the subscriber: %s", st.Commit[:12], strings.Join(r.rep.States, " → ")), nil
 }
 
 func (r *run) chat(ctx context.Context) (string, error) {
@@ -403,6 +468,15 @@ func (r *run) cleanup() (string, error) {
 	var errs []error
 	if r.cl != nil {
 		r.cl.Close()
+	}
+	if r.watcher != nil {
+		r.stopWatch()
+		select {
+		case <-r.watchDone:
+		case <-time.After(10 * time.Second):
+			errs = append(errs, errors.New("the state subscription did not end within 10 s"))
+		}
+		r.watcher.Close()
 	}
 	if r.res != nil {
 		// Unloading closes the backend (its memory maps).

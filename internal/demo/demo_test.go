@@ -44,6 +44,12 @@ func TestRunKeep(t *testing.T) {
 		rep.Streamed != streamed.String() || rep.Generated == 0 || len(rep.Commit) != 40 {
 		t.Errorf("report %+v", rep)
 	}
+	if !inOrder(rep.States, "downloading", "verifying", "loading", "ready") {
+		t.Errorf("daemon states %v, want downloading, verifying, loading, ready in order", rep.States)
+	}
+	if rep.CDNFiles == 0 {
+		t.Error("no file went through the hub's CDN redirect")
+	}
 	if rep.Kept != keep || len(rep.Leftovers) != 0 {
 		t.Errorf("kept %q, leftovers %v", rep.Kept, rep.Leftovers)
 	}
@@ -108,4 +114,15 @@ func TestRunCancelled(t *testing.T) {
 	if !failed {
 		t.Errorf("no step reports the cancellation: %+v", rep.Steps)
 	}
+}
+
+// inOrder reports whether want appears in got as a subsequence.
+func inOrder(got []string, want ...string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
 }

@@ -75,6 +75,17 @@ With --json: one line per token, then one object with ids, text and the summary.
 		} else if prompt = tok.Encode(args[0]); len(prompt) == 0 {
 			return errors.New("the prompt encodes to no tokens")
 		}
+		var taps []int // the drafter's, checked against the pairing rules before any weights load
+		if drafterDir != "" {
+			dcfg, err := config.LoadDrafter(drafterDir)
+			if err != nil {
+				return err
+			}
+			taps = dcfg.DFlash.TargetLayerIDs
+			if err := dflash.CheckDirs(drafterDir, mf.model, mf.export, taps); err != nil {
+				return err
+			}
+		}
 		m, err := mf.open()
 		if err != nil {
 			return err
@@ -83,14 +94,6 @@ With --json: one line per token, then one object with ids, text and the summary.
 		g := &generate.Generator{Vocab: m.Config().Vocab, Tokenizer: tok, StopTokens: m.EOS}
 		engineModel := m
 		if drafterDir != "" {
-			dcfg, err := config.LoadDrafter(drafterDir)
-			if err != nil {
-				return err
-			}
-			taps := dcfg.DFlash.TargetLayerIDs
-			if err := dflash.CheckDirs(drafterDir, mf.model, mf.export, taps); err != nil {
-				return err
-			}
 			if engineModel, err = m.WithTaps(taps); err != nil {
 				return err
 			}

@@ -324,3 +324,19 @@ func TestBadRequests(t *testing.T) {
 		}
 	}
 }
+
+// Auto mode with the real drafter, whose drafts are rarely accepted, stops
+// drafting after its trial window and keeps the plain output.
+func TestAutoPausesFailingDrafter(t *testing.T) {
+	g, _ := newGenerator(t)
+	g.Auto = spec.Auto{CycleCost: 4.7, Window: 8}
+	prompt := []int{9, 8, 7, 6, 5}
+	plain, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(60), Speculative: spec.ModeOff})
+	auto, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(60)})
+	if auto.Speculative != spec.ModeAuto || !slices.Equal(plain.IDs, auto.IDs) {
+		t.Fatalf("auto (%s) %v != plain %v", auto.Speculative, auto.IDs, plain.IDs)
+	}
+	if auto.Stats.AutoPauses == 0 || auto.Stats.PlainSteps == 0 || auto.Stats.Cycles > 16 {
+		t.Errorf("auto kept drafting a failing drafter: %+v", auto.Stats)
+	}
+}

@@ -37,14 +37,22 @@ type Residency struct {
 	keep residency.KeepAlive
 	m    *residency.Machine
 
-	mu       sync.Mutex
-	pinned   bool
-	lastUsed time.Time
-	uses     map[*use]struct{} // requests running on the model
-	loading  chan struct{}     // closed when the load in progress ends
-	drafter  bool              // the drafter is loaded (dropped under critical pressure)
-	freed    chan struct{}     // closed when memory may have been freed (admission waits on it)
-	waiting  []*int            // requests waiting for memory, in arrival order
+	mu        sync.Mutex
+	pinned    bool
+	lastUsed  time.Time
+	uses      map[*use]struct{} // requests running on the model
+	loading   chan struct{}     // closed when the load in progress ends
+	drafter   bool              // the drafter is loaded (dropped under critical pressure)
+	freed     chan struct{}     // closed when memory may have been freed (admission waits on it)
+	waiting   []*int            // requests waiting for memory, in arrival order
+	switching bool              // a revision switch is waiting for running requests: new ones wait
+	previous  *revision         // what Switch replaced, for Rollback
+}
+
+// revision is a loadable revision of the bundle.
+type revision struct {
+	name string
+	load func(ctx context.Context) (Backend, error)
 }
 
 type use struct{ cancel context.CancelCauseFunc }
@@ -152,7 +160,10 @@ func (r *Residency) load(why string) error {
 	}
 	// Loading is not tied to the request that triggered it: other
 	// requests wait for the same load.
-	b, err := r.opts.Load(context.Background())
+	r.mu.Lock()
+	loadFn := r.opts.Load
+	r.mu.Unlock()
+	b, err := loadFn(context.Background())
 	if err != nil {
 		r.m.Fail(fmt.Sprintf("loading failed: %v", err))
 		return wire.Errorf(wire.CodeUnavailable, "loading the model failed: %v", err)
@@ -223,6 +234,19 @@ func (r *Residency) acquire(ctx context.Context) (context.Context, func(), error
 			return nil, nil, err
 		}
 		r.mu.Lock()
+		if r.switching { // wait for the new revision
+			if r.freed == nil {
+				r.freed = make(chan struct{})
+			}
+			wait := r.freed
+			r.mu.Unlock()
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, nil, context.Cause(ctx)
+			}
+			continue
+		}
 		if st, _ := r.m.State(); st != residency.Resident {
 			r.mu.Unlock()
 			continue // unloaded between the load and here: load again
@@ -341,4 +365,67 @@ func (r *Residency) Reverify(reason string, verify func() error) error {
 		return err
 	}
 	return r.m.To(residency.Ready, "verified after "+reason)
+}
+
+// Switch serves another revision. verify runs first: if it fails the
+// current revision keeps serving and the new one never goes live. Then new
+// requests wait while the running ones finish on the current revision, the
+// current one is unloaded (two copies may not fit: docs/RESIDENCY.md) and
+// the new one loaded; the next request is served by it. The replaced
+// revision is kept for Rollback.
+func (r *Residency) Switch(ctx context.Context, name string, verify func() error, load func(context.Context) (Backend, error)) error {
+	if verify != nil {
+		if err := verify(); err != nil {
+			state, _, _ := r.s.currentState()
+			r.s.SetState(state, fmt.Sprintf("update to %s refused: verification failed: %v", name, err))
+			return fmt.Errorf("update to %s: verification failed, still serving the current revision: %w", name, err)
+		}
+	}
+	r.mu.Lock()
+	if r.switching {
+		r.mu.Unlock()
+		return wire.Errorf(wire.CodeBusy, "another revision switch is in progress")
+	}
+	r.switching = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.switching = false
+		r.mu.Unlock()
+		r.memoryFreed()
+	}()
+	for {
+		r.mu.Lock()
+		if len(r.uses) == 0 {
+			r.previous = &revision{name: r.opts.Bundle, load: r.opts.Load}
+			r.opts.Bundle, r.opts.Load = name, load
+			r.mu.Unlock()
+			break
+		}
+		if r.freed == nil {
+			r.freed = make(chan struct{})
+		}
+		wait := r.freed
+		r.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	if err := r.Unload(false, "switching to "+name); err != nil {
+		return err
+	}
+	return r.Load(ctx, "switching to "+name)
+}
+
+// Rollback switches back to the revision the last Switch replaced.
+func (r *Residency) Rollback(ctx context.Context) error {
+	r.mu.Lock()
+	prev := r.previous
+	r.mu.Unlock()
+	if prev == nil {
+		return wire.Errorf(wire.CodeNotFound, "update.rollback: there is no previous revision to go back to")
+	}
+	return r.Switch(ctx, prev.name, nil, prev.load)
 }

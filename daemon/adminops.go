@@ -82,3 +82,20 @@ func (c *conn) opPin(_ context.Context, req wire.Request) (any, error) {
 }
 
 func uidString(uid uint32) string { return strconv.FormatUint(uint64(uid), 10) }
+
+// opRollback serves the revision the last switch replaced. Revisions the
+// bundle store installed are rolled back through the store once it is
+// wired; this covers switches made by this daemon run.
+func (c *conn) opRollback(ctx context.Context, req wire.Request) (any, error) {
+	if err := wire.DecodeArgs(req.Op, req.Args, &wire.Empty{}); err != nil {
+		return nil, err
+	}
+	r, err := c.residency(req.Op)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Rollback(ctx); err != nil {
+		return nil, err
+	}
+	return r.result(), nil
+}

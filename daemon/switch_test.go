@@ -20,7 +20,7 @@ func loaderFor(rev string, delay time.Duration) func(context.Context) (daemon.Ba
 
 // An update lands while a session streams: the stream finishes on the old
 // revision, the next request reports the new one; rollback restores the
-// old; a new revision that fails verification never goes live.
+// old (update.rollback); a new revision that fails verification never goes live.
 func TestSwitchWaitsForStreamsAndRollsBack(t *testing.T) {
 	rig := newResidencyRig(t, fakeengine.Options{Revision: "rev-a", TokenDelay: 2 * time.Millisecond})
 	ctx := context.Background()
@@ -60,8 +60,9 @@ func TestSwitchWaitsForStreamsAndRollsBack(t *testing.T) {
 		t.Fatalf("after a refused update: %+v %v, want rev-b still", r, err)
 	}
 
-	if err := rig.r.Rollback(ctx); err != nil {
-		t.Fatal(err)
+	var res2 map[string]any
+	if err := rig.c.Admin(ctx, wire.OpUpdateRollback, map[string]any{}, &res2); err != nil || res2["state"] != wire.StateReady {
+		t.Fatalf("update.rollback: %v %v", res2, err)
 	}
 	back, err := rig.c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{104}, MaxTokens: max64(2)}).Result()
 	if err != nil || back.Revision != "rev-a" {

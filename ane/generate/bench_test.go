@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,7 +71,7 @@ func BenchmarkRealDrafter(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for j, mode := range modes {
 			start := time.Now()
-			sum, err := g.Run(Request{IDs: prompt, Sampling: greedy(48), Speculative: mode}, func(Event) error { return nil })
+			sum, err := g.Run(context.Background(), Request{IDs: prompt, Sampling: greedy(48), Speculative: mode}, func(Event) error { return nil })
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,6 +8,7 @@
 package generate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -110,8 +111,9 @@ type rewinder interface{ Rewind(pos int) }
 type resetter interface{ Reset() }
 
 // Run generates for req, calling emit for every output token and once more
-// with the final released text. An error from emit aborts the run.
-func (g *Generator) Run(req Request, emit func(Event) error) (*Summary, error) {
+// with the final released text. An error from emit, or ctx ending (checked
+// before every engine call), aborts the run with that error.
+func (g *Generator) Run(ctx context.Context, req Request, emit func(Event) error) (*Summary, error) {
 	if g.Engine == nil || g.Tokenizer == nil || g.Vocab <= 0 {
 		return nil, errors.New("generate: the generator needs an engine, its vocabulary size and a tokenizer")
 	}
@@ -160,7 +162,7 @@ func (g *Generator) Run(req Request, emit func(Event) error) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{g: g, req: req, drafter: drafter, sp: sp, sampler: sampler, stopper: stopper,
+	r := &run{ctx: ctx, g: g, req: req, drafter: drafter, sp: sp, sampler: sampler, stopper: stopper,
 		dec: g.Tokenizer.NewStreamDecoder(), emit: emit,
 		sum: &Summary{PromptTokens: len(prompt), Speculative: mode}}
 	if req.ThinkingBudget > 0 {

@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"context"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -92,7 +93,7 @@ func greedy(max int) *sample.Options {
 func collect(tb testing.TB, g *Generator, req Request) (*Summary, []Event) {
 	tb.Helper()
 	var evs []Event
-	sum, err := g.Run(req, func(e Event) error { evs = append(evs, e); return nil })
+	sum, err := g.Run(context.Background(), req, func(e Event) error { evs = append(evs, e); return nil })
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func TestBadRequests(t *testing.T) {
 		{"no template", &noTemplate, Request{Chat: req}, "no chat template"},
 		{"top_p", g, Request{IDs: []int{1}, Sampling: &sample.Options{TopP: 1.5}}, "top_p"},
 	} {
-		_, err := c.g.Run(c.req, func(Event) error { return nil })
+		_, err := c.g.Run(context.Background(), c.req, func(Event) error { return nil })
 		if err == nil || !strings.Contains(err.Error(), c.inMsg) {
 			t.Errorf("%s: %v, want an error mentioning %q", c.name, err, c.inMsg)
 		}
@@ -338,5 +339,25 @@ func TestAutoPausesFailingDrafter(t *testing.T) {
 	}
 	if auto.Stats.AutoPauses == 0 || auto.Stats.PlainSteps == 0 || auto.Stats.Cycles > 16 {
 		t.Errorf("auto kept drafting a failing drafter: %+v", auto.Stats)
+	}
+}
+
+// Cancelling the context stops the run before the next engine call.
+func TestCancel(t *testing.T) {
+	g, _ := newGenerator(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	_, err := g.Run(ctx, Request{IDs: []int{1, 2, 3}, Sampling: greedy(50), Speculative: spec.ModeOn}, func(Event) error {
+		if n++; n == 3 {
+			cancel()
+		}
+		return nil
+	})
+	if err != context.Canceled || n > 3+spec.MaxDrafts {
+		t.Errorf("after cancel: %v, %d events", err, n)
+	}
+	cancel()
+	if _, err := g.Run(ctx, Request{IDs: []int{1}}, func(Event) error { return nil }); err != context.Canceled {
+		t.Errorf("cancelled before the prefill: %v", err)
 	}
 }

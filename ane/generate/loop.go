@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 // run is the state of one Run.
 type run struct {
+	ctx     context.Context
 	g       *Generator
 	req     Request
 	drafter spec.Drafter
@@ -114,6 +116,9 @@ func (r *run) generate(prompt []int) error {
 			}
 		}
 		fromStep, stepPos, stepAnchor = true, pos, anchor
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
 		next, err := r.sp.Step(anchor, pos, r.stopper.Tokens())
 		if err != nil {
 			return err
@@ -134,6 +139,9 @@ func (r *run) nearBudget() bool {
 func (r *run) feed(ids []int, pos int) ([]float32, error) {
 	var logits []float32
 	for len(ids) > 0 {
+		if err := r.ctx.Err(); err != nil {
+			return nil, err
+		}
 		n := min(len(ids), ane.PrefillRows)
 		l, err := r.g.Engine.Feed(ids[:n])
 		if err != nil {

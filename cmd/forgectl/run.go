@@ -108,7 +108,7 @@ With --json: one line per token, then one object with ids, text and the summary.
 		defer s.Close()
 		g.Engine = s
 		out := cmd.OutOrStdout()
-		sum, err := g.Run(generate.Request{IDs: prompt, Sampling: &opts, Speculative: spec.Mode(mode)}, func(e generate.Event) error {
+		sum, err := g.Run(cmd.Context(), generate.Request{IDs: prompt, Sampling: &opts, Speculative: spec.Mode(mode)}, func(e generate.Event) error {
 			switch {
 			case !*asJSON:
 				_, err := fmt.Fprint(out, e.Text)

@@ -318,3 +318,32 @@ func TestAdmissionWaitsForMemory(t *testing.T) {
 		t.Fatalf("a request that never fits: %v, want busy naming memory", err)
 	}
 }
+
+// Malformed residency admin requests are bad_request naming the field, and
+// change nothing.
+func TestResidencyOpsRejectBadArgs(t *testing.T) {
+	rig := newResidencyRig(t, fakeengine.Options{})
+	raw := dialRaw(t, rig.ts.path)
+	raw.hello()
+	for i, c := range []struct {
+		op   string
+		args map[string]any
+		want string
+	}{
+		{wire.OpUnload, map[string]any{"force": "yes"}, "force"},
+		{wire.OpPin, map[string]any{"pinned": 1}, "pinned"},
+		{wire.OpLoad, map[string]any{"now": true}, "now"},
+		{wire.OpUpdateRollback, map[string]any{"to": "x"}, "to"},
+	} {
+		rep := raw.call(uint64(10+i), c.op, c.args)
+		if msg := expectError(t, rep, uint64(10+i), wire.CodeBadRequest); !strings.Contains(msg, c.want) {
+			t.Errorf("%s %v: %q does not name %q", c.op, c.args, msg, c.want)
+		}
+	}
+	if s := rig.state(t); s != daemon.StateUnloaded || rig.loads.Load() != 0 || rig.r.Pinned() {
+		t.Fatalf("bad requests changed something: state %s, %d loads, pinned %v", s, rig.loads.Load(), rig.r.Pinned())
+	}
+	// Nothing to roll back to yet.
+	rep := raw.call(20, wire.OpUpdateRollback, map[string]any{})
+	expectError(t, rep, 20, wire.CodeNotFound)
+}

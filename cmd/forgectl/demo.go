@@ -3,7 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +40,10 @@ the demo bundle are placeholders; on a Mac with the real bundle the same steps s
 			printDemoIntro(out)
 			opts.Step = func(s demo.Step) { printDemoStep(out, s) }
 		}
-		rep, err := demo.Run(cmd.Context(), opts)
+		// Ctrl-C or SIGTERM stops at the next resumable point and still cleans up.
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		rep, err := demo.Run(ctx, opts)
 		if *asJSON {
 			if werr := writeJSON(out, rep); werr != nil {
 				return werr

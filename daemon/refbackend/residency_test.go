@@ -17,6 +17,7 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/internal/sysinfo"
 )
 
 var tinyOnce struct {
@@ -181,5 +182,61 @@ func TestContextGrowthKeepsTokens(t *testing.T) {
 		if !slices.Equal(gotTokens[i], wantTokens[i]) {
 			t.Fatalf("turn %d: %v after growing, %v without growing", i, gotTokens[i], wantTokens[i])
 		}
+	}
+}
+
+// A session whose state memory pressure dropped continues with exactly the
+// tokens it would have produced (its conversation is prefilled again:
+// cached_tokens is 0 where the undisturbed session reuses its state).
+func TestPressureDroppedSessionContinuesIdentically(t *testing.T) {
+	dir := tinyDir(t)
+	turns := func(t *testing.T, drop bool) (tokens [][]uint32, cached []uint64) {
+		b, err := refbackend.Open(dir, refbackend.Options{Ladder: ane.Ladder{64, 128, 256}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		srv, c := serveServer(t, b)
+		r := srv.EnableResidency(daemon.ResidencyOptions{Bundle: "tiny", Load: func(context.Context) (daemon.Backend, error) { return b, nil }})
+		ctx := context.Background()
+		s, err := c.OpenSession(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var history []uint32
+		for turn := range 2 {
+			if turn == 1 && drop {
+				if steps := r.Pressure(sysinfo.Warning); len(steps) != 1 || steps[0].Session != s {
+					t.Fatalf("warning pressure steps %v, want the idle session %s dropped", steps, s)
+				}
+			}
+			history = append(history, promptIDs(25, turn)...)
+			st := c.Generate(ctx, greedy(history, 8, s))
+			var ids []uint32
+			for ev, err := range st.Tokens() {
+				if err != nil {
+					break
+				}
+				ids = append(ids, ev.IDs...)
+			}
+			res, err := st.Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokens = append(tokens, ids)
+			cached = append(cached, res.Usage.CachedTokens)
+			history = append(history, ids...)
+		}
+		return tokens, cached
+	}
+	want, wantCached := turns(t, false)
+	got, gotCached := turns(t, true)
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("turn %d after the drop: %v, undisturbed %v", i, got[i], want[i])
+		}
+	}
+	if wantCached[1] == 0 || gotCached[1] != 0 {
+		t.Fatalf("cached tokens on turn 2: undisturbed %d (want > 0), dropped %d (want 0)", wantCached[1], gotCached[1])
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/tensor"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/synthbundle"
@@ -220,7 +221,7 @@ func TestEveryRuleHasAFailingCase(t *testing.T) {
 	}
 }
 
-var synthSel = []string{verify.PredecessorCodebook, verify.SuccessorCodebook}
+var synthSel = []string{dflash.PredecessorCodebook, dflash.SuccessorCodebook}
 
 func TestFastVerifyTrustsOnlyUnchangedFiles(t *testing.T) {
 	dir := copyBundle(t)

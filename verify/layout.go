@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/tensor"
 	"github.com/forgedaemon/forged/bundle"
 )
@@ -106,34 +107,10 @@ func (c *checker) checkManifest(rt bundle.Runtime, model *config.Model) *bundle.
 	return man
 }
 
-// drafterMeta is the part of dflash2_lut4_gptq.json the pairing rules read.
-type drafterMeta struct {
-	W            int    `json:"W"`
-	T            int    `json:"T"`
-	R            int    `json:"R"`
-	RP           int    `json:"RP"`
-	TargetExport string `json:"target_export"`
-	HeadExport   string `json:"head_export"`
-	Entries      map[string]struct {
-		Outputs []string `json:"outputs"`
-	} `json:"entries"`
-}
-
-// DrafterSelectorRank is the rank of the selector codebooks the published
-// drafter uses.
-const DrafterSelectorRank = 256
-
-// Selector codebook tensor names in selector.safetensors.
-const (
-	PredecessorCodebook = "candidate_selector.predecessor_codebook"
-	SuccessorCodebook   = "candidate_selector.successor_codebook"
-)
-
-// checkDrafter applies check_drafter / check_drafter_pair. The drafter's
-// own architecture (5 layers, 8 KV heads of 128, W 2048, T=R=8, RP=64) is
-// fixed by the DFlash2 package; what depends on the target (layer count,
-// hidden and vocab sizes, taps, export identity) is compared with the
-// bundle's model and manifest instead of constants.
+// checkDrafter applies check_drafter / check_drafter_pair through the
+// shared rules in ane/dflash (the runtime applies the same ones before it
+// loads a drafter). What only a bundle has — release.json's drafter taps
+// and export names — is checked here.
 func (c *checker) checkDrafter(model *config.Model, man *bundle.Manifest) bool {
 	d := c.rel.Drafter
 	before := len(c.report.Failures)
@@ -141,95 +118,54 @@ func (c *checker) checkDrafter(model *config.Model, man *bundle.Manifest) bool {
 	cfgPath := path.Join(d.Path, d.Config)
 	selPath := path.Join(d.Path, d.Codebooks)
 
-	var meta drafterMeta
-	if data, err := os.ReadFile(c.local(metaPath)); err != nil {
-		c.fail("drafter.meta", metaPath, "%v", err)
-	} else if err := json.Unmarshal(data, &meta); err != nil {
-		c.fail("drafter.meta", metaPath, "%v", err)
+	target := dflash.Target{Model: model}
+	if man != nil {
+		target.Taps = man.Taps
+		target.ExportName = path.Base(man.Export)
 	}
-	cfg, err := config.LoadDrafter(c.local(cfgPath))
+	meta, err := readDrafterMeta(c.local(metaPath))
 	if err != nil {
+		c.fail("drafter.meta", metaPath, "%v", err)
+	} else {
+		c.failAll(dflash.MetaRules(meta, metaPath))
+		c.failAll(dflash.ExportRules(meta, target.ExportName, metaPath))
+	}
+	if cfg, err := config.LoadDrafter(c.local(cfgPath)); err != nil {
 		c.fail("drafter.config", cfgPath, "%v", err)
-	}
-	if meta.T != 8 || meta.R != 8 || meta.RP != 64 {
-		c.fail("drafter.meta", metaPath, "T=%d R=%d RP=%d, want 8, 8, 64", meta.T, meta.R, meta.RP)
-	}
-	if meta.W != 2048 {
-		c.fail("drafter.meta", metaPath, "W=%d, want 2048", meta.W)
-	}
-	if _, ok := meta.Entries["ctx64"]; !ok {
-		c.fail("drafter.meta", metaPath, "entries has no \"ctx64\"")
-	}
-	if e, ok := meta.Entries["draft"]; !ok || !slices.Contains(e.Outputs, "logits") {
-		c.fail("drafter.meta", metaPath, "entries.draft is missing or has no \"logits\" output")
-	}
-	if cfg != nil {
-		type want struct {
-			field     string
-			got, want int
-		}
-		checks := []want{
-			{"num_hidden_layers", cfg.NumHiddenLayers, 5}, {"head_dim", cfg.HeadDim, 128},
-			{"num_key_value_heads", cfg.NumKeyValueHeads, 8}, {"dflash_config.block_size", cfg.DFlash.BlockSize, 8},
-			{"dflash_config.selector_rank", cfg.DFlash.SelectorRank, DrafterSelectorRank},
-			{"sliding_window (= metadata W)", cfg.SlidingWindow, meta.W},
-		}
-		if model != nil {
-			checks = append(checks, want{"num_target_layers (= target num_hidden_layers)", cfg.NumTargetLayers, model.NumHiddenLayers},
-				want{"hidden_size (= target)", cfg.HiddenSize, model.HiddenSize}, want{"vocab_size (= target)", cfg.VocabSize, model.VocabSize})
-		}
-		for _, w := range checks {
-			if w.got != w.want {
-				c.fail("drafter.config", cfgPath, "%s is %d, want %d", w.field, w.got, w.want)
-			}
-		}
-		if man != nil && !slices.Equal(cfg.DFlash.TargetLayerIDs, man.Taps) {
-			c.fail("drafter.pair", cfgPath, "dflash_config.target_layer_ids %v differ from the runtime manifest taps %v", cfg.DFlash.TargetLayerIDs, man.Taps)
-		}
+	} else {
+		c.failAll(dflash.ConfigRules(cfg, meta, target, cfgPath))
 	}
 	if man != nil {
 		if !slices.Equal(d.Taps, man.Taps) {
 			c.fail("drafter.pair", bundle.ReleaseFile, "drafter.taps %v differ from the runtime manifest taps %v", d.Taps, man.Taps)
 		}
-		target := path.Base(man.Export)
-		if path.Base(meta.TargetExport) != target || path.Base(path.Dir(meta.HeadExport)) != target {
-			c.fail("drafter.pair", metaPath, "target_export %q / head_export %q do not name the runtime's export %q", meta.TargetExport, meta.HeadExport, target)
-		}
-		if d.TargetExport != target || d.HeadExport != target {
-			c.fail("drafter.pair", bundle.ReleaseFile, "drafter.target_export %q / head_export %q, want the runtime's export %q", d.TargetExport, d.HeadExport, target)
+		if d.TargetExport != target.ExportName || d.HeadExport != target.ExportName {
+			c.fail("drafter.pair", bundle.ReleaseFile, "drafter.target_export %q / head_export %q, want the runtime's export %q", d.TargetExport, d.HeadExport, target.ExportName)
 		}
 	}
 	if model != nil {
-		c.checkSelector(selPath, model.VocabSize)
+		c.failAll(dflash.SelectorRules(c.local(selPath), selPath, model.VocabSize, dflash.PublishedSelectorRk))
 	}
 	return len(c.report.Failures) == before
 }
 
-// checkSelector: exactly the two codebooks, each [vocab, 256] in BF16,
-// F16 or F32 (OpenSafetensors checks offsets and the file size).
-func (c *checker) checkSelector(p string, vocab int) {
-	f, err := tensor.OpenSafetensors(c.local(p))
+// readDrafterMeta reads the sidecar at the bundle's own metadata path
+// (release.json names it; dflash.ReadMetadata assumes the default name).
+func readDrafterMeta(p string) (*dflash.Metadata, error) {
+	data, err := os.ReadFile(p)
 	if err != nil {
-		c.fail("drafter.selector", p, "%v", err)
-		return
+		return nil, err
 	}
-	defer f.Close()
-	ts := f.Tensors()
-	names := make([]string, len(ts))
-	for i, t := range ts {
-		names[i] = t.Name
+	var m dflash.Metadata
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
 	}
-	slices.Sort(names)
-	if !slices.Equal(names, []string{PredecessorCodebook, SuccessorCodebook}) {
-		c.fail("drafter.selector", p, "tensors %v, want exactly %s and %s", names, PredecessorCodebook, SuccessorCodebook)
-		return
-	}
-	for _, t := range ts {
-		if t.DType != tensor.BF16 && t.DType != tensor.F16 && t.DType != tensor.F32 {
-			c.fail("drafter.selector", p, "%s has dtype %s, want BF16, F16 or F32", t.Name, t.DType)
-		}
-		if !slices.Equal(t.Shape, []int{vocab, DrafterSelectorRank}) {
-			c.fail("drafter.selector", p, "%s has shape %v, want [%d, %d]", t.Name, t.Shape, vocab, DrafterSelectorRank)
-		}
+	return &m, nil
+}
+
+// failAll records the shared rules' violations as failures.
+func (c *checker) failAll(vs []dflash.Violation) {
+	for _, v := range vs {
+		c.fail(v.Rule, v.File, "%s", v.Msg)
 	}
 }

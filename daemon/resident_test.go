@@ -347,3 +347,58 @@ func TestResidencyOpsRejectBadArgs(t *testing.T) {
 	rep := raw.call(20, wire.OpUpdateRollback, map[string]any{})
 	expectError(t, rep, 20, wire.CodeNotFound)
 }
+
+// Requests waiting for memory that are cancelled leave the queue and leak
+// no goroutines; the next waiter is then position 1.
+func TestAdmissionWaitersCancelCleanly(t *testing.T) {
+	opts := fakeengine.Options{ContextSize: []int{16, 32, 64}}
+	ts := startServer(t, daemon.Config{PerCaller: 64}, opts)
+	f := smallFootprint()
+	r := ts.EnableResidency(daemon.ResidencyOptions{Bundle: "small", Budget: f.Model(true) + f.Session(32),
+		Load: func(context.Context) (daemon.Backend, error) { return smallEngine{fakeengine.New(opts)}, nil }})
+	ctx := context.Background()
+	if err := r.Load(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	raw := dialRaw(t, ts.path)
+	raw.hello()
+	s := result(t, raw.call(2, wire.OpSessionOpen, map[string]any{}))["session"].(string)
+	raw.write(map[string]any{"id": uint64(3), "op": wire.OpGenerate, "args": map[string]any{"ids": []uint32{104}, "max_tokens": 20, "session": s}})
+	if rep := readReply(raw, 3); rep["ok"] != true {
+		t.Fatalf("first session: %v", rep)
+	}
+	before := runtime.NumGoroutine()
+	for round := range 20 {
+		id := uint64(100 + round)
+		raw.write(map[string]any{"id": id, "op": wire.OpGenerate, "args": map[string]any{"ids": []uint32{104}, "max_tokens": 20}})
+		ev := raw.read()
+		if ev["event"] != daemon.EventQueued || asUint(ev["data"].(map[string]any)["position"]) != 1 {
+			t.Fatalf("round %d: %v, want queued at position 1", round, ev)
+		}
+		raw.write(map[string]any{"id": id + 1000, "op": wire.OpCancel, "args": map[string]any{"id": id}})
+		replies := map[uint64]map[string]any{}
+		for len(replies) < 2 {
+			m := raw.read()
+			if _, isEvent := m["event"]; !isEvent {
+				replies[asUint(m["id"])] = m
+			}
+		}
+		if replies[id]["ok"] != false || replies[id+1000]["ok"] != true {
+			t.Fatalf("round %d: cancel %v, cancelled request %v", round, replies[id+1000], replies[id])
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if after := runtime.NumGoroutine(); after > before+2 {
+		t.Fatalf("goroutines %d → %d after 20 cancelled waiters", before, after)
+	}
+}
+
+// readReply reads until the reply to id, skipping events.
+func readReply(raw *rawConn, id uint64) map[string]any {
+	for {
+		m := raw.read()
+		if _, isEvent := m["event"]; !isEvent && asUint(m["id"]) == id {
+			return m
+		}
+	}
+}

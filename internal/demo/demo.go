@@ -41,7 +41,7 @@ const Repo = "forge-demo/qwen3.8-tiny-synthetic"
 var Notes = []string{
 	"The built-in model is the synthetic 'tiny' preset: its weights are random, so the answer is gibberish by design.",
 	"The Core AI packages in the demo bundle are placeholders (they can only be built on a Mac); the reference backend runs its export/.",
-	"On a Mac with the real bundle (anemll/anemll-forge-qwen3.8-27B) the same steps serve Qwen3.8-27B: forgectl pull, then forged run.",
+	"On a Mac with the real bundle (anemll/anemll-forge-qwen3.8-27B) the same steps serve Qwen3.8-27B through Core AI; that has not been run here.",
 }
 
 // Options configure Run.

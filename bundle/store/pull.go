@@ -15,6 +15,7 @@ import (
 
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
+	"github.com/forgedaemon/forged/internal/units"
 	"github.com/forgedaemon/forged/verify"
 )
 
@@ -270,7 +271,7 @@ func (s *Store) checkSpace(need int64) error {
 	margin := s.MarginBytes + int64(float64(need)*s.MarginPercent/100)
 	if free < need+margin {
 		return fmt.Errorf("%w in %s: the download needs %s plus a %s margin, only %s is free", ErrDiskFull, s.Root,
-			human(need), human(margin), human(free))
+			units.Bytes(need), units.Bytes(margin), units.Bytes(free))
 	}
 	return nil
 }
@@ -338,17 +339,4 @@ func (s *Store) install(repo, commit string, releaseJSON []byte, files []bundle.
 		return err
 	}
 	return bundle.SyncDir(parent)
-}
-
-func human(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

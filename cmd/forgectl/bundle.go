@@ -8,6 +8,7 @@ import (
 
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/store"
+	"github.com/forgedaemon/forged/internal/units"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -86,26 +87,13 @@ func init() {
 				case r.Previous:
 					mark = "- "
 				}
-				fmt.Fprintf(w, "  %s%s  %4d files  %s\n", mark, sn.Commit, sn.Files, humanBytes(sn.Bytes))
+				fmt.Fprintf(w, "  %s%s  %4d files  %s\n", mark, sn.Commit, sn.Files, units.Bytes(sn.Bytes))
 			}
 		}
 		return nil
 	}
 	c.AddCommand(list)
 	addCommand(c)
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // progressBar renders pull events as a live one-line bar on a terminal.
@@ -184,7 +172,7 @@ func (p *progressBar) draw() {
 			cur = "…" + cur[len(cur)-39:]
 		}
 	}
-	s := fmt.Sprintf("[%s] %s/%s %s/s ETA %s %s", bar, humanBytes(p.done), humanBytes(p.total), humanBytes(int64(rate)), eta, cur)
+	s := fmt.Sprintf("[%s] %s/%s %s/s ETA %s %s", bar, units.Bytes(p.done), units.Bytes(p.total), units.Bytes(int64(rate)), eta, cur)
 	pad := max(p.lastLen-len(s), 0)
 	fmt.Fprintf(p.w, "\r%s%*s", s, pad, "")
 	p.lastLen = len(s)

@@ -31,11 +31,3 @@ func TestProgressBarShowsBytesRateETAAndFiles(t *testing.T) {
 		t.Fatalf("retry line: %q", out.String())
 	}
 }
-
-func TestHumanBytes(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 5 << 30: "5.0 GiB", 3 << 40: "3.0 TiB"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/forgedaemon/forged/internal/units"
 )
 
 func init() {
@@ -30,7 +32,7 @@ func init() {
 			return writeJSON(cmd.OutOrStdout(), res)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "removed %d snapshot(s), %d blob(s), %d partial file(s); freed %s\n",
-			len(res.Snapshots), res.Blobs, res.Partials, humanBytes(res.FreedBytes))
+			len(res.Snapshots), res.Blobs, res.Partials, units.Bytes(res.FreedBytes))
 		return nil
 	}
 	addCommand(c)

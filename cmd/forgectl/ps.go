@@ -5,6 +5,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -42,7 +43,7 @@ func init() {
 		for _, r := range st.Requests {
 			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\n", r.ID, r.UID, r.Client, r.Op, r.State, r.Generated)
 		}
-		fmt.Fprintf(tw, "\nmemory: kv %s, state %s, total %s\n", bytesIEC(st.Memory.KV), bytesIEC(st.Memory.State), bytesIEC(st.Memory.Total))
+		fmt.Fprintf(tw, "\nmemory: kv %s, state %s, total %s\n", units.Bytes(st.Memory.KV), units.Bytes(st.Memory.State), units.Bytes(st.Memory.Total))
 		return tw.Flush()
 	}
 	addCommand(c)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/bundle/store"
+	"github.com/forgedaemon/forged/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -39,12 +40,12 @@ snapshot and serves it. With FORGE_OFFLINE=1 it only uses what is installed.`,
 		if *asJSON {
 			return writeJSONLine(cmd.OutOrStdout(), map[string]any{"event": "result", "result": res})
 		}
-		how := fmt.Sprintf("downloaded %s in %d files", humanBytes(res.DownloadedBytes), res.DownloadedFiles)
+		how := fmt.Sprintf("downloaded %s in %d files", units.Bytes(res.DownloadedBytes), res.DownloadedFiles)
 		if res.AlreadyInstalled {
 			how = "already installed"
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s@%s: %s (%d files, %s), integrity PASS; serving %s\n",
-			res.Repo, res.Commit, how, res.Files, humanBytes(res.Bytes), res.State.Commit)
+			res.Repo, res.Commit, how, res.Files, units.Bytes(res.Bytes), res.State.Commit)
 		return nil
 	}
 	addCommand(c)

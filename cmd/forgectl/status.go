@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-
 	"time"
 
 	"github.com/forgedaemon/forged/client"
+	"github.com/forgedaemon/forged/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -53,21 +53,8 @@ func init() {
 		fmt.Fprintf(w, "generation  %d running / %d slots, %d queued\n", st.Running, st.Slots, st.Queued)
 		m := st.Memory
 		fmt.Fprintf(w, "memory      %s total (weights %s, kv %s, state %s, scratch %s; go heap %s)\n",
-			bytesIEC(m.Total), bytesIEC(m.Weights), bytesIEC(m.KV), bytesIEC(m.State), bytesIEC(m.Scratch), bytesIEC(m.GoHeap))
+			units.Bytes(m.Total), units.Bytes(m.Weights), units.Bytes(m.KV), units.Bytes(m.State), units.Bytes(m.Scratch), units.Bytes(m.GoHeap))
 		return nil
 	}
 	addCommand(c)
-}
-
-func bytesIEC(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for v := n / unit; v >= unit; v /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

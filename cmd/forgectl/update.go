@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/forgedaemon/forged/bundle/store"
+	"github.com/forgedaemon/forged/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -39,7 +40,7 @@ func init() {
 			return nil
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s: %s -> %s, %d changed file(s), %s to download\n",
-			uc.Repo, orNone(uc.Current), uc.Latest, len(uc.ChangedFiles), humanBytes(uc.DownloadBytes))
+			uc.Repo, orNone(uc.Current), uc.Latest, len(uc.ChangedFiles), units.Bytes(uc.DownloadBytes))
 		for _, p := range uc.ChangedFiles {
 			fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", p)
 		}
@@ -72,7 +73,7 @@ func init() {
 			return writeJSONLine(cmd.OutOrStdout(), map[string]any{"event": "result", "result": res})
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s now serves %s (previous %s); downloaded %s\n",
-			res.Repo, res.State.Commit, orNone(res.State.Previous), humanBytes(res.DownloadedBytes))
+			res.Repo, res.State.Commit, orNone(res.State.Previous), units.Bytes(res.DownloadedBytes))
 		return nil
 	}
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/forgedaemon/forged/internal/units"
 	"github.com/forgedaemon/forged/verify"
 	"github.com/spf13/cobra"
 )
@@ -74,5 +75,5 @@ func printReport(cmd *cobra.Command, r *verify.Report) {
 		fmt.Fprintf(w, "FAIL %s: %s [%s]\n", f.File, f.Message, f.Rule)
 	}
 	fmt.Fprintf(w, "integrity %s: runtime %s, ctx %d, speculative %v, %d files, %s verified (%s hashed)\n",
-		r.Status, r.Runtime, r.Ctx, r.Speculative, r.VerifiedFiles, humanBytes(r.VerifiedBytes), humanBytes(r.HashedBytes))
+		r.Status, r.Runtime, r.Ctx, r.Speculative, r.VerifiedFiles, units.Bytes(r.VerifiedBytes), units.Bytes(r.HashedBytes))
 }

@@ -1,0 +1,126 @@
+package refbackend_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/forgedaemon/forged/ane/rebuild"
+	"github.com/forgedaemon/forged/ane/rebuild/calib"
+	"github.com/forgedaemon/forged/ane/ref"
+	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/daemon"
+	"github.com/forgedaemon/forged/daemon/refbackend"
+)
+
+// tinyBundle assembles a bundle from the tiny synthetic model (RTN export).
+func tinyBundle(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	model, export, out := filepath.Join(dir, "m"), filepath.Join(dir, "e"), filepath.Join(dir, "b")
+	if err := synth.Generate(model, synth.Options{Preset: "tiny", Seed: 4}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	rows := make([][]int, 4)
+	for i := range rows {
+		for range 16 {
+			rows[i] = append(rows[i], r.IntN(512))
+		}
+	}
+	npy := filepath.Join(dir, "calib.npy")
+	if err := calib.WriteRows(npy, rows); err != nil {
+		t.Fatal(err)
+	}
+	set, err := calib.Load([]calib.Source{{Path: npy}}, 0, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rebuild.Quantize(context.Background(), rebuild.Options{Model: model, Out: export, Calib: set, Method: rebuild.MethodRTN, Threads: 1, HoldOut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rebuild.Assemble(rebuild.AssembleOptions{Model: model, Export: export, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestOpenBundleServesTheBundle: the backend names the bundle, tokenizes
+// with model/tokenizer.json, and its greedy generation equals a plain
+// greedy loop over ref.OpenBundle on the same directory; TokenizerOnly
+// loads no model; a bundle without its export is refused naming the file.
+func TestOpenBundleServesTheBundle(t *testing.T) {
+	dir := tinyBundle(t)
+	b, err := refbackend.OpenBundle(dir, refbackend.Options{Repo: "o/n", Revision: "abc", Ladder: []int{1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	info := b.Model()
+	if info.Bundle.Repo != "o/n" || info.Bundle.Revision != "abc" || !slices.Equal(info.ContextEntries, []int{1024}) {
+		t.Errorf("model info %+v", info)
+	}
+	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "Hello, forge daemon!"
+	ids, _ := b.Tokenize(text)
+	if !slices.Equal(ids, tok.Encode(text)) || len(ids) == 0 {
+		t.Errorf("tokenize %v, want %v", ids, tok.Encode(text))
+	}
+	var got []int
+	_, err = b.Generate(context.Background(), daemon.GenerateRequest{Prompt: ids, MaxTokens: 6}, func(step []int) error {
+		got = append(got, step...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	m, err := ref.OpenBundle(dir, ref.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s := m.NewSession()
+	defer s.Close()
+	var want []int
+	logits, err := s.Feed(ids)
+	for err == nil && len(want) < 6 {
+		next := 0
+		for i, v := range logits {
+			if v > logits[next] {
+				next = i
+			}
+		}
+		want = append(want, next)
+		if slices.Contains(m.EOS, next) {
+			break
+		}
+		logits, err = s.Feed([]int{next})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("served generation %v, greedy over ref.OpenBundle %v", got, want)
+	}
+
+	tb, err := refbackend.OpenBundle(dir, refbackend.Options{TokenizerOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Generate(context.Background(), daemon.GenerateRequest{Prompt: ids, MaxTokens: 1}, func([]int) error { return nil }); err == nil {
+		t.Error("a tokenizer-only backend generated")
+	}
+	os.Remove(filepath.Join(dir, "export", "layer_01.safetensors"))
+	if _, err := refbackend.OpenBundle(dir, refbackend.Options{}); err == nil || !strings.Contains(err.Error(), "layer_01.safetensors") {
+		t.Errorf("without export/layer_01.safetensors: %v", err)
+	}
+}

@@ -90,8 +90,10 @@ func TestStatusAndPs(t *testing.T) {
 	if out, _, err = runCtl(t, "", "ps", "--socket", sock); err != nil || !strings.Contains(out, "SESSION") || !strings.Contains(out, "REQUEST") {
 		t.Fatalf("ps: %v\n%s", err, out)
 	}
-	if _, _, err := runCtl(t, "", "status", "--socket", filepath.Join(t.TempDir(), "none")); err == nil || !strings.Contains(err.Error(), "connect to forged") {
-		t.Fatalf("no daemon: %v", err)
+	for _, cmd := range []string{"status", "ps"} {
+		if _, _, err := runCtl(t, "", cmd, "--socket", filepath.Join(t.TempDir(), "none")); err == nil || !strings.Contains(err.Error(), "connect to forged") {
+			t.Fatalf("%s with no daemon: %v", cmd, err)
+		}
 	}
 }
 

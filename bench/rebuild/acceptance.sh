@@ -10,7 +10,7 @@ preset=${1:-small}
 rank=${2:-64}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${WORK:-$(mktemp -d /tmp/rebuild-accept-XXXXXX)}
-ncal=${NCAL:-8}
+ncal=${NCAL:-32}
 seq=${SEQ:-128}
 bin="$work/forgectl"
 (cd "$root" && go build -o "$bin" ./cmd/forgectl)

@@ -34,6 +34,12 @@ the demo bundle are placeholders; on a Mac with the real bundle the same steps s
 	c.Flags().IntVar(&o.MaxTokens, "max-tokens", 24, "answer length limit in tokens")
 	c.Flags().Uint64Var(&o.Seed, "seed", 1, "seed of the synthetic model")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		if o.MaxTokens < 1 || o.MaxTokens > 1024 {
+			return fmt.Errorf("--max-tokens %d: must be between 1 and 1024", o.MaxTokens)
+		}
+		if strings.TrimSpace(o.Prompt) == "" {
+			return fmt.Errorf("--prompt is empty")
+		}
 		out := cmd.OutOrStdout()
 		opts := o
 		if !*asJSON {

@@ -147,3 +147,20 @@ func TestDemoHumanOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoRefusesBadFlags: bad flags are named before anything starts.
+func TestDemoRefusesBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-tokens", "0", "--prompt", "x"}, "--max-tokens 0: must be between 1 and 1024"},
+		{[]string{"--max-tokens", "5000", "--prompt", "x"}, "--max-tokens 5000"},
+		{[]string{"--max-tokens", "8", "--prompt", " "}, "--prompt is empty"},
+	} {
+		out, err := runDemoCLI(t, append([]string{"demo", "--json=false", "--keep", "", "--seed", "1"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(out, "synth") {
+			t.Errorf("%v: got %v (output %q), want %q before any step", c.args, err, out, c.want)
+		}
+	}
+}

@@ -45,17 +45,21 @@ func init() {
 	var bundleDir, kv string
 	var opts coreai.SmokeOptions
 	smoke.Flags().StringVar(&bundleDir, "bundle", "", "bundle directory (holding coreai/ and model/)")
-	smoke.Flags().StringVar(&opts.Bridge, "bridge", "", "path of libCoreAIBridge.dylib")
+	smoke.Flags().StringVar(&opts.Bridge, "bridge", "", "path of libCoreAIBridge.dylib (default: the first found of $FORGE_BRIDGE, <bin>/../lib/forged, the Homebrew and /usr/local paths, build/)")
 	smoke.Flags().StringVar(&opts.Prompt, "prompt", "", "raw prompt (default \"The capital of France is\")")
 	smoke.Flags().IntVar(&opts.Tokens, "tokens", 16, "greedy tokens to generate (2..64)")
 	smoke.Flags().IntVar(&opts.Ctx, "ctx", 0, "context entry (default the smallest)")
 	smoke.Flags().StringVar(&kv, "kv", "", "KV cache format of a selectable bundle: fp16 or v8")
 	smokeJSON := jsonFlag(smoke)
 	smoke.RunE = func(cmd *cobra.Command, _ []string) error {
-		if bundleDir == "" || opts.Bridge == "" {
-			return fmt.Errorf("coreai smoke: --bundle and --bridge are required")
+		if bundleDir == "" {
+			return fmt.Errorf("coreai smoke: --bundle is required")
 		}
-		opts.KV = ane.KVFormat(kv)
+		bridge, err := bridgePath(opts.Bridge)
+		if err != nil {
+			return fmt.Errorf("coreai smoke: %w", err)
+		}
+		opts.Bridge, opts.KV = bridge, ane.KVFormat(kv)
 		rep, err := coreai.Smoke(bundleDir, opts)
 		if err != nil {
 			return err
@@ -71,4 +75,17 @@ func init() {
 	}
 	c.AddCommand(chip, smoke)
 	addCommand(c)
+}
+
+// bridgePath is the --bridge flag, or else the first bridge dylib found on
+// the standard search path (coreai.FindBridge).
+func bridgePath(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	p, _, err := coreai.FindBridge()
+	if err != nil {
+		return "", fmt.Errorf("%w; give --bridge or set %s", err, coreai.BridgeEnv)
+	}
+	return p, nil
 }

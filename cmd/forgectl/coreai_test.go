@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/forgedaemon/forged/ane/coreai"
 )
 
 func TestCoreAIChipJSON(t *testing.T) {
@@ -27,9 +30,24 @@ func TestCoreAIChipJSON(t *testing.T) {
 }
 
 func TestCoreAISmokeNeedsBridge(t *testing.T) {
+	if _, err := runForgectlCapture(t, "coreai", "smoke"); err == nil || !strings.Contains(err.Error(), "--bundle is required") {
+		t.Fatalf("no bundle: %v", err)
+	}
+	// Without --bridge the standard search path is used; here it holds
+	// nothing, and the error lists where it looked.
+	missing := filepath.Join(t.TempDir(), "nowhere", coreai.BridgeName)
+	t.Setenv(coreai.BridgeEnv, missing)
 	_, err := runForgectlCapture(t, "coreai", "smoke", "--bundle", t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "--bundle and --bridge are required") {
-		t.Fatalf("no bridge: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "not found") || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "--bridge") {
+		t.Fatalf("no bridge found: %v", err)
+	}
+	// A bridge found through $FORGE_BRIDGE gets the smoke test as far as
+	// the bundle (an empty directory: no tokenizer).
+	found := filepath.Join(t.TempDir(), coreai.BridgeName)
+	os.WriteFile(found, nil, 0o644)
+	t.Setenv(coreai.BridgeEnv, found)
+	if _, err := runForgectlCapture(t, "coreai", "smoke", "--bundle", t.TempDir()); err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
+		t.Fatalf("bridge from %s, empty bundle: %v", coreai.BridgeEnv, err)
 	}
 	_, err = runForgectlCapture(t, "coreai", "smoke", "--bundle", t.TempDir(), "--bridge", filepath.Join(t.TempDir(), "lib.dylib"))
 	if err == nil || !strings.Contains(err.Error(), "tokenizer.json") {

@@ -57,7 +57,7 @@ type doctor struct {
 	dataDir    string
 	repo       string
 	service    func(ctx context.Context) (service.Status, error)
-	bridges    []string // candidate bridge dylib paths, in order
+	bridges    []string // candidate bridge dylib paths, in order (coreai.BridgeCandidates)
 }
 
 func init() {
@@ -127,25 +127,8 @@ func newDoctor(configPath string) *doctor {
 		}
 		return (&service.Manager{Spec: spec}).Status(ctx)
 	}
-	d.bridges = bridgeCandidates()
+	d.bridges = coreai.BridgeCandidates()
 	return d
-}
-
-// bridgeCandidates is where the Core AI bridge dylib is looked for:
-// $FORGE_BRIDGE, then beside the binaries (pkg and Homebrew layouts), then
-// the source tree's build directory.
-func bridgeCandidates() []string {
-	var out []string
-	if p := os.Getenv("FORGE_BRIDGE"); p != "" {
-		out = append(out, p)
-	}
-	if exe, err := os.Executable(); err == nil {
-		out = append(out, filepath.Join(filepath.Dir(exe), "..", "lib", "forged", "libCoreAIBridge.dylib"))
-	}
-	return append(out,
-		"/opt/homebrew/opt/forged/lib/forged/libCoreAIBridge.dylib",
-		"/usr/local/lib/forged/libCoreAIBridge.dylib",
-		"build/libCoreAIBridge.dylib")
 }
 
 func (d *doctor) backend() string {
@@ -392,23 +375,20 @@ func (d *doctor) checkBridge(context.Context) doctorCheck {
 		c.Status, c.Message = checkOK, "not applicable: reference backend (the Core AI bridge dylib is macOS-only)"
 		return c
 	}
-	for _, p := range d.bridges {
-		if _, err := os.Stat(p); err != nil {
-			continue
-		}
-		lib, err := coreai.OpenLibrary(p)
-		if err != nil {
-			c.Status, c.Message = checkFail, err.Error()
-			c.Fix = "rebuild the bridge for this forged: packaging/bridge/build.sh build"
-			return c
-		}
-		c.Status = checkOK
-		c.Message = fmt.Sprintf("%s: ABI version %d (this build needs %d), %s", p, coreai.ABIVersion, coreai.ABIVersion, lib.Release())
+	p, _, err := coreai.FindBridgeIn(d.bridges)
+	if err != nil {
+		c.Status, c.Message = checkFail, err.Error()
+		c.Fix = "build it with packaging/bridge/build.sh build (Xcode 27), then export " + coreai.BridgeEnv + "=$PWD/build/" + coreai.BridgeName
 		return c
 	}
-	c.Status = checkFail
-	c.Message = "libCoreAIBridge.dylib not found (looked in " + strings.Join(d.bridges, ", ") + ")"
-	c.Fix = "build it with packaging/bridge/build.sh build (Xcode 27), then export FORGE_BRIDGE=$PWD/build/libCoreAIBridge.dylib"
+	lib, err := coreai.OpenLibrary(p)
+	if err != nil {
+		c.Status, c.Message = checkFail, err.Error()
+		c.Fix = "rebuild the bridge for this forged: packaging/bridge/build.sh build"
+		return c
+	}
+	c.Status = checkOK
+	c.Message = fmt.Sprintf("%s: ABI version %d (this build needs %d), %s", p, coreai.ABIVersion, coreai.ABIVersion, lib.Release())
 	return c
 }
 

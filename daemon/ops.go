@@ -44,6 +44,7 @@ func init() {
 		wire.OpUnload:         {run: (*conn).opUnload, admin: true},
 		wire.OpPin:            {run: (*conn).opPin, admin: true},
 		wire.OpUpdateRollback: {run: (*conn).opRollback, streaming: true, admin: true},
+		wire.OpConfigSet:      {run: (*conn).opConfigSet, admin: true},
 	}
 	// Admin ops whose subsystem (bundle store, config watcher) is not wired
 	// into the server yet: authorised, logged, then unavailable.
@@ -81,13 +82,13 @@ func (c *conn) handle(req wire.Request) {
 		return
 	}
 	if spec.admin {
-		if !c.s.auth.isAdmin(c.peer) {
+		if !c.s.authz().isAdmin(c.peer) {
 			c.log.Warn("admin op refused", "op", req.Op, "client", c.clientName())
 			c.replyErr(req.ID, wire.Errorf(wire.CodeUnauthorized, "%s is an admin operation; uid %d is not root, the daemon's user or in the admin group", req.Op, c.peer.UID))
 			return
 		}
 		c.log.Info("admin op", "op", req.Op, "client", c.clientName())
-	} else if req.Op != wire.OpHello && !c.s.auth.mayUseApps(c.peer) {
+	} else if req.Op != wire.OpHello && !c.s.authz().mayUseApps(c.peer) {
 		c.replyErr(req.ID, wire.Errorf(wire.CodeUnauthorized, "uid %d is not allowed to use this daemon", c.peer.UID))
 		return
 	}
@@ -307,14 +308,7 @@ func (c *conn) opSubscribe(ctx context.Context, req wire.Request) (any, error) {
 }
 
 func (c *conn) opConfigGet(context.Context, wire.Request) (any, error) {
-	cfg := c.s.cfg
-	return wire.ConfigGetResult{Config: wire.ConfigValues{
-		MaxFrame: uint64(cfg.Limits.MaxFrame), MaxDepth: uint64(cfg.Limits.MaxDepth),
-		FrameTimeoutMS: uint64(cfg.FrameTimeout.Milliseconds()), WriteTimeoutMS: uint64(cfg.WriteTimeout.Milliseconds()),
-		SlowReaderTimeoutMS: uint64(cfg.SlowReaderTimeout.Milliseconds()), EventQueue: uint64(cfg.EventQueue),
-		Slots: uint64(cfg.Slots), MaxQueue: uint64(cfg.MaxQueue), PerCaller: uint64(cfg.PerCaller),
-		AdminGroup: cfg.AdminGroup, Socket: cfg.SocketPath,
-	}}, nil
+	return wire.ConfigGetResult{Config: c.s.configValues()}, nil
 }
 
 func (c *conn) opShutdown(_ context.Context, req wire.Request) (any, error) {

@@ -85,10 +85,10 @@ func (s *Server) EnableResidency(opts ResidencyOptions) *Residency {
 }
 
 // Wire states the residency machine adds to protocol 1's list (§5 of
-// docs/PROTOCOL.md): the model is installed but not in memory.
+// docs/PROTOCOL.md), kept here for existing callers; they live in wire.
 const (
-	StateUnloaded  = "unloaded"
-	StateUnloading = "unloading"
+	StateUnloaded  = wire.StateUnloaded
+	StateUnloading = wire.StateUnloading
 )
 
 // wireState maps a bundle state to the state subscribers see: "ready"
@@ -114,6 +114,24 @@ func wireState(s residency.State, reason string) (string, string) {
 		return wire.StateUnavailable, "the bundle is not installed"
 	}
 	return wire.StateUnavailable, reason
+}
+
+// SetKeepAlive changes the keep-alive: 0 unloads at the first tick after
+// the model goes idle, negative never.
+func (r *Residency) SetKeepAlive(d time.Duration) {
+	if d == 0 {
+		d = time.Nanosecond // residency.KeepAlive reads 0 as never
+	}
+	r.mu.Lock()
+	r.keep.Idle = d
+	r.mu.Unlock()
+}
+
+// KeepAlive is the keep-alive in force (0 or less: never).
+func (r *Residency) KeepAlive() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.keep.Idle
 }
 
 // State is the bundle's residency state and reason.
@@ -274,9 +292,10 @@ func (r *Residency) Tick() {
 	st, _ := r.m.State()
 	idle := r.opts.Now().Sub(r.lastUsed)
 	expired := st == residency.Resident && r.keep.Expired(r.opts.Now(), r.lastUsed, r.pinned, len(r.uses) > 0)
+	keep := r.keep.Idle
 	r.mu.Unlock()
 	if expired {
-		_ = r.Unload(false, fmt.Sprintf("idle for %s (keep-alive %s)", idle.Round(time.Second), r.keep.Idle))
+		_ = r.Unload(false, fmt.Sprintf("idle for %s (keep-alive %s)", idle.Round(time.Second), keep))
 	}
 }
 

@@ -52,6 +52,15 @@ func NewScheduler(slots, maxQueue, perCaller int) *Scheduler {
 	return s
 }
 
+// SetLimits changes the limits for requests from now on; requests already
+// queued or running keep their place.
+func (s *Scheduler) SetLimits(slots, maxQueue, perCaller int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slots, s.maxQueue, s.perCaller = max(slots, 1), max(maxQueue, 1), max(perCaller, 1)
+	s.grantLocked() // more slots may start waiting requests now
+}
+
 // Acquire waits for a slot for caller. It returns busy at once when the
 // queue is full or the caller is at its cap, and ctx's error if ctx ends
 // first. release must be called exactly once after a successful Acquire.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/config"
 )
 
 // Config tunes the server. Zero values take the defaults in docs/PROTOCOL.md.
@@ -89,6 +90,10 @@ type Server struct {
 
 	sessionSeq atomic.Uint64
 	res        *Residency // nil: the backend is always loaded
+
+	configFile  *config.Watcher // nil: no --config (config.set is unavailable)
+	configHooks ConfigHooks
+	configSetMu sync.Mutex // one config.set at a time: read, edit, write
 }
 
 // memoryFreed wakes requests waiting for memory, if residency is on.

@@ -313,6 +313,10 @@ const (
 	StateReady       = "ready"
 	StateUpdating    = "updating"
 	StateUnavailable = "unavailable"
+	// The model is installed but not in memory (keep-alive, unload,
+	// pressure); the next request loads it.
+	StateUnloaded  = "unloaded"
+	StateUnloading = "unloading"
 )
 
 // ConfigValues is the effective configuration reported by config.get.
@@ -328,6 +332,26 @@ type ConfigValues struct {
 	PerCaller           uint64 `msgpack:"per_caller" json:"per_caller"`
 	AdminGroup          string `msgpack:"admin_group" json:"admin_group"`
 	Socket              string `msgpack:"socket" json:"socket"`
+	// KeepAliveMS is the residency keep-alive (-1: never unload); absent
+	// when the served model is always loaded.
+	KeepAliveMS int64 `msgpack:"keep_alive_ms,omitempty" json:"keep_alive_ms,omitempty"`
+	// File is the config file the daemon follows; absent without --config.
+	File string `msgpack:"file,omitempty" json:"file,omitempty"`
+}
+
+// ConfigSetArgs sets one key of the daemon's config file: Key is the
+// dotted key of docs/CONFIG.md ("keep_alive", "limits.per_caller") and
+// Value its value as the file would hold it ("5m", 8, ["alice"]).
+type ConfigSetArgs struct {
+	Key   string `msgpack:"key" json:"key"`
+	Value any    `msgpack:"value" json:"value"`
+}
+
+// ConfigSetResult is the result of config.set: the keys whose values
+// changed, and those of them that only take effect after a restart.
+type ConfigSetResult struct {
+	Changed       []string `msgpack:"changed" json:"changed"`
+	RestartNeeded []string `msgpack:"restart_needed" json:"restart_needed"`
 }
 
 // ConfigGetResult is the result of config.get.

@@ -55,12 +55,17 @@ func init() {
 
 // runFlags are forged run's options.
 type runFlags struct {
+	config                                                    string
 	socket, data, model, repo, revision, adminGroup, logLevel string
 	tokenizerOnly                                             bool
 	maxFrame, slots, perCaller, maxQueue                      int
 	frameTimeout                                              time.Duration
 	keepAlive                                                 time.Duration
 	memoryReserve                                             string
+	allowedUIDs                                               []uint32
+	// changed reports whether a flag was given on the command line (it
+	// then wins over the config file); nil: none was.
+	changed func(name string) bool
 }
 
 func init() {
@@ -75,11 +80,21 @@ SIGINT or SIGTERM, which stop accepting, cancel running requests and exit.
 --model DIR serves a Hugging Face qwen3_5 checkpoint directory with the pure-Go reference
 engine (tokenizer.json, tokenizer_config.json, config.json and safetensors shards).
 --repo REPO names a published bundle; the bundle store is not wired into forged run yet, so
-the daemon then reports state "unavailable" with that reason.`,
+the daemon then reports state "unavailable" with that reason.
+
+--config FILE reads the config file (docs/CONFIG.md); flags given on the command line win
+over it. The file is followed: a valid edit (or SIGHUP, or config.set) applies keep_alive,
+limits, admin_group, allowed_users and log_level at once and logs other keys as needing a
+restart; an invalid edit is refused with a log line and a state event, and the old
+configuration stays in force. The installed services run forged run --config FILE.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.changed = cmd.Flags().Changed
+			return runDaemon(cmd.Context(), f)
+		},
 	}
 	fl := c.Flags()
+	fl.StringVar(&f.config, "config", "", "config file to read and follow (JSON, docs/CONFIG.md)")
 	fl.StringVar(&f.socket, "socket", client.DefaultSocketPath(), "Unix socket path")
 	fl.StringVar(&f.data, "data", "", "data directory (bundle store, state); created if missing")
 	fl.StringVar(&f.model, "model", "", "serve this checkpoint directory")
@@ -95,19 +110,31 @@ the daemon then reports state "unavailable" with that reason.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.DurationVar(&f.keepAlive, "keep-alive", residency.DefaultKeepAlive, "unload the model after this long without a request (negative: never)")
 	fl.StringVar(&f.memoryReserve, "memory-reserve", defaultReserve, "memory left to the system and other apps; requests that do not fit in the rest wait")
-	c.MarkFlagRequired("data")
 	c.MarkFlagsMutuallyExclusive("model", "repo")
 	rootCmd.AddCommand(c)
 }
 
 func runDaemon(ctx context.Context, f runFlags) error {
-	var level slog.Level
+	var fileCfg *config.Config
+	if f.config != "" {
+		var err error
+		if fileCfg, err = config.Load(f.config); err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		if err := f.fillFrom(fileCfg); err != nil {
+			return err
+		}
+	}
+	var level slog.LevelVar
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: &level}))
 	if f.model == "" && f.repo == "" {
 		return errors.New("nothing to serve: give --model DIR or --repo REPO")
+	}
+	if f.data == "" {
+		return errors.New("no data directory: give --data DIR or --config FILE")
 	}
 	if err := os.MkdirAll(f.data, 0o755); err != nil {
 		return fmt.Errorf("--data: %w", err)
@@ -122,7 +149,8 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	waiting := daemon.Unavailable{Reason: "the model is loading", Bundle: wire.Bundle{Repo: f.repo}}
 	srv, err := daemon.New(waiting, daemon.Config{
 		Limits: wire.Limits{MaxFrame: f.maxFrame}, FrameTimeout: f.frameTimeout, Slots: f.slots,
-		PerCaller: f.perCaller, MaxQueue: f.maxQueue, AdminGroup: f.adminGroup, SocketPath: f.socket, Logger: log,
+		PerCaller: f.perCaller, MaxQueue: f.maxQueue, AdminGroup: f.adminGroup, AllowedUIDs: f.allowedUIDs,
+		SocketPath: f.socket, Logger: log,
 	})
 	if err != nil {
 		ln.Close()
@@ -156,10 +184,60 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		}
 		go res.Run(ctx, tick, sysinfo.Host())
 	}
+	if fileCfg != nil {
+		w, err := srv.WatchConfig(ctx, f.config, fileCfg, daemon.ConfigHooks{LogLevel: &level})
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--config: %w", err)
+		}
+		defer w.Close()
+		config.NotifySIGHUP(ctx, w)
+	}
 	log.Info("forged listening", "socket", f.socket, "version", version.Get().Version, "pid", os.Getpid())
 	err = srv.Serve(ctx, ln)
 	log.Info("forged stopped")
 	return err
+}
+
+// fillFrom takes every setting not given as a flag from the config file.
+func (f *runFlags) fillFrom(c *config.Config) error {
+	given := f.changed
+	if given == nil {
+		given = func(string) bool { return false }
+	}
+	str := func(flag string, dst *string, v string) {
+		if !given(flag) {
+			*dst = v
+		}
+	}
+	num := func(flag string, dst *int, v int) {
+		if !given(flag) {
+			*dst = v
+		}
+	}
+	str("socket", &f.socket, c.Socket)
+	str("data", &f.data, c.DataDir)
+	if !given("model") && !given("repo") && f.model == "" && f.repo == "" {
+		f.repo, f.revision = c.Repo, c.Revision
+	}
+	str("admin-group", &f.adminGroup, c.AdminGroup)
+	str("log-level", &f.logLevel, c.LogLevel)
+	str("memory-reserve", &f.memoryReserve, c.Memory.Reserve.String())
+	num("max-frame", &f.maxFrame, c.Limits.MaxFrame)
+	num("slots", &f.slots, c.Limits.Slots)
+	num("per-caller", &f.perCaller, c.Limits.PerCaller)
+	num("max-queue", &f.maxQueue, c.Limits.MaxQueue)
+	if !given("keep-alive") {
+		// keep_alive 0 in the file means "unload as soon as idle"; the
+		// flag's 0 would mean the default.
+		f.keepAlive = max(c.KeepAlive.D(), time.Nanosecond)
+	}
+	live, err := daemon.LiveFrom(c)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	f.allowedUIDs = live.AllowedUIDs
+	return nil
 }
 
 const defaultReserve = "4GiB"

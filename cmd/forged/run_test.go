@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,20 +23,36 @@ func runInBackground(t *testing.T, f runFlags) (socket string, stop func() error
 	f.data = filepath.Join(dir, "data")
 	f.logLevel = "error"
 	f.maxFrame, f.slots, f.perCaller, f.maxQueue, f.frameTimeout = 1<<20, 1, 4, 256, time.Second
+	return startDaemon(t, f)
+}
+
+// startDaemon runs runDaemon with f until the returned stop is called, and
+// returns once the daemon accepts connections: the socket file appears at
+// bind, before listen, so a dial is retried until one is accepted.
+func startDaemon(t *testing.T, f runFlags) (socket string, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- runDaemon(ctx, f) }()
+	stop = func() error { cancel(); return <-done }
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(f.socket); err == nil {
-			break
+		if nc, err := net.Dial("unix", f.socket); err == nil {
+			nc.Close()
+			return f.socket, stop
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("daemon exited before accepting: %v", err)
+		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("socket did not appear")
+			stop()
+			t.Fatal("the daemon did not accept a connection within 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return f.socket, func() error { cancel(); return <-done }
 }
 
 // The daemon listens at once, reports loading then ready, serves the real

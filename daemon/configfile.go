@@ -1,0 +1,243 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/config"
+)
+
+// LiveKeys are the config keys a running daemon applies at once; a change
+// to any other key is logged as needing a restart (config.RestartKeys plus
+// everything that shapes the server or the served bundle when it starts).
+var LiveKeys = []string{
+	"keep_alive", "admin_group", "allowed_users", "log_level",
+	"limits.slots", "limits.max_queue", "limits.per_caller",
+}
+
+// ConfigHooks let the daemon's owner apply what the server does not hold.
+type ConfigHooks struct {
+	LogLevel *slog.LevelVar // set from log_level on every reload
+}
+
+// LiveFrom is the part of c a running daemon applies live.
+func LiveFrom(c *config.Config) (LiveSettings, error) {
+	uids, err := c.AllowedUIDs()
+	if err != nil {
+		return LiveSettings{}, err
+	}
+	allowed := make([]uint32, len(uids))
+	for i, u := range uids {
+		allowed[i] = uint32(u)
+	}
+	return LiveSettings{
+		Slots: c.Limits.Slots, MaxQueue: c.Limits.MaxQueue, PerCaller: c.Limits.PerCaller,
+		AdminGroup: c.AdminGroup, AllowedUIDs: allowed, KeepAlive: c.KeepAlive.D(),
+	}, nil
+}
+
+// WatchConfig follows the config file at path until ctx ends: a valid edit
+// (fsnotify, SIGHUP through config.NotifySIGHUP, or config.set) applies its
+// live keys and logs the others as needing a restart; an invalid one is
+// rejected with a log line and a state event whose reason names the key, and
+// the configuration in force stays. started is the config the daemon was
+// started with (nil: the file's); a difference from the file now is applied.
+func (s *Server) WatchConfig(ctx context.Context, path string, started *config.Config, hooks ConfigHooks) (*config.Watcher, error) {
+	s.mu.Lock()
+	s.configHooks = hooks
+	s.mu.Unlock()
+	w, err := config.Watch(ctx, path, config.WatchOptions{
+		OnReload: s.applyConfig,
+		OnError:  s.configRejected,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.configFile = w
+	s.mu.Unlock()
+	if started != nil && len(config.Changed(started, w.Current())) > 0 {
+		s.applyConfig(started, w.Current()) // edited between load and watch
+	}
+	return w, nil
+}
+
+// applyConfig moves from old to c: the live keys now, the rest logged.
+func (s *Server) applyConfig(old, c *config.Config) {
+	changed := config.Changed(old, c)
+	if len(changed) == 0 {
+		return
+	}
+	var live, restart []string
+	for _, k := range changed {
+		if slices.Contains(LiveKeys, k) {
+			live = append(live, k)
+		} else {
+			restart = append(restart, k)
+		}
+	}
+	l, err := LiveFrom(c)
+	if err == nil {
+		err = s.ApplyLive(l)
+	}
+	if err != nil {
+		s.configRejected(fmt.Errorf("config change not applied, previous settings kept: %w", err))
+		return
+	}
+	s.mu.Lock()
+	hooks := s.configHooks
+	s.mu.Unlock()
+	if hooks.LogLevel != nil {
+		var lv slog.Level
+		if lv.UnmarshalText([]byte(c.LogLevel)) == nil {
+			hooks.LogLevel.Set(lv)
+		}
+	}
+	reason := "config reloaded: applied " + strings.Join(live, ", ")
+	if len(live) == 0 {
+		reason = "config reloaded"
+	}
+	if len(restart) > 0 {
+		s.log.Warn("config keys changed that need a restart", "keys", restart)
+		reason += "; needs a restart: " + strings.Join(restart, ", ")
+	}
+	s.log.Info("config reloaded", "applied", live, "restart_needed", restart)
+	s.configEvent(reason)
+}
+
+// configRejected logs a refused edit and tells subscribers.
+func (s *Server) configRejected(err error) {
+	s.log.Error("config", "err", err)
+	s.configEvent(err.Error())
+}
+
+// configEvent publishes a config change as a state event: the state stays,
+// the reason says what happened to the config.
+func (s *Server) configEvent(reason string) {
+	state, _, _ := s.currentState()
+	s.SetState(state, reason)
+}
+
+// opConfigSet edits one key of the config file, validates the whole file,
+// writes it atomically (a temporary file renamed over it) and reloads it,
+// so the reply reports what changed. A bad key or value is bad_request
+// naming it, and the file is left as it was.
+func (c *conn) opConfigSet(_ context.Context, req wire.Request) (any, error) {
+	var a wire.ConfigSetArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	if a.Key == "" {
+		return nil, wire.Errorf(wire.CodeBadRequest, "config.set: args.key is required (a key of docs/CONFIG.md, e.g. \"keep_alive\")")
+	}
+	if a.Value == nil {
+		return nil, wire.Errorf(wire.CodeBadRequest, "config.set: args.value is required (null is not a value)")
+	}
+	s := c.s
+	s.mu.Lock()
+	w := s.configFile
+	s.mu.Unlock()
+	if w == nil {
+		return nil, wire.Errorf(wire.CodeUnavailable, "config.set: this daemon was started without --config, so there is no file to write")
+	}
+	s.configSetMu.Lock()
+	defer s.configSetMu.Unlock()
+	old := w.Current()
+	data, err := setKey(w.Path(), a.Key, a.Value)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeBadRequest, "config.set: %v", err)
+	}
+	if _, err := config.Parse(data); err != nil {
+		return nil, wire.Errorf(wire.CodeBadRequest, "config.set: %v", err)
+	}
+	if err := writeAtomic(w.Path(), data); err != nil {
+		return nil, wire.Errorf(wire.CodeInternal, "config.set: writing %s: %v", w.Path(), err)
+	}
+	now, err := w.Reload()
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInternal, "config.set: %v", err)
+	}
+	res := wire.ConfigSetResult{Changed: config.Changed(old, now), RestartNeeded: []string{}}
+	for _, k := range res.Changed {
+		if !slices.Contains(LiveKeys, k) {
+			res.RestartNeeded = append(res.RestartNeeded, k)
+		}
+	}
+	return res, nil
+}
+
+// setKey returns the config file at path (or {} if there is none) with the
+// dotted key set to value; keys the file leaves out stay out.
+func setKey(path, key string, value any) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || len(bytes.TrimSpace(raw)) == 0 {
+		raw, err = []byte("{}"), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	doc := map[string]any{}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%s is not a JSON object (fix it by hand first): %v", path, err)
+	}
+	parts := strings.Split(key, ".")
+	m := doc
+	for i, p := range parts[:len(parts)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			if _, set := m[p]; set {
+				return nil, fmt.Errorf("%s: is not an object", strings.Join(parts[:i+1], "."))
+			}
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+	m[parts[len(parts)-1]] = value
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("%s: value cannot be written as JSON: %v", key, err)
+	}
+	return append(out, '\n'), nil
+}
+
+// writeAtomic replaces path with data so that a reader (the watcher, an
+// editor) sees the old file or the new one, never a part.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // no-op after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

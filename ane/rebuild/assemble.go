@@ -166,7 +166,8 @@ func assembleModel(o AssembleOptions, cfg *config.Model) error {
 	return err
 }
 
-// assembleExport copies the export's files (not its hidden state) and adds
+// assembleExport copies the export's files (not its hidden state, not an
+// embedding copy) and adds
 // small.safetensors unless the export already has one.
 func assembleExport(o AssembleOptions, rep *AssembleReport) error {
 	dst := filepath.Join(o.Out, "export")
@@ -178,7 +179,8 @@ func assembleExport(o AssembleOptions, rep *AssembleReport) error {
 		return err
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
+		// The embedding lives in model/ (an export directory may hold a copy for ref.OpenExport).
+		if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() || e.Name() == ref.EmbeddingNPY {
 			continue
 		}
 		if err := copyFile(filepath.Join(o.Export, e.Name()), filepath.Join(dst, e.Name())); err != nil {

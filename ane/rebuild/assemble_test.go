@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,6 +112,19 @@ func TestAssembleBundle(t *testing.T) {
 		copyFile(filepath.Join(tinyExport(t), name), filepath.Join(side, name))
 	}
 	copyFile(filepath.Join(out, "model", bundle.EmbeddingFile), filepath.Join(side, ref.EmbeddingNPY))
+	// export/ holds the export's files plus small.safetensors, never an
+	// embedding copy from the export directory.
+	out2 := filepath.Join(t.TempDir(), "bundle2")
+	if _, err := Assemble(AssembleOptions{Model: tinyModel(t), Export: side, Out: out2}); err != nil {
+		t.Fatal(err)
+	}
+	got := filesIn(t, filepath.Join(out2, "export"))
+	want := append(filesIn(t, tinyExport(t)), ref.SmallFile)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("export/ holds %v, want %v", got, want)
+	}
 	a, err := ref.OpenBundle(out, ref.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)

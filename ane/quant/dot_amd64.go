@@ -106,3 +106,23 @@ func dot4(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
 	t0, t1, t2, t3 := dot4Go(w[n:], x0[n:], x1[n:], x2[n:], x3[n:])
 	return s0 + t0, s1 + t1, s2 + t2, s3 + t3
 }
+
+//go:noescape
+func lut64Dot2AVX2(tab *[2][64]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
+
+// lut64Dot2 is lut16Dot2 for codebooks of at most 64 entries: measured ~1.2×
+// faster than bucketing on this machine, where a gather was slower.
+func lut64Dot2(tab *[2][64]float32, idx []uint8, x []float32) (s0, s1 float32, ok bool) {
+	n := len(idx) &^ 7
+	if !simd || n == 0 {
+		return 0, 0, false
+	}
+	x = x[:len(idx)]
+	s0, s1, over := lut64Dot2AVX2(tab, &idx[0], &x[0], n)
+	for j, i := range idx[n:] {
+		over |= uint32(i) >> 6
+		s0 += tab[0][i&63] * x[n+j]
+		s1 += tab[1][i&63] * x[n+j]
+	}
+	return s0, s1, over == 0
+}

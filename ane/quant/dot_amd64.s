@@ -376,3 +376,68 @@ d4done:
 	MOVSS   X0, s3+60(FP)
 	VZEROUPPER
 	RET
+
+// One 64-entry lookup of the 8 indices in Y4 from the eight 8-float
+// quarters-of-halves at base(AX): a VPERMPS per 8 entries and a blend tree on
+// index bits 3, 4, 5 (sign bits of Y5, Y6, Y7). Y9–Y11 are clobbered.
+#define LOOKUP64(base, dst) \
+	VPERMPS   base+0(AX), Y4, dst; \
+	VPERMPS   base+32(AX), Y4, Y9; \
+	VBLENDVPS Y5, Y9, dst, dst; \
+	VPERMPS   base+64(AX), Y4, Y9; \
+	VPERMPS   base+96(AX), Y4, Y10; \
+	VBLENDVPS Y5, Y10, Y9, Y9; \
+	VBLENDVPS Y6, Y9, dst, dst; \
+	VPERMPS   base+128(AX), Y4, Y9; \
+	VPERMPS   base+160(AX), Y4, Y10; \
+	VBLENDVPS Y5, Y10, Y9, Y9; \
+	VPERMPS   base+192(AX), Y4, Y10; \
+	VPERMPS   base+224(AX), Y4, Y11; \
+	VBLENDVPS Y5, Y11, Y10, Y10; \
+	VBLENDVPS Y6, Y10, Y9, Y9; \
+	VBLENDVPS Y7, Y9, dst, dst
+
+// func lut64Dot2AVX2(tab *[2][64]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
+// lut16Dot2AVX2 for codebooks of up to 64 entries (vector 2x64, 4x64);
+// over is non-zero when some index is ≥ 64.
+TEXT ·lut64Dot2AVX2(SB), NOSPLIT, $0-44
+	MOVQ tab+0(FP), AX
+	MOVQ idx+8(FP), SI
+	MOVQ x+16(FP), DI
+	MOVQ n+24(FP), CX
+	VPXOR  Y15, Y15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+q8:
+	CMPQ CX, $8
+	JLT  qdone
+	VMOVUPS     (DI), Y13
+	VPMOVZXBD   (SI), Y4
+	VPOR        Y4, Y15, Y15
+	VPSLLD      $28, Y4, Y5
+	VPSLLD      $27, Y4, Y6
+	VPSLLD      $26, Y4, Y7
+	LOOKUP64(0, Y8)
+	VFMADD231PS Y13, Y8, Y0
+	LOOKUP64(256, Y12)
+	VFMADD231PS Y13, Y12, Y1
+	ADDQ        $8, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         q8
+
+qdone:
+	VMOVUPS Y1, Y14
+	HSUM
+	MOVSS  X0, s0+32(FP)
+	VMOVUPS Y14, Y0
+	HSUM
+	MOVSS  X0, s1+36(FP)
+	VPSRLD $6, Y15, Y15
+	XORL   AX, AX
+	VPTEST Y15, Y15
+	SETNE  AL
+	MOVL   AX, over+40(FP)
+	VZEROUPPER
+	RET

@@ -17,3 +17,7 @@ func lut16Dot2(tab *[2][16]float32, idx []uint8, x []float32) (s0, s1 float32, o
 }
 
 func dot4(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) { return dot4Go(w, x0, x1, x2, x3) }
+
+func lut64Dot2(tab *[2][64]float32, idx []uint8, x []float32) (s0, s1 float32, ok bool) {
+	return 0, 0, false
+}

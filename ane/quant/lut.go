@@ -15,6 +15,7 @@ type LUT struct {
 	// tab16[t][e] = entry e, component t, for codebooks of ≤ 16 entries:
 	// the layout the SIMD kernels look up (lut16Dot, lut16Dot2).
 	tab16 *[4][16]float32
+	tab64 *[4][64]float32 // the same for 17–64 entries and CD 2 or 4
 	idx   []uint8
 	scale []float32
 	name  string
@@ -57,11 +58,19 @@ func NewLUT(format string, rows, cols, cd int, lut []float32, idx []uint8, scale
 			copy(m.lut4[e][:], lut[4*e:4*e+4])
 		}
 	}
-	if m.entries <= 16 {
+	switch {
+	case m.entries <= 16:
 		m.tab16 = new([4][16]float32)
 		for e := 0; e < m.entries; e++ {
 			for t := 0; t < cd; t++ {
 				m.tab16[t][e] = lut[e*cd+t]
+			}
+		}
+	case m.entries <= 64 && cd > 1:
+		m.tab64 = new([4][64]float32)
+		for e := 0; e < m.entries; e++ {
+			for t := 0; t < cd; t++ {
+				m.tab64[t][e] = lut[e*cd+t]
 			}
 		}
 	}
@@ -159,18 +168,24 @@ func lut1DotGo(lut *[256]float32, row []uint8, x []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// vec16 is the SIMD path of the vector products for ≤ 16-entry codebooks:
-// output rows of group g in pairs, each pair one pass over the indices
-// (looking up the entry is cheaper there than bucketing). ok is false when
-// the kernel is unavailable or the indices are malformed.
-func (m *LUT) vec16(y, x []float32, g int) bool {
-	if m.tab16 == nil {
+// vecSIMD is the SIMD path of the vector products for ≤ 64-entry
+// codebooks: output rows of group g in pairs, each pair one pass over the
+// indices (looking up the entry measured faster than bucketing). It returns
+// false when the kernel is unavailable or the indices are malformed.
+func (m *LUT) vecSIMD(y, x []float32, g int) bool {
+	if m.tab16 == nil && m.tab64 == nil {
 		return false
 	}
 	row := m.idx[g*m.cols : (g+1)*m.cols]
 	var s [4]float32
 	for t := 0; t < m.cd; t += 2 {
-		s0, s1, ok := lut16Dot2((*[2][16]float32)(m.tab16[t:t+2]), row, x)
+		var s0, s1 float32
+		var ok bool
+		if m.tab16 != nil {
+			s0, s1, ok = lut16Dot2((*[2][16]float32)(m.tab16[t:t+2]), row, x)
+		} else {
+			s0, s1, ok = lut64Dot2((*[2][64]float32)(m.tab64[t:t+2]), row, x)
+		}
 		if !ok {
 			return false
 		}
@@ -187,7 +202,7 @@ func (m *LUT) mulVec2(y, x []float32, r0, r1 int) {
 	k := m.entries
 	lut := m.lut2
 	for g := r0 / 2; g < r1/2; g++ {
-		if m.vec16(y, x, g) {
+		if m.vecSIMD(y, x, g) {
 			continue
 		}
 		b.clear(k)
@@ -208,7 +223,7 @@ func (m *LUT) mulVec4(y, x []float32, r0, r1 int) {
 	k := m.entries
 	lut := m.lut4
 	for g := r0 / 4; g < r1/4; g++ {
-		if m.vec16(y, x, g) {
+		if m.vecSIMD(y, x, g) {
 			continue
 		}
 		b.clear(k)

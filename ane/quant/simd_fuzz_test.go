@@ -6,9 +6,9 @@ import (
 )
 
 // FuzzLUTRow feeds arbitrary index bytes (as read from an export) through
-// the scalar and two-row 16-entry kernels: they must never read out of
-// bounds, must decline exactly when an index is past the codebook, and
-// otherwise agree with the 256-entry fallback.
+// the scalar and two-row 16-entry kernels and the 64-entry kernel: they must
+// never read out of bounds, must decline exactly when an index is past the
+// codebook, and otherwise agree with the 256-entry fallback.
 func FuzzLUTRow(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{3})
@@ -20,6 +20,12 @@ func FuzzLUTRow(f *testing.F) {
 	for e := range 16 {
 		tab[0][e], tab[1][e] = float32(e)-7.5, float32(e*e)/16
 		lut0[e], lut1[e] = tab[0][e], tab[1][e]
+	}
+	var tab64 [2][64]float32
+	var lut64 [256]float32
+	for e := range 64 {
+		tab64[0][e], tab64[1][e] = float32(e%9)-4, float32(e)/8
+		lut64[e] = tab64[0][e]
 	}
 	f.Fuzz(func(t *testing.T, idx []byte) {
 		x := make([]float32, len(idx))
@@ -39,6 +45,19 @@ func FuzzLUTRow(f *testing.F) {
 		}
 		if simd && len(idx) >= 8 && ok != valid {
 			t.Fatalf("kernel ok=%v for indices valid=%v", ok, valid)
+		}
+		g0, _, ok64 := lut64Dot2(&tab64, idx, x)
+		valid64 := true
+		var abs64 float64
+		for j, i := range idx {
+			valid64 = valid64 && i < 64
+			abs64 += math.Abs(float64(lut64[i] * x[j]))
+		}
+		if simd && len(idx) >= 8 && ok64 != valid64 {
+			t.Fatalf("64-entry kernel ok=%v for indices valid=%v", ok64, valid64)
+		}
+		if want := lut1DotGo(&lut64, idx, x); ok64 && math.Abs(float64(g0-want)) > 1e-5*abs64+1e-6 {
+			t.Fatalf("64-entry kernel %v, fallback %v", g0, want)
 		}
 		if !ok {
 			return

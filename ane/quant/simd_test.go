@@ -99,6 +99,32 @@ func TestKernelsMatchNaive(t *testing.T) {
 			if simd && n >= 8 && !ok {
 				t.Errorf("lut16Dot2 n=%d: SIMD kernel declined valid indices", n)
 			}
+			// 64 entries: the 16 above plus 48 more, indices over all 64.
+			var tab64 [2][64]float32
+			var lut64 [2][256]float32
+			for k := range tab64 {
+				copy(tab64[k][:], randVec(r, 64))
+				copy(lut64[k][:], tab64[k][:])
+			}
+			idx64 := make([]uint8, n)
+			var w0, w0a, w1, w1a float64
+			for i := range n {
+				idx64[i] = uint8(r.IntN(64))
+				e0, e1 := float64(tab64[0][idx64[i]]), float64(tab64[1][idx64[i]])
+				w0, w0a = w0+e0*float64(x[i]), w0a+math.Abs(e0*float64(x[i]))
+				w1, w1a = w1+e1*float64(x[i]), w1a+math.Abs(e1*float64(x[i]))
+			}
+			s0, s1, ok = lut64Dot2(&tab64, idx64, x)
+			if !ok {
+				s0, s1 = lut1DotGo(&lut64[0], idx64, x), lut1DotGo(&lut64[1], idx64, x)
+			} else if n < 8 {
+				t.Errorf("lut64Dot2 n=%d: accepted a row the kernel does not cover", n)
+			}
+			if simd && n >= 8 && !ok {
+				t.Errorf("lut64Dot2 n=%d: SIMD kernel declined valid indices", n)
+			}
+			checkSum(t, fmt.Sprintf("lut64Dot2[0] n=%d", n), s0, w0, w0a)
+			checkSum(t, fmt.Sprintf("lut64Dot2[1] n=%d", n), s1, w1, w1a)
 		}
 	})
 }
@@ -145,21 +171,26 @@ func TestFormatsSIMDvsFallback(t *testing.T) {
 	}
 }
 
-// An index ≥ 16 inside the SIMD-covered part of a 16-entry codebook row is
-// caught and read as the zero padding, like the fallback does.
+// An index past the codebook inside the SIMD-covered part of a 16- or
+// 64-entry codebook row is caught and read as the zero padding, like the
+// fallback does.
 func TestSIMDIndexPastCodebook(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {
-		for _, cd := range []int{1, 2, 4} {
+		// Each bad value alone in its row: the first index past the
+		// codebook, and the largest byte.
+		for _, c := range []struct{ cd, entries, bad int }{{1, 16, 16}, {2, 16, 16}, {4, 16, 16},
+			{2, 64, 64}, {4, 64, 64}, {1, 16, 255}, {2, 16, 255}, {2, 64, 255}, {4, 64, 255}} {
+			cd, entries := c.cd, c.entries
 			const cols = 40
-			lut := make([]float32, 16*cd)
+			lut := make([]float32, entries*cd)
 			for i := range lut {
 				lut[i] = float32(i + 1)
 			}
 			idx := make([]uint8, cols)
 			for j := range idx {
-				idx[j] = uint8(j % 16)
+				idx[j] = uint8(j * 7 % entries)
 			}
-			idx[5], idx[21] = 16, 255
+			idx[21] = uint8(c.bad)
 			m, err := NewLUT("x", cd, cols, cd, lut, idx, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -173,12 +204,12 @@ func TestSIMDIndexPastCodebook(t *testing.T) {
 			for tt := 0; tt < cd; tt++ {
 				var want float32
 				for j, i := range idx {
-					if i < 16 {
+					if int(i) < entries {
 						want += lut[int(i)*cd+tt] * x[j]
 					}
 				}
 				if y[tt] != want { // small integers: exact in any order
-					t.Errorf("cd=%d row %d: %v, want %v", cd, tt, y[tt], want)
+					t.Errorf("cd=%d entries=%d bad=%d row %d: %v, want %v", cd, entries, c.bad, tt, y[tt], want)
 				}
 			}
 		}

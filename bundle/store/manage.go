@@ -109,19 +109,16 @@ func (s *Store) List() ([]Installed, error) {
 // Verify checks the served snapshot of repo. Without full it trusts the
 // install record for files whose size, mtime and inode are unchanged.
 func (s *Store) Verify(repo string, full bool) (*verify.Report, error) {
-	st, err := s.Current(repo)
+	commit, err := s.servedCommit(repo)
 	if err != nil {
 		return nil, err
 	}
-	if st.Commit == "" {
-		return nil, fmt.Errorf("%s is not installed in %s", repo, s.Root)
-	}
-	rec, err := s.readRecord(repo, st.Commit)
+	rec, err := s.readRecord(repo, commit)
 	if err != nil {
-		return nil, fmt.Errorf("%s@%s: no install record: %w", repo, st.Commit, err)
+		return nil, fmt.Errorf("%s@%s: no install record: %w", repo, commit, err)
 	}
 	sel := bundle.Selection{Runtime: rec.Selection.Runtime, Plain: rec.Selection.Plain, IncludeExport: rec.Selection.IncludeExport}
-	return verify.Integrity(s.SnapshotDir(repo, st.Commit), verify.Options{Selection: sel, Record: rec.Record, Full: full})
+	return verify.Integrity(s.SnapshotDir(repo, commit), verify.Options{Selection: sel, Record: rec.Record, Full: full})
 }
 
 // UpdateCheck compares the served revision with what a revision resolves to now.
@@ -307,4 +304,25 @@ func makeWritable(root string) error {
 		}
 		return nil
 	})
+}
+
+// ServedDir is the snapshot directory of repo's served commit.
+func (s *Store) ServedDir(repo string) (string, error) {
+	commit, err := s.servedCommit(repo)
+	if err != nil {
+		return "", err
+	}
+	return s.SnapshotDir(repo, commit), nil
+}
+
+// servedCommit is repo's served commit; not being installed is an error.
+func (s *Store) servedCommit(repo string) (string, error) {
+	st, err := s.Current(repo)
+	if err != nil {
+		return "", err
+	}
+	if st.Commit == "" {
+		return "", fmt.Errorf("%s is not installed in %s", repo, s.Root)
+	}
+	return st.Commit, nil
 }

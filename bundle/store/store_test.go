@@ -108,6 +108,9 @@ func TestPullInstallsVerifiedSnapshot(t *testing.T) {
 			t.Fatalf("%s is not a link to its read-only blob", f.Path)
 		}
 	}
+	if dir, err := s.ServedDir(repo); err != nil || dir != snap {
+		t.Fatalf("ServedDir = %q, %v; want %q", dir, err, snap)
+	}
 	// Fast verify trusts the record and reads nothing; --full hashes everything.
 	fast, err := s.Verify(repo, false)
 	if err != nil || !fast.Passed() || fast.HashedBytes != 0 {
@@ -450,6 +453,18 @@ func TestRollbackWithoutPrevious(t *testing.T) {
 	s := e.store(t)
 	if _, err := s.Rollback(repo); err == nil || !strings.Contains(err.Error(), "no previous revision") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestNotInstalledNamesRepoAndStore(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t)
+	want := repo + " is not installed in " + s.Root
+	if dir, err := s.ServedDir(repo); err == nil || dir != "" || !strings.Contains(err.Error(), want) {
+		t.Fatalf("ServedDir: %q, %v; want %q", dir, err, want)
+	}
+	if rep, err := s.Verify(repo, true); err == nil || rep != nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Verify: %+v, %v; want %q", rep, err, want)
 	}
 }
 

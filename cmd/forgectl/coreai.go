@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/coreai"
@@ -67,10 +68,7 @@ func init() {
 		if *smokeJSON {
 			return writeJSON(cmd.OutOrStdout(), rep)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "bridge: %s\nload: %.2fs  generation: %.2fs  %.1f tok/s\n"+
-			"prompt %d tokens, generated %d in %d verify calls, %d/%d drafts accepted (%.0f%%)\ntext: %q\n",
-			rep.Bridge, rep.LoadSeconds, rep.GenerationSeconds, rep.TokensPerSecond, rep.PromptTokens,
-			rep.GeneratedTokens, rep.VerifyCalls, rep.DraftsAccepted, rep.DraftsProposed, 100*rep.AcceptRate, rep.Text)
+		printSmoke(cmd.OutOrStdout(), rep)
 		return nil
 	}
 	c.AddCommand(chip, smoke)
@@ -88,4 +86,12 @@ func bridgePath(flag string) (string, error) {
 		return "", fmt.Errorf("%w; give --bridge or set %s", err, coreai.BridgeEnv)
 	}
 	return p, nil
+}
+
+// printSmoke prints a smoke test report (coreai smoke, verify --smoke).
+func printSmoke(w io.Writer, rep coreai.SmokeReport) {
+	fmt.Fprintf(w, "bridge: %s\nload: %.2fs  generation: %.2fs  %.1f tok/s\n"+
+		"prompt %d tokens, generated %d in %d verify calls, %d/%d drafts accepted (%.0f%%)\ntext: %q\n",
+		rep.Bridge, rep.LoadSeconds, rep.GenerationSeconds, rep.TokensPerSecond, rep.PromptTokens,
+		rep.GeneratedTokens, rep.VerifyCalls, rep.DraftsAccepted, rep.DraftsProposed, 100*rep.AcceptRate, rep.Text)
 }

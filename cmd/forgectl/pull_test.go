@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -182,6 +183,30 @@ func TestVerifyCommandExitStatusAndJSON(t *testing.T) {
 	}
 	if _, err := bundleCmd(t, nil, "verify").Output(); err == nil {
 		t.Fatal("verify without --repo or --bundle succeeded")
+	}
+}
+
+// TestVerifySmokeNeedsMacOS: off macOS, --smoke fails before reading the
+// bundle (the directory does not even exist) and says what it needs.
+func TestVerifySmokeNeedsMacOS(t *testing.T) {
+	if runtime.GOOS == "darwin" {
+		t.Skip("the smoke test can run here")
+	}
+	missing := filepath.Join(t.TempDir(), "no-such-bundle")
+	_, _, err := runCtl(t, "", "verify", "--smoke", "--bundle", missing)
+	if err == nil {
+		t.Fatal("verify --smoke succeeded on " + runtime.GOOS)
+	}
+	for _, want := range []string{"verify --smoke", "needs macOS", "bridge dylib libCoreAIBridge.dylib", "this is " + runtime.GOOS, "without --smoke"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), missing) {
+		t.Errorf("error %q mentions the bundle: it should fail before reading it", err)
+	}
+	if smokeSupported("darwin") != nil {
+		t.Error("smokeSupported(darwin) refused")
 	}
 }
 

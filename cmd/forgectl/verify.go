@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"runtime"
 
+	"github.com/forgedaemon/forged/ane/coreai"
 	"github.com/forgedaemon/forged/internal/units"
 	"github.com/forgedaemon/forged/verify"
 	"github.com/spf13/cobra"
@@ -20,12 +22,16 @@ func init() {
 size and SHA-256, the layout rules and the drafter pairing. --repo checks the
 served snapshot of an installed repository (trusting the install record for
 unchanged files unless --full); --bundle checks any bundle directory (always
-hashing). It never runs the model.`,
+hashing). It never runs the model unless --smoke is given: then, after a
+PASS, the Core AI hardware smoke test (coreai.Smoke, as forgectl coreai
+smoke) runs on the bundle; that needs macOS on Apple silicon and the
+bridge dylib, and elsewhere --smoke fails before anything is read.`,
 		Args: cobra.NoArgs,
 	}
 	var f storeFlags
 	var repo, dir string
-	var full bool
+	var full, smoke bool
+	var bridge string
 	var opts verify.Options
 	addDataFlag(c, &f)
 	c.Flags().StringVar(&repo, "repo", "", "installed repository (owner/name)")
@@ -33,33 +39,52 @@ hashing). It never runs the model.`,
 	c.Flags().BoolVar(&full, "full", false, "hash every file even if unchanged since install")
 	c.Flags().BoolVar(&opts.Plain, "plain", false, "with --bundle: ignore the drafter")
 	c.Flags().BoolVar(&opts.IncludeExport, "include-export", false, "with --bundle: check export/ too")
-	c.Flags().IntVar(&opts.Ctx, "ctx", 0, "with --bundle: context to report (default the smallest)")
+	c.Flags().IntVar(&opts.Ctx, "ctx", 0, "with --bundle: context to report (default the smallest); with --smoke: context to run")
+	c.Flags().BoolVar(&smoke, "smoke", false, "after a PASS, run the Core AI hardware smoke test (macOS with the bridge dylib only)")
+	c.Flags().StringVar(&bridge, "bridge", "", "with --smoke: path of libCoreAIBridge.dylib (default: the standard search path, as doctor)")
 	asJSON := jsonFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		if (repo == "") == (dir == "") {
+			return errors.New("give exactly one of --repo REPO or --bundle DIR")
+		}
+		if smoke {
+			if err := smokeSupported(runtime.GOOS); err != nil {
+				return err
+			}
+		}
 		var report *verify.Report
 		var err error
-		switch {
-		case (repo == "") == (dir == ""):
-			return errors.New("give exactly one of --repo REPO or --bundle DIR")
-		case repo != "":
+		if repo != "" {
 			s, oerr := f.open(false)
 			if oerr != nil {
 				return oerr
 			}
-			report, err = s.Verify(repo, full)
-		default:
+			if report, err = s.Verify(repo, full); err == nil && smoke {
+				dir, err = s.ServedDir(repo)
+			}
+		} else {
 			opts.Full = true
 			report, err = verify.Integrity(dir, opts)
 		}
 		if err != nil {
 			return err
 		}
+		var smokeRep *coreai.SmokeReport
+		if smoke && report.Passed() {
+			if smokeRep, err = runSmoke(dir, bridge, opts.Ctx); err != nil {
+				return err
+			}
+			report.InferenceRun = true
+		}
 		if *asJSON {
-			if err := writeJSON(cmd.OutOrStdout(), report); err != nil {
+			if err := writeJSON(cmd.OutOrStdout(), verifyOutput{report, smokeRep}); err != nil {
 				return err
 			}
 		} else {
 			printReport(cmd, report)
+			if smokeRep != nil {
+				printSmoke(cmd.OutOrStdout(), *smokeRep)
+			}
 		}
 		if !report.Passed() {
 			return &exitError{exitVerifyFailed, fmt.Errorf("integrity FAIL: %d problem(s)", len(report.Failures))}
@@ -67,6 +92,35 @@ hashing). It never runs the model.`,
 		return nil
 	}
 	addCommand(c)
+}
+
+// verifyOutput is verify's JSON: the integrity report, plus the smoke
+// test's report under "smoke" when --smoke ran.
+type verifyOutput struct {
+	*verify.Report
+	Smoke *coreai.SmokeReport `json:"smoke,omitempty"`
+}
+
+// smokeSupported says, before any work, whether the Core AI smoke test can
+// run on goos: it drives the Neural Engine through the Swift bridge.
+func smokeSupported(goos string) error {
+	if goos == "darwin" {
+		return nil
+	}
+	return fmt.Errorf("verify --smoke: the Core AI smoke test needs macOS on Apple silicon and the bridge dylib %s; this is %s (run verify without --smoke for the integrity checks)", coreai.BridgeName, goos)
+}
+
+// runSmoke runs coreai.Smoke on a bundle that passed integrity.
+func runSmoke(dir, bridgeFlag string, ctx int) (*coreai.SmokeReport, error) {
+	bridge, err := bridgePath(bridgeFlag)
+	if err != nil {
+		return nil, fmt.Errorf("verify --smoke: %w", err)
+	}
+	rep, err := coreai.Smoke(dir, coreai.SmokeOptions{Bridge: bridge, Ctx: ctx})
+	if err != nil {
+		return nil, fmt.Errorf("verify --smoke: %w", err)
+	}
+	return &rep, nil
 }
 
 func printReport(cmd *cobra.Command, r *verify.Report) {

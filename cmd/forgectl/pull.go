@@ -23,32 +23,48 @@ snapshot and serves it. With FORGE_OFFLINE=1 it only uses what is installed.`,
 	var o store.PullOptions
 	addDataFlag(c, &f)
 	addEndpointFlag(c, &f)
-	c.Flags().StringVar(&o.Revision, "revision", "main", "branch, tag or commit")
-	c.Flags().BoolVar(&o.Plain, "plain", false, "leave out the drafter (no speculative decoding)")
-	c.Flags().BoolVar(&o.IncludeExport, "include-export", false, "also download export/ (quantized weights for the reference backend)")
+	addSelectionFlags(c, &o, true)
 	c.Flags().BoolVar(&o.KeepCurrent, "no-switch", false, "install without serving it (see update apply)")
 	asJSON := jsonFlag(c)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
-		s, err := f.open(true)
-		if err != nil {
-			return err
-		}
-		res, err := pullWithProgress(cmd, s, args[0], o, *asJSON)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSONLine(cmd.OutOrStdout(), map[string]any{"event": "result", "result": res})
-		}
-		how := fmt.Sprintf("downloaded %s in %d files", units.Bytes(res.DownloadedBytes), res.DownloadedFiles)
-		if res.AlreadyInstalled {
-			how = "already installed"
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s@%s: %s (%d files, %s), integrity PASS; serving %s\n",
-			res.Repo, res.Commit, how, res.Files, units.Bytes(res.Bytes), res.State.Commit)
-		return nil
+		return pullAndReport(cmd, &f, args[0], o, *asJSON, func(res *store.PullResult) string {
+			how := fmt.Sprintf("downloaded %s in %d files", units.Bytes(res.DownloadedBytes), res.DownloadedFiles)
+			if res.AlreadyInstalled {
+				how = "already installed"
+			}
+			return fmt.Sprintf("%s@%s: %s (%d files, %s), integrity PASS; serving %s",
+				res.Repo, res.Commit, how, res.Files, units.Bytes(res.Bytes), res.State.Commit)
+		})
 	}
 	addCommand(c)
+}
+
+// addSelectionFlags adds what to fetch: --revision, --plain and, when
+// downloading, --include-export (pull, update check, update apply).
+func addSelectionFlags(c *cobra.Command, o *store.PullOptions, download bool) {
+	c.Flags().StringVar(&o.Revision, "revision", "main", "branch, tag or commit")
+	c.Flags().BoolVar(&o.Plain, "plain", false, "leave out the drafter (no speculative decoding)")
+	if download {
+		c.Flags().BoolVar(&o.IncludeExport, "include-export", false, "also download export/ (quantized weights for the reference backend)")
+	}
+}
+
+// pullAndReport opens the store, pulls with progress and prints the result:
+// a final {"event":"result"} JSON line, or the summary line.
+func pullAndReport(cmd *cobra.Command, f *storeFlags, repo string, o store.PullOptions, asJSON bool, summary func(*store.PullResult) string) error {
+	s, err := f.open(true)
+	if err != nil {
+		return err
+	}
+	res, err := pullWithProgress(cmd, s, repo, o, asJSON)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSONLine(cmd.OutOrStdout(), map[string]any{"event": "result", "result": res})
+	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), summary(res))
+	return err
 }
 
 // pullWithProgress runs a pull, reporting progress as JSON lines

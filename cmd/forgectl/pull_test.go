@@ -228,7 +228,9 @@ func TestUpdateCommands(t *testing.T) {
 		}
 		return out
 	}
-	run("pull", "--endpoint", h.URL, "--data", data, cliRepo)
+	if out := string(run("pull", "--endpoint", h.URL, "--data", data, cliRepo)); !strings.Contains(out, cliRepo+"@"+v1+": downloaded ") || !strings.HasSuffix(out, "integrity PASS; serving "+v1+"\n") {
+		t.Fatalf("pull summary: %q", out)
+	}
 	// v2: one chunk file changes.
 	changed := "coreai/" + synthbundle.ChunkName(4, 7) + "/weights/weight-00.bin"
 	os.WriteFile(filepath.Join(src, changed), []byte("new weights"), 0o644)
@@ -247,7 +249,9 @@ func TestUpdateCommands(t *testing.T) {
 	if uc.UpToDate || len(uc.ChangedFiles) != 1 || uc.ChangedFiles[0] != changed {
 		t.Fatalf("update check: %+v", uc)
 	}
-	run("update", "apply", "--endpoint", h.URL, "--data", data, cliRepo)
+	if out := string(run("update", "apply", "--endpoint", h.URL, "--data", data, cliRepo)); !strings.HasPrefix(out, cliRepo+" now serves "+v2+" (previous "+v1+"); downloaded ") {
+		t.Fatalf("update apply summary: %q", out)
+	}
 	var st struct{ Commit, Previous string }
 	json.Unmarshal(run("update", "rollback", "--json", "--data", data, cliRepo), &st)
 	if st.Commit != v1 || st.Previous != v2 {

@@ -20,8 +20,7 @@ func init() {
 	var co store.PullOptions
 	addDataFlag(check, &cf)
 	addEndpointFlag(check, &cf)
-	check.Flags().StringVar(&co.Revision, "revision", "main", "branch, tag or commit")
-	check.Flags().BoolVar(&co.Plain, "plain", false, "leave out the drafter")
+	addSelectionFlags(check, &co, false)
 	checkJSON := jsonFlag(check)
 	check.RunE = func(cmd *cobra.Command, args []string) error {
 		s, err := cf.open(true)
@@ -56,25 +55,13 @@ func init() {
 	var ao store.PullOptions
 	addDataFlag(apply, &af)
 	addEndpointFlag(apply, &af)
-	apply.Flags().StringVar(&ao.Revision, "revision", "main", "branch, tag or commit")
-	apply.Flags().BoolVar(&ao.Plain, "plain", false, "leave out the drafter")
-	apply.Flags().BoolVar(&ao.IncludeExport, "include-export", false, "also download export/")
+	addSelectionFlags(apply, &ao, true)
 	applyJSON := jsonFlag(apply)
 	apply.RunE = func(cmd *cobra.Command, args []string) error {
-		s, err := af.open(true)
-		if err != nil {
-			return err
-		}
-		res, err := pullWithProgress(cmd, s, args[0], ao, *applyJSON)
-		if err != nil {
-			return err
-		}
-		if *applyJSON {
-			return writeJSONLine(cmd.OutOrStdout(), map[string]any{"event": "result", "result": res})
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s now serves %s (previous %s); downloaded %s\n",
-			res.Repo, res.State.Commit, orNone(res.State.Previous), units.Bytes(res.DownloadedBytes))
-		return nil
+		return pullAndReport(cmd, &af, args[0], ao, *applyJSON, func(res *store.PullResult) string {
+			return fmt.Sprintf("%s now serves %s (previous %s); downloaded %s",
+				res.Repo, res.State.Commit, orNone(res.State.Previous), units.Bytes(res.DownloadedBytes))
+		})
 	}
 
 	rollback := &cobra.Command{

@@ -147,15 +147,7 @@ func (s *Store) CheckUpdate(ctx context.Context, repo string, o PullOptions) (*U
 		return nil, err
 	}
 	uc := &UpdateCheck{Repo: repo, Current: st.Commit, Latest: latest, UpToDate: latest == st.Commit, ChangedFiles: []string{}}
-	raw, err := s.Client.FetchSmall(ctx, repo, latest, bundle.ReleaseFile, maxReleaseBytes)
-	if err != nil {
-		return nil, err
-	}
-	rel, err := bundle.ParseRelease(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s@%s: %w", repo, latest, err)
-	}
-	files, err := rel.Select(o.Selection)
+	_, files, err := s.fetchSelection(ctx, repo, latest, o.Selection)
 	if err != nil {
 		return nil, err
 	}

@@ -88,15 +88,7 @@ func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResu
 		return nil, fmt.Errorf("offline: %s@%s is not installed (FORGE_OFFLINE is set, so nothing is downloaded)", repo, commit)
 	}
 
-	raw, err := s.Client.FetchSmall(ctx, repo, commit, bundle.ReleaseFile, maxReleaseBytes)
-	if err != nil {
-		return nil, err
-	}
-	rel, err := bundle.ParseRelease(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s@%s: %w", repo, commit, err)
-	}
-	files, err := rel.Select(o.Selection)
+	raw, files, err := s.fetchSelection(ctx, repo, commit, o.Selection)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +99,23 @@ func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResu
 		return nil, err
 	}
 	return s.finish(res, o)
+}
+
+// fetchSelection fetches and validates release.json at commit and returns
+// it with the files sel selects from it.
+func (s *Store) fetchSelection(ctx context.Context, repo, commit string, sel bundle.Selection) (raw []byte, files []bundle.File, err error) {
+	raw, err = s.Client.FetchSmall(ctx, repo, commit, bundle.ReleaseFile, maxReleaseBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	rel, err := bundle.ParseRelease(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s@%s: %w", repo, commit, err)
+	}
+	if files, err = rel.Select(sel); err != nil {
+		return nil, nil, err
+	}
+	return raw, files, nil
 }
 
 func (s *Store) finish(res *PullResult, o PullOptions) (*PullResult, error) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -496,5 +497,45 @@ func TestKeepCurrentThenActivate(t *testing.T) {
 	}
 	if _, err := s.Activate(repo, strings.Repeat("0", 40)); err == nil {
 		t.Fatal("activated a commit that is not installed")
+	}
+}
+
+// TestMalformedReleaseInstallsNothing: a release.json that breaks the
+// schema stops pull and update check, names repo@commit, and leaves the
+// store without a snapshot or a served commit.
+func TestMalformedReleaseInstallsNothing(t *testing.T) {
+	e := newEnv(t)
+	edited := filepath.Join(t.TempDir(), "v2")
+	if err := os.CopyFS(edited, os.DirFS(e.dir)); err != nil {
+		t.Fatal(err)
+	}
+	// The published release with "files" turned into a string.
+	relPath := filepath.Join(edited, bundle.ReleaseFile)
+	var doc map[string]any
+	if data, err := os.ReadFile(relPath); err != nil || json.Unmarshal(data, &doc) != nil || doc["files"] == nil {
+		t.Fatalf("release.json: %v", err)
+	}
+	doc["files"] = "not a list"
+	data, _ := json.Marshal(doc)
+	if err := os.WriteFile(relPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := e.hub.Publish(repo, edited, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.store(t)
+	want := repo + "@" + bad
+	if res, err := s.Pull(context.Background(), repo, PullOptions{Revision: "main"}); err == nil || res != nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "files") {
+		t.Fatalf("pull of a malformed release: %+v, %v; want an error naming %s", res, err, want)
+	}
+	if _, err := os.Stat(s.SnapshotDir(repo, bad)); !os.IsNotExist(err) {
+		t.Fatalf("snapshot of the malformed release exists: %v", err)
+	}
+	if st, err := s.Current(repo); err != nil || st.Commit != "" {
+		t.Fatalf("current after the failed pull: %+v, %v", st, err)
+	}
+	if uc, err := s.CheckUpdate(context.Background(), repo, PullOptions{Revision: "main"}); err == nil || uc != nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("update check of a malformed release: %+v, %v; want an error naming %s", uc, err, want)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,9 +18,7 @@ import (
 // startDaemon serves the fake engine on a fresh socket for one test.
 func startDaemon(t *testing.T) string {
 	t.Helper()
-	dir, _ := os.MkdirTemp("", "fctl")
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "s")
+	path := filepath.Join(shortDir(t), "s")
 	ln, err := daemon.Listen(path)
 	if err != nil {
 		t.Fatal(err)

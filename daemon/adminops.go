@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/forgedaemon/forged/bundle/store"
+
 	"github.com/forgedaemon/forged/client/wire"
 )
 
@@ -83,12 +85,18 @@ func (c *conn) opPin(_ context.Context, req wire.Request) (any, error) {
 
 func uidString(uid uint32) string { return strconv.FormatUint(uint64(uid), 10) }
 
-// opRollback serves the revision the last switch replaced. Revisions the
-// bundle store installed are rolled back through the store once it is
-// wired; this covers switches made by this daemon run.
+// opRollback serves the previous revision: the store's (kept across
+// restarts) when the daemon serves a bundle store, else the one the last
+// switch of this run replaced.
 func (c *conn) opRollback(ctx context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &wire.Empty{}); err != nil {
 		return nil, err
+	}
+	if src := c.s.bundleStore(); src != nil {
+		if _, err := src.rollback(ctx); err != nil {
+			return nil, err
+		}
+		return src.res.result(), nil
 	}
 	r, err := c.residency(req.Op)
 	if err != nil {
@@ -98,4 +106,102 @@ func (c *conn) opRollback(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	return r.result(), nil
+}
+
+func (s *Server) bundleStore() *storeSource {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.store
+}
+
+func (c *conn) storeFor(op string) (*storeSource, error) {
+	if src := c.s.bundleStore(); src != nil {
+		return src, nil
+	}
+	return nil, wire.Errorf(wire.CodeUnavailable, "%s: this daemon serves no bundle store (forged run --repo REPO serves one)", op)
+}
+
+// opPull (pull and update.apply) installs a revision beside the served one
+// and switches to it, streaming the download's progress events.
+func (c *conn) opPull(ctx context.Context, req wire.Request) (any, error) {
+	var a wire.RevisionArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	src, err := c.storeFor(req.Op)
+	if err != nil {
+		return nil, err
+	}
+	return src.update(ctx, req.Op, a.Revision, func(e store.Event) {
+		// A full event queue disconnects the client (its work is cancelled
+		// with it), so the error needs no handling here.
+		_ = c.event(req.ID, wire.EventProgress, wire.ProgressEvent{Kind: e.Kind, Commit: e.Commit, Path: e.Path,
+			Done: e.Done, Total: e.Total, Files: e.Files, Message: e.Message})
+	})
+}
+
+func (c *conn) opVerify(_ context.Context, req wire.Request) (any, error) {
+	var a wire.VerifyArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	src, err := c.storeFor(req.Op)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := src.b.Store.Current(src.b.Repo)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInternal, "verify: %v", err)
+	}
+	rep, err := src.b.Store.Verify(src.b.Repo, a.Full)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeNotFound, "verify: %v", err)
+	}
+	out := wire.VerifyResult{Repo: src.b.Repo, Commit: cur.Commit, Status: rep.Status, VerifiedFiles: uint64(rep.VerifiedFiles),
+		HashedBytes: uint64(rep.HashedBytes), Failures: make([]string, len(rep.Failures))}
+	for i, f := range rep.Failures {
+		out.Failures[i] = f.String()
+	}
+	return out, nil
+}
+
+func (c *conn) opUpdateCheck(ctx context.Context, req wire.Request) (any, error) {
+	var a wire.RevisionArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	src, err := c.storeFor(req.Op)
+	if err != nil {
+		return nil, err
+	}
+	if a.Revision == "" {
+		a.Revision = src.b.Revision
+	}
+	uc, err := src.b.Store.CheckUpdate(ctx, src.b.Repo, store.PullOptions{Revision: a.Revision, Selection: src.b.Selection})
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeUnavailable, "update.check %s@%s: %v", src.b.Repo, a.Revision, err)
+	}
+	return wire.UpdateCheckResult{Repo: uc.Repo, Current: uc.Current, Latest: uc.Latest, UpToDate: uc.UpToDate,
+		ChangedFiles: uc.ChangedFiles, DownloadBytes: uint64(uc.DownloadBytes), TotalBytes: uint64(uc.TotalBytes)}, nil
+}
+
+func (c *conn) opGC(_ context.Context, req wire.Request) (any, error) {
+	var a wire.GCArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	src, err := c.storeFor(req.Op)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := src.lock(req.Op)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	r, err := src.b.Store.GC(a.Partials)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInternal, "gc: %v", err)
+	}
+	return wire.GCResult{RemovedSnapshots: r.Snapshots, RemovedBlobs: uint64(r.Blobs), FreedBytes: uint64(r.FreedBytes)}, nil
 }

@@ -298,7 +298,7 @@ func TestContextExceeded(t *testing.T) {
 	}
 }
 
-// §5: admin ops for the daemon's own uid; config.get, unwired ops, shutdown.
+// §5: admin ops for the daemon's own uid; config.get, store ops without a store, shutdown.
 func TestAdminOpsAsOwner(t *testing.T) {
 	ts := startServer(t, daemon.Config{}, fakeengine.Options{})
 	r := dialRaw(t, ts.path)
@@ -308,7 +308,7 @@ func TestAdminOpsAsOwner(t *testing.T) {
 		t.Errorf("config %v", cfg)
 	}
 	msg := expectError(t, r.call(3, "pull", map[string]any{}), 3, "unavailable")
-	if !strings.Contains(msg, "not wired") {
+	if !strings.Contains(msg, "no bundle store") {
 		t.Errorf("message %q", msg)
 	}
 	result(t, r.call(4, "shutdown", nil))

@@ -45,23 +45,11 @@ func init() {
 		wire.OpPin:            {run: (*conn).opPin, admin: true},
 		wire.OpUpdateRollback: {run: (*conn).opRollback, streaming: true, admin: true},
 		wire.OpConfigSet:      {run: (*conn).opConfigSet, admin: true},
-	}
-	// Admin ops whose subsystem (bundle store, config watcher) is not wired
-	// into the server yet: authorised, logged, then unavailable.
-	for op := range wire.AdminOps {
-		if _, ok := ops[op]; !ok {
-			ops[op] = opSpec{run: notWired(op), admin: true}
-		}
-	}
-}
-
-func notWired(op string) handler {
-	what := "the bundle store"
-	if op == wire.OpConfigSet {
-		what = "the config file watcher"
-	}
-	return func(*conn, context.Context, wire.Request) (any, error) {
-		return nil, wire.Errorf(wire.CodeUnavailable, "%s: %s is not wired into this daemon yet", op, what)
+		wire.OpPull:           {run: (*conn).opPull, streaming: true, admin: true},
+		wire.OpUpdateApply:    {run: (*conn).opPull, streaming: true, admin: true},
+		wire.OpVerify:         {run: (*conn).opVerify, streaming: true, admin: true},
+		wire.OpUpdateCheck:    {run: (*conn).opUpdateCheck, streaming: true, admin: true},
+		wire.OpGC:             {run: (*conn).opGC, streaming: true, admin: true},
 	}
 }
 

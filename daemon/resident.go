@@ -26,6 +26,10 @@ type ResidencyOptions struct {
 	// (residency.Budget of the machine's memory and the reserve); a request
 	// that does not fit waits for memory. 0: no admission control.
 	Budget int64
+	// Initial is the bundle's state at start (zero: Ready, installed and
+	// not loaded); Absent with InitialReason for a bundle not installed yet.
+	Initial       residency.State
+	InitialReason string
 }
 
 // Residency holds the served model in memory and lets it go: load, unload,
@@ -70,14 +74,18 @@ func (s *Server) EnableResidency(opts ResidencyOptions) *Residency {
 	case opts.KeepAlive > 0:
 		r.keep.Idle = opts.KeepAlive
 	}
-	r.m = residency.NewMachine(opts.Bundle, residency.Ready, opts.Now)
+	if opts.Initial == "" {
+		opts.Initial = residency.Ready
+	}
+	r.opts = opts
+	r.m = residency.NewMachine(opts.Bundle, opts.Initial, opts.Now)
 	r.m.OnTransition(func(t residency.Transition) {
 		s.log.Info("residency", "bundle", t.Bundle, "from", t.From, "to", t.To, "reason", t.Reason)
 		state, reason := wireState(t.To, t.Reason)
 		s.SetState(state, reason)
 	})
 	s.SetBackend(Unavailable{Reason: "the model is not loaded", Bundle: s.Backend().Model().Bundle})
-	s.SetState(wireState(residency.Ready, ""))
+	s.SetState(wireState(opts.Initial, opts.InitialReason))
 	s.mu.Lock()
 	s.res = r
 	s.mu.Unlock()
@@ -111,7 +119,10 @@ func wireState(s residency.State, reason string) (string, string) {
 	case residency.Verifying:
 		return wire.StateVerifying, reason
 	case residency.Absent:
-		return wire.StateUnavailable, "the bundle is not installed"
+		if reason == "" {
+			reason = "the bundle is not installed"
+		}
+		return wire.StateUnavailable, reason
 	}
 	return wire.StateUnavailable, reason
 }
@@ -436,6 +447,20 @@ func (r *Residency) Switch(ctx context.Context, name string, verify func() error
 		return err
 	}
 	return r.Load(ctx, "switching to "+name)
+}
+
+// install makes a freshly installed revision the one served (the bundle
+// was absent or failed): downloading → verifying → ready, not loaded yet.
+func (r *Residency) install(name string, load func(context.Context) (Backend, error), verified string) error {
+	r.mu.Lock()
+	r.opts.Bundle, r.opts.Load = name, load
+	r.mu.Unlock()
+	if st, _ := r.m.State(); st != residency.Verifying {
+		if err := r.m.To(residency.Verifying, verified); err != nil {
+			return err
+		}
+	}
+	return r.m.To(residency.Ready, "installed "+name)
 }
 
 // Rollback switches back to the revision the last Switch replaced.

@@ -91,6 +91,7 @@ type Server struct {
 	sessionSeq atomic.Uint64
 	res        *Residency // nil: the backend is always loaded
 
+	store       *storeSource    // nil: no bundle store (pull, verify, update.*, gc are unavailable)
 	configFile  *config.Watcher // nil: no --config (config.set is unavailable)
 	configHooks ConfigHooks
 	configSetMu sync.Mutex // one config.set at a time: read, edit, write

@@ -361,3 +361,74 @@ type ConfigGetResult struct {
 
 // Empty is the result of ops that return nothing but success.
 type Empty struct{}
+
+// EventProgress is a pull's or update.apply's progress event.
+const EventProgress = "progress"
+
+// ProgressEvent is one step of a download (the bundle store's events):
+// kind is one of resolved, plan, file_start, progress, file_done, retry,
+// verify, installed, lock_wait.
+type ProgressEvent struct {
+	Kind    string `msgpack:"kind" json:"kind"`
+	Commit  string `msgpack:"commit,omitempty" json:"commit,omitempty"`
+	Path    string `msgpack:"path,omitempty" json:"path,omitempty"`
+	Done    int64  `msgpack:"done_bytes,omitempty" json:"done_bytes,omitempty"`
+	Total   int64  `msgpack:"total_bytes,omitempty" json:"total_bytes,omitempty"`
+	Files   int    `msgpack:"files,omitempty" json:"files,omitempty"`
+	Message string `msgpack:"message,omitempty" json:"message,omitempty"`
+}
+
+// RevisionArgs name a revision to pull or update to (default: the tracked one).
+type RevisionArgs struct {
+	Revision string `msgpack:"revision"`
+}
+
+// PullResult is the result of pull and update.apply.
+type PullResult struct {
+	Repo             string `msgpack:"repo" json:"repo"`
+	Commit           string `msgpack:"commit" json:"commit"`
+	AlreadyInstalled bool   `msgpack:"already_installed" json:"already_installed"`
+	Files            uint64 `msgpack:"files" json:"files"`
+	Bytes            uint64 `msgpack:"bytes" json:"bytes"`
+	DownloadedBytes  uint64 `msgpack:"downloaded_bytes" json:"downloaded_bytes"`
+	Serving          string `msgpack:"serving" json:"serving"`   // the revision new requests get
+	Previous         string `msgpack:"previous" json:"previous"` // kept for update.rollback
+}
+
+// VerifyArgs ask for a full verify (hash every file) or a fast one.
+type VerifyArgs struct {
+	Full bool `msgpack:"full"`
+}
+
+// VerifyResult is the result of verify: status PASS or FAIL, and each problem.
+type VerifyResult struct {
+	Repo          string   `msgpack:"repo" json:"repo"`
+	Commit        string   `msgpack:"commit" json:"commit"`
+	Status        string   `msgpack:"status" json:"status"`
+	VerifiedFiles uint64   `msgpack:"verified_files" json:"verified_files"`
+	HashedBytes   uint64   `msgpack:"hashed_bytes" json:"hashed_bytes"`
+	Failures      []string `msgpack:"failures" json:"failures"`
+}
+
+// UpdateCheckResult is the result of update.check.
+type UpdateCheckResult struct {
+	Repo          string   `msgpack:"repo" json:"repo"`
+	Current       string   `msgpack:"current" json:"current"`
+	Latest        string   `msgpack:"latest" json:"latest"`
+	UpToDate      bool     `msgpack:"up_to_date" json:"up_to_date"`
+	ChangedFiles  []string `msgpack:"changed_files" json:"changed_files"`
+	DownloadBytes uint64   `msgpack:"download_bytes" json:"download_bytes"`
+	TotalBytes    uint64   `msgpack:"total_bytes" json:"total_bytes"`
+}
+
+// GCArgs: partials also drops interrupted downloads.
+type GCArgs struct {
+	Partials bool `msgpack:"partials"`
+}
+
+// GCResult is the result of gc.
+type GCResult struct {
+	RemovedSnapshots []string `msgpack:"removed_snapshots" json:"removed_snapshots"`
+	RemovedBlobs     uint64   `msgpack:"removed_blobs" json:"removed_blobs"`
+	FreedBytes       uint64   `msgpack:"freed_bytes" json:"freed_bytes"`
+}

@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/bundle/hub"
+	"github.com/forgedaemon/forged/bundle/store"
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
@@ -62,6 +65,7 @@ type runFlags struct {
 	frameTimeout                                              time.Duration
 	keepAlive                                                 time.Duration
 	memoryReserve                                             string
+	drafter                                                   string // config drafter: "off" pulls without the drafter
 	allowedUIDs                                               []uint32
 	// changed reports whether a flag was given on the command line (it
 	// then wins over the config file); nil: none was.
@@ -79,8 +83,11 @@ SIGINT or SIGTERM, which stop accepting, cancel running requests and exit.
 
 --model DIR serves a Hugging Face qwen3_5 checkpoint directory with the pure-Go reference
 engine (tokenizer.json, tokenizer_config.json, config.json and safetensors shards).
---repo REPO names a published bundle; the bundle store is not wired into forged run yet, so
-the daemon then reports state "unavailable" with that reason.
+--repo REPO serves a published bundle from the bundle store in the data directory (the one
+forgectl pull --data DIR fills) with the same reference engine, from the snapshot's model/ and
+export/ (the Core AI packages need a Mac and are not used by this backend). A repository not
+installed yet is state "unavailable" until the admin op pull installs it. The served snapshot
+is watched: a change stops serving from it and verifies it in full.
 
 --config FILE reads the config file (docs/CONFIG.md); flags given on the command line win
 over it. The file is followed: a valid edit (or SIGHUP, or config.set) applies keep_alive,
@@ -98,8 +105,8 @@ configuration stays in force. The installed services run forged run --config FIL
 	fl.StringVar(&f.socket, "socket", client.DefaultSocketPath(), "Unix socket path")
 	fl.StringVar(&f.data, "data", "", "data directory (bundle store, state); created if missing")
 	fl.StringVar(&f.model, "model", "", "serve this checkpoint directory")
-	fl.StringVar(&f.repo, "repo", "", "serve this bundle repository (needs the bundle store)")
-	fl.StringVar(&f.revision, "revision", "", "revision reported for --model (default \"local\")")
+	fl.StringVar(&f.repo, "repo", "", "serve this bundle repository from the bundle store in --data")
+	fl.StringVar(&f.revision, "revision", "", "with --repo: the revision pull and updates track (default main); with --model: the revision reported (default \"local\")")
 	fl.BoolVar(&f.tokenizerOnly, "tokenizer-only", false, "with --model: load only the tokenizer and chat template")
 	fl.StringVar(&f.adminGroup, "admin-group", "", "group (name or gid) whose members may use admin operations")
 	fl.IntVar(&f.maxFrame, "max-frame", wire.DefaultLimits.MaxFrame, "largest request frame in bytes")
@@ -157,33 +164,37 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		return err
 	}
 	// Listen first, load after: clients see "loading" instead of a refused connection.
+	budget, err := memoryBudget(f.memoryReserve)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	var res *daemon.Residency
 	if f.repo != "" {
-		reason := fmt.Sprintf("serving --repo %s needs the bundle store, which is not wired into forged run yet; use --model DIR", f.repo)
-		srv.SetBackend(daemon.Unavailable{Reason: reason, Bundle: waiting.Bundle})
-		srv.SetState(wire.StateUnavailable, reason)
-	} else {
-		budget, err := memoryBudget(f.memoryReserve)
-		if err != nil {
+		if res, err = serveStore(ctx, srv, f, budget); err != nil {
 			ln.Close()
 			return err
 		}
-		res := srv.EnableResidency(daemon.ResidencyOptions{
+	} else {
+		res = srv.EnableResidency(daemon.ResidencyOptions{
 			Bundle: f.model, KeepAlive: f.keepAlive, Budget: budget,
 			Load: func(context.Context) (daemon.Backend, error) {
 				return refbackend.Open(f.model, refbackend.Options{Revision: f.revision, TokenizerOnly: f.tokenizerOnly})
 			},
 		})
+	}
+	if st, _ := res.State(); st == residency.Ready {
 		go func() {
 			if err := res.Load(ctx, "preloading at start"); err != nil {
 				log.Error("preload", "err", err)
 			}
 		}()
-		tick := 10 * time.Second // keep-alive and pressure polling
-		if f.keepAlive > 0 && f.keepAlive/4 < tick {
-			tick = max(f.keepAlive/4, 100*time.Millisecond)
-		}
-		go res.Run(ctx, tick, sysinfo.Host())
 	}
+	tick := 10 * time.Second // keep-alive and pressure polling
+	if f.keepAlive > 0 && f.keepAlive/4 < tick {
+		tick = max(f.keepAlive/4, 100*time.Millisecond)
+	}
+	go res.Run(ctx, tick, sysinfo.Host())
 	if fileCfg != nil {
 		w, err := srv.WatchConfig(ctx, f.config, fileCfg, daemon.ConfigHooks{LogLevel: &level})
 		if err != nil {
@@ -197,6 +208,27 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	err = srv.Serve(ctx, ln)
 	log.Info("forged stopped")
 	return err
+}
+
+// serveStore serves --repo from the bundle store in the data directory
+// with the reference backend (the bundle's model/ and export/); the hub is
+// $HF_ENDPOINT (or huggingface.co), none at all with FORGE_OFFLINE=1.
+func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int64) (*daemon.Residency, error) {
+	s, err := store.Open(f.data)
+	if err != nil {
+		return nil, fmt.Errorf("--data: %w", err)
+	}
+	if !store.Offline() {
+		s.Client = hub.New(hub.EndpointFromEnv(""), hub.TokenFromEnv())
+	}
+	return srv.ServeStore(ctx, daemon.Bundles{
+		Store: s, Repo: f.repo, Revision: f.revision,
+		Selection: bundle.Selection{IncludeExport: true, Plain: f.drafter == config.DrafterOff},
+		KeepAlive: f.keepAlive, Budget: budget,
+		Open: func(dir, commit string) (daemon.Backend, error) {
+			return refbackend.OpenBundle(dir, refbackend.Options{Repo: f.repo, Revision: commit, TokenizerOnly: f.tokenizerOnly})
+		},
+	})
 }
 
 // fillFrom takes every setting not given as a flag from the config file.
@@ -220,6 +252,7 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 	if !given("model") && !given("repo") && f.model == "" && f.repo == "" {
 		f.repo, f.revision = c.Repo, c.Revision
 	}
+	f.drafter = c.Drafter
 	str("admin-group", &f.adminGroup, c.AdminGroup)
 	str("log-level", &f.logLevel, c.LogLevel)
 	str("memory-reserve", &f.memoryReserve, c.Memory.Reserve.String())

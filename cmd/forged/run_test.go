@@ -95,7 +95,10 @@ func TestRunServesModelAndStops(t *testing.T) {
 	}
 }
 
-func TestRunRepoIsUnavailable(t *testing.T) {
+// A repository not installed in the store is unavailable, saying how to
+// install it; nothing is served.
+func TestRunRepoNotInstalled(t *testing.T) {
+	t.Setenv("FORGE_OFFLINE", "1")
 	sock, stop := runInBackground(t, runFlags{repo: "anemll/forge"})
 	defer stop()
 	c, err := client.Dial(context.Background(), sock, client.Options{Name: "run-test"})
@@ -104,7 +107,7 @@ func TestRunRepoIsUnavailable(t *testing.T) {
 	}
 	defer c.Close()
 	st, err := c.Status(context.Background())
-	if err != nil || st.State != wire.StateUnavailable || !strings.Contains(st.Reason, "bundle store") {
+	if err != nil || st.State != wire.StateUnavailable || !strings.Contains(st.Reason, "not installed") || !strings.Contains(st.Reason, "pull") {
 		t.Fatalf("status %+v %v", st, err)
 	}
 	if _, err := c.Tokenize(context.Background(), "x"); err == nil || !strings.Contains(err.Error(), "unavailable") {

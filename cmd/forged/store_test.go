@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/ane/rebuild"
+	"github.com/forgedaemon/forged/ane/rebuild/calib"
+	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/bundle/hubtest"
+	"github.com/forgedaemon/forged/client"
+	"github.com/forgedaemon/forged/client/wire"
+)
+
+// tinyBundle assembles a runnable bundle (model/ + export/) from the tiny
+// synthetic checkpoint with seed: an RTN export, as the reference backend
+// serves it.
+func tinyBundle(t *testing.T, seed uint64) string {
+	t.Helper()
+	dir := t.TempDir()
+	model, export, out := filepath.Join(dir, "m"), filepath.Join(dir, "e"), filepath.Join(dir, "b")
+	if err := synth.Generate(model, synth.Options{Preset: "tiny", Seed: seed}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, seed))
+	rows := make([][]int, 4)
+	for i := range rows {
+		for range 16 {
+			rows[i] = append(rows[i], r.IntN(512))
+		}
+	}
+	npy := filepath.Join(dir, "calib.npy")
+	if err := calib.WriteRows(npy, rows); err != nil {
+		t.Fatal(err)
+	}
+	set, err := calib.Load([]calib.Source{{Path: npy}}, 0, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rebuild.Quantize(context.Background(), rebuild.Options{Model: model, Out: export, Calib: set, Method: rebuild.MethodRTN, Threads: 1, HoldOut: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rebuild.Assemble(rebuild.AssembleOptions{Model: model, Export: export, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func chatRevision(t *testing.T, c *client.Client) string {
+	t.Helper()
+	n := uint64(3)
+	st := c.Chat(context.Background(), wire.ChatArgs{Messages: []wire.Message{{Role: "user", Content: "hi"}}, MaxTokens: &n, Thinking: "off"})
+	for _, err := range st.Tokens() {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := st.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Revision
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// forged run --repo over a real HTTP hub: not installed → pull (progress
+// events) → serves the snapshot with the reference backend → update.check
+// sees a new revision → update.apply switches → rollback restores → gc
+// keeps current and previous → a byte changed under the served snapshot
+// fails the bundle within 2 s and rollback brings back a verified one.
+func TestRunServesStoreSnapshot(t *testing.T) {
+	const repo = "anemll/forge-tiny"
+	b1, b2 := tinyBundle(t, 4), tinyBundle(t, 5)
+	h := hubtest.New()
+	defer h.Close()
+	c1, err := h.Publish(repo, b1, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HF_ENDPOINT", h.URL)
+	t.Setenv("FORGE_OFFLINE", "")
+	sock, stop := runInBackground(t, runFlags{repo: repo, keepAlive: -1})
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("run returned %v", err)
+		}
+	}()
+	ctx := context.Background()
+	c, err := client.Dial(ctx, sock, client.Options{Name: "store-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st, err := c.Status(ctx); err != nil || st.State != wire.StateUnavailable || !strings.Contains(st.Reason, "not installed") {
+		t.Fatalf("before pull: %+v %v", st, err)
+	}
+
+	var kinds []string
+	pr, err := c.Pull(ctx, "", func(e wire.ProgressEvent) { kinds = append(kinds, e.Kind) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Commit != c1 || pr.Serving != c1 || pr.DownloadedBytes == 0 {
+		t.Fatalf("pull result %+v, want commit %s", pr, c1)
+	}
+	for _, k := range []string{"resolved", "file_done", "installed"} {
+		if !slices.Contains(kinds, k) {
+			t.Errorf("pull progress events %v lack %q", kinds, k)
+		}
+	}
+	if rev := chatRevision(t, c); rev != c1 {
+		t.Fatalf("chat after pull reports revision %q, want %s", rev, c1)
+	}
+	var vr wire.VerifyResult
+	if err := c.Admin(ctx, wire.OpVerify, wire.VerifyArgs{Full: true}, &vr); err != nil || vr.Status != "PASS" || vr.Commit != c1 || vr.VerifiedFiles == 0 {
+		t.Fatalf("verify: %+v %v", vr, err)
+	}
+
+	c2, err := h.Publish(repo, b2, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uc wire.UpdateCheckResult
+	if err := c.Admin(ctx, wire.OpUpdateCheck, nil, &uc); err != nil || uc.UpToDate || uc.Current != c1 || uc.Latest != c2 || len(uc.ChangedFiles) == 0 {
+		t.Fatalf("update.check: %+v %v", uc, err)
+	}
+	ur, err := c.UpdateApply(ctx, "", nil)
+	if err != nil || ur.Serving != c2 || ur.Previous != c1 {
+		t.Fatalf("update.apply: %+v %v", ur, err)
+	}
+	if rev := chatRevision(t, c); rev != c2 {
+		t.Fatalf("after update.apply the reply names %q, want %s", rev, c2)
+	}
+	if err := c.Admin(ctx, wire.OpUpdateRollback, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rev := chatRevision(t, c); rev != c1 {
+		t.Fatalf("after rollback the reply names %q, want %s", rev, c1)
+	}
+	var gc wire.GCResult
+	if err := c.Admin(ctx, wire.OpGC, nil, &gc); err != nil || len(gc.RemovedSnapshots) != 0 {
+		t.Fatalf("gc removed current or previous: %+v %v", gc, err)
+	}
+
+	// A byte changed under the served snapshot (c1) in a file c2 does not
+	// share (snapshots hard-link one blob per content): failed within 2 s.
+	data := filepath.Join(runDataDir(sock), "snapshots", repo, c1, filepath.FromSlash(uc.ChangedFiles[0]))
+	os.Chmod(data, 0o644)
+	f, err := os.OpenFile(data, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("X"), 3)
+	f.Close()
+	changed := time.Now()
+	waitFor(t, "the bundle to fail verification", func() bool {
+		st, err := c.Status(ctx)
+		return err == nil && st.State == wire.StateUnavailable && strings.Contains(st.Reason, "verification failed")
+	})
+	if d := time.Since(changed); d > 2*time.Second {
+		t.Errorf("the change was detected after %s, want within 2s", d)
+	}
+	_, err = c.Tokenize(ctx, "x")
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Code != wire.CodeUnavailable {
+		t.Fatalf("a failed bundle still serves: %v", err)
+	}
+	// Rollback to c2 (intact) serves again.
+	if err := c.Admin(ctx, wire.OpUpdateRollback, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rev := chatRevision(t, c); rev != c2 {
+		t.Fatalf("after rolling back from the failed revision the reply names %q, want %s", rev, c2)
+	}
+}
+
+// runDataDir is the data directory runInBackground gave the daemon.
+func runDataDir(sock string) string { return filepath.Join(filepath.Dir(filepath.Dir(sock)), "data") }

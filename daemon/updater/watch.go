@@ -1,7 +1,7 @@
 // Package updater keeps the served bundle honest and current: it watches
 // the served snapshot for changes (fsnotify) so the daemon can stop serving
-// from it and verify it again. (The scheduled update check/download/switch
-// loop is not written yet: docs/RESIDENCY.md.)
+// from it and verify it again, and its Loop checks the tracked revision on
+// a schedule and applies updates (docs/RESIDENCY.md).
 package updater
 
 import (

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -243,4 +244,59 @@ func (src *storeSource) rollback(ctx context.Context) (*wire.PullResult, error) 
 	}
 	src.watch(st.Commit)
 	return &wire.PullResult{Repo: repo, Commit: st.Commit, Serving: st.Commit, Previous: st.Previous}, nil
+}
+
+// Check, Apply and GC make the served store the automatic updater's source.
+func (src *storeSource) Check(ctx context.Context) (string, bool, error) {
+	uc, err := src.b.Store.CheckUpdate(ctx, src.b.Repo, store.PullOptions{Revision: src.b.Revision, Selection: src.b.Selection})
+	if err != nil {
+		return "", false, err
+	}
+	return uc.Latest, uc.UpToDate, nil
+}
+
+func (src *storeSource) Apply(ctx context.Context) (string, error) {
+	res, err := src.update(ctx, "automatic update", "", func(e store.Event) {
+		if e.Kind == "installed" || e.Kind == "retry" {
+			src.s.log.Info("update download", "event", e.Kind, "commit", e.Commit, "path", e.Path, "message", e.Message)
+		}
+	})
+	if err != nil {
+		return "", err
+	}
+	return res.Serving, nil
+}
+
+func (src *storeSource) GC() error {
+	unlock, err := src.lock("automatic gc")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	res, err := src.b.Store.GC(false)
+	if err == nil && len(res.Snapshots) > 0 {
+		src.s.log.Info("update gc", "removed", res.Snapshots, "freed_bytes", res.FreedBytes)
+	}
+	return err
+}
+
+// RunUpdates runs the automatic update loop over the served bundle store
+// until ctx ends (docs/RESIDENCY.md): policy is read every round; a receive
+// on wake (may be nil) checks at once. Every round is logged, and applied
+// updates and failures are published as state events.
+func (s *Server) RunUpdates(ctx context.Context, policy func() updater.Policy, wake <-chan struct{}) error {
+	src := s.bundleStore()
+	if src == nil {
+		return errors.New("automatic updates need a bundle store (forged run --repo)")
+	}
+	l := &updater.Loop{Policy: policy, Source: src, Log: s.log, Wake: wake, OnStep: func(r updater.Round) {
+		switch r.Step {
+		case updater.StepApplied:
+			s.note(fmt.Sprintf("automatic update: now serving %s", r.Commit))
+		case updater.StepFailed:
+			s.note(fmt.Sprintf("automatic update failed (retry in %s): %v", r.Next, r.Err))
+		}
+	}}
+	l.Run(ctx)
+	return nil
 }

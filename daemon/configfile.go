@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/config"
+	"github.com/forgedaemon/forged/daemon/updater"
 )
 
 // LiveKeys are the config keys a running daemon applies at once; a change
@@ -22,11 +24,15 @@ import (
 var LiveKeys = []string{
 	"keep_alive", "admin_group", "allowed_users", "log_level",
 	"limits.slots", "limits.max_queue", "limits.per_caller",
+	"update.auto", "update.interval", "update.jitter", "update.window", "update.bandwidth_limit",
 }
 
 // ConfigHooks let the daemon's owner apply what the server does not hold.
 type ConfigHooks struct {
 	LogLevel *slog.LevelVar // set from log_level on every reload
+	// Update gets the update policy on every reload (the update loop
+	// reads it each round).
+	Update func(config.Update)
 }
 
 // LiveFrom is the part of c a running daemon applies live.
@@ -102,6 +108,9 @@ func (s *Server) applyConfig(old, c *config.Config) {
 			hooks.LogLevel.Set(lv)
 		}
 	}
+	if hooks.Update != nil {
+		hooks.Update(c.Update)
+	}
 	reason := "config reloaded: applied " + strings.Join(live, ", ")
 	if len(live) == 0 {
 		reason = "config reloaded"
@@ -111,18 +120,19 @@ func (s *Server) applyConfig(old, c *config.Config) {
 		reason += "; needs a restart: " + strings.Join(restart, ", ")
 	}
 	s.log.Info("config reloaded", "applied", live, "restart_needed", restart)
-	s.configEvent(reason)
+	s.note(reason)
 }
 
 // configRejected logs a refused edit and tells subscribers.
 func (s *Server) configRejected(err error) {
 	s.log.Error("config", "err", err)
-	s.configEvent(err.Error())
+	s.note(err.Error())
 }
 
-// configEvent publishes a config change as a state event: the state stays,
-// the reason says what happened to the config.
-func (s *Server) configEvent(reason string) {
+// note publishes something subscribers should know (a config reload, an
+// update step) as a state event: the state stays, the reason says what
+// happened.
+func (s *Server) note(reason string) {
 	state, _, _ := s.currentState()
 	s.SetState(state, reason)
 }
@@ -240,4 +250,11 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// UpdatePolicy is the update loop's policy from the config file's update
+// keys; offline (FORGE_OFFLINE, or no hub client) turns checks off.
+func UpdatePolicy(u config.Update, offline bool) updater.Policy {
+	return updater.Policy{Auto: u.Auto, Interval: u.Interval.D(), Jitter: u.Jitter.D(), Offline: offline,
+		InWindow: func(t time.Time) bool { return u.Window.Contains(t.Local()) }}
 }

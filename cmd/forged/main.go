@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/refbackend"
 	"github.com/forgedaemon/forged/daemon/residency"
+	"github.com/forgedaemon/forged/daemon/updater"
 	"github.com/forgedaemon/forged/internal/sysinfo"
 	"github.com/forgedaemon/forged/internal/version"
 	"github.com/spf13/cobra"
@@ -170,11 +172,22 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		return err
 	}
 	var res *daemon.Residency
+	update := config.Default().Update
+	if fileCfg != nil {
+		update = fileCfg.Update
+	}
+	var policy atomic.Pointer[config.Update]
+	policy.Store(&update)
 	if f.repo != "" {
-		if res, err = serveStore(ctx, srv, f, budget); err != nil {
+		var offline bool
+		if res, offline, err = serveStore(ctx, srv, f, budget); err != nil {
 			ln.Close()
 			return err
 		}
+		if update.Bandwidth != 0 {
+			log.Warn("update.bandwidth_limit is not enforced: the hub client has no bandwidth limit yet; updates download at full speed")
+		}
+		go srv.RunUpdates(ctx, func() updater.Policy { return daemon.UpdatePolicy(*policy.Load(), offline) }, nil)
 	} else {
 		res = srv.EnableResidency(daemon.ResidencyOptions{
 			Bundle: f.model, KeepAlive: f.keepAlive, Budget: budget,
@@ -196,7 +209,8 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	}
 	go res.Run(ctx, tick, sysinfo.Host())
 	if fileCfg != nil {
-		w, err := srv.WatchConfig(ctx, f.config, fileCfg, daemon.ConfigHooks{LogLevel: &level})
+		w, err := srv.WatchConfig(ctx, f.config, fileCfg, daemon.ConfigHooks{LogLevel: &level,
+			Update: func(u config.Update) { policy.Store(&u) }})
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("--config: %w", err)
@@ -213,15 +227,15 @@ func runDaemon(ctx context.Context, f runFlags) error {
 // serveStore serves --repo from the bundle store in the data directory
 // with the reference backend (the bundle's model/ and export/); the hub is
 // $HF_ENDPOINT (or huggingface.co), none at all with FORGE_OFFLINE=1.
-func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int64) (*daemon.Residency, error) {
+func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int64) (res *daemon.Residency, offline bool, err error) {
 	s, err := store.Open(f.data)
 	if err != nil {
-		return nil, fmt.Errorf("--data: %w", err)
+		return nil, false, fmt.Errorf("--data: %w", err)
 	}
 	if !store.Offline() {
 		s.Client = hub.New(hub.EndpointFromEnv(""), hub.TokenFromEnv())
 	}
-	return srv.ServeStore(ctx, daemon.Bundles{
+	res, err = srv.ServeStore(ctx, daemon.Bundles{
 		Store: s, Repo: f.repo, Revision: f.revision,
 		Selection: bundle.Selection{IncludeExport: true, Plain: f.drafter == config.DrafterOff},
 		KeepAlive: f.keepAlive, Budget: budget,
@@ -229,6 +243,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int6
 			return refbackend.OpenBundle(dir, refbackend.Options{Repo: f.repo, Revision: commit, TokenizerOnly: f.tokenizerOnly})
 		},
 	})
+	return res, s.Client == nil, err
 }
 
 // fillFrom takes every setting not given as a flag from the config file.

@@ -1,0 +1,144 @@
+package daemon_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/bundle/hub"
+	"github.com/forgedaemon/forged/bundle/hubtest"
+	"github.com/forgedaemon/forged/bundle/store"
+	"github.com/forgedaemon/forged/bundle/synthbundle"
+	"github.com/forgedaemon/forged/client"
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon"
+	"github.com/forgedaemon/forged/daemon/fakeengine"
+	"github.com/forgedaemon/forged/daemon/updater"
+)
+
+// The automatic update loop over a real store and a real HTTP hub (the
+// engine is the fake one: Core AI cannot run here): a new revision on the
+// tracked branch is downloaded, verified and switched to, the next request
+// names it, gc keeps only current and previous, and a revision that arrives
+// corrupted is a failure event while the served revision keeps serving.
+func TestAutomaticUpdates(t *testing.T) {
+	const repo = "anemll/forge-synth"
+	h := hubtest.New()
+	defer h.Close()
+	publish := func(seed uint64) string {
+		dir := filepath.Join(t.TempDir(), "b")
+		if _, err := synthbundle.Generate(dir, synthbundle.Options{Seed: seed}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := h.Publish(repo, dir, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c1 := publish(1)
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Client, st.MarginBytes = hub.New(h.URL, ""), 1<<20
+	st.Client.Backoff, st.Client.MaxBackoff = time.Millisecond, time.Millisecond
+	ts := startServer(t, daemon.Config{}, fakeengine.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := ts.ServeStore(ctx, daemon.Bundles{Store: st, Repo: repo, KeepAlive: -1,
+		Open: func(dir, commit string) (daemon.Backend, error) {
+			if _, err := os.Stat(filepath.Join(dir, "release.json")); err != nil {
+				return nil, err
+			}
+			return fakeengine.New(fakeengine.Options{Revision: commit, StopAfter: 2}), nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Dial(ctx, ts.path, client.Options{Name: "updates-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Pull(ctx, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	revision := func() string {
+		t.Helper()
+		n, prompt := uint64(2), "hi"
+		s := c.Generate(ctx, wire.GenerateArgs{Prompt: &prompt, MaxTokens: &n})
+		for _, err := range s.Tokens() {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := s.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Revision
+	}
+	if r := revision(); r != c1 {
+		t.Fatalf("serving %q, want %s", r, c1)
+	}
+	events := make(chan string, 64)
+	go func() {
+		for ev, err := range c.Subscribe(ctx) {
+			if err != nil {
+				return
+			}
+			events <- ev.Reason
+		}
+	}()
+	waitEvent := func(want string) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case r := <-events:
+				if strings.Contains(r, want) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no event mentioning %q", want)
+			}
+		}
+	}
+	wake := make(chan struct{})
+	policy := func() updater.Policy { return updater.Policy{Auto: true, Interval: time.Hour} }
+	loopDone := make(chan struct{})
+	go func() { defer close(loopDone); ts.RunUpdates(ctx, policy, wake) }()
+
+	c2 := publish(2)
+	wake <- struct{}{}
+	waitEvent("now serving " + c2)
+	if r := revision(); r != c2 {
+		t.Fatalf("after the update the reply names %q, want %s", r, c2)
+	}
+	c3 := publish(3)
+	wake <- struct{}{}
+	waitEvent("now serving " + c3)
+	if r := revision(); r != c3 {
+		t.Fatalf("after the second update the reply names %q, want %s", r, c3)
+	}
+	if _, err := os.Stat(st.SnapshotDir(repo, c1)); !os.IsNotExist(err) {
+		t.Errorf("gc kept %s (neither current nor previous): %v", c1, err)
+	}
+	if _, err := os.Stat(st.SnapshotDir(repo, c2)); err != nil {
+		t.Errorf("gc removed the previous revision %s: %v", c2, err)
+	}
+
+	// A revision whose files arrive corrupted never goes live.
+	c4 := publish(4)
+	h.Inject(hubtest.Fault{Kind: hubtest.FlipByte, N: 3})
+	wake <- struct{}{}
+	waitEvent("automatic update failed (retry in 1m0s)")
+	if r := revision(); r != c3 {
+		t.Fatalf("after a failed update to %s the reply names %q, want %s", c4, r, c3)
+	}
+	cancel()
+	<-loopDone
+}

@@ -42,8 +42,9 @@ func (s *Server) occupancy(r *Residency, except string) residency.Occupancy {
 }
 
 // admit waits until the request fits in the memory budget, sending queued
-// events with its position; one that could never fit is busy at once.
-func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxTokens int, drafter bool) error {
+// events with its position; one that could never fit, or that asked not to
+// wait (if_busy: busy), is busy at once.
+func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxTokens int, drafter, noWait bool) error {
 	s := c.s
 	s.mu.Lock()
 	r := s.res
@@ -66,6 +67,9 @@ func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxT
 			return nil
 		case residency.Never:
 			return wire.Errorf(wire.CodeBusy, "not enough memory: %s", d.Reason)
+		}
+		if noWait {
+			return wire.Errorf(wire.CodeBusy, "not enough memory now (if_busy: busy, so not queued): %s", d.Reason)
 		}
 		pos := r.queuePosition(ticket)
 		if err := c.event(id, EventQueued, QueuedEvent{Reason: d.Reason, Position: uint64(pos)}); err != nil {

@@ -132,6 +132,7 @@ type genParams struct {
 	speculative    *bool
 	stop           []string
 	priority       string
+	ifBusy         string
 	session        string
 	thinkingBudget int
 }
@@ -183,7 +184,7 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	res, err := c.generate(ctx, req.ID, ids, genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
-		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, session: a.Session, thinkingBudget: int(a.ThinkingBudget)})
+		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session, thinkingBudget: int(a.ThinkingBudget)})
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +224,7 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 		}
 	}
 	res, err := c.generate(ctx, req.ID, ids, genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
-		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, session: a.Session})
+		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session})
 	if err == nil && sess != nil {
 		c.mu.Lock()
 		sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
@@ -262,6 +263,11 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 	default:
 		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.priority must be \"interactive\" or \"background\", got %q", p.op, p.priority)
 	}
+	switch p.ifBusy {
+	case "", wire.IfBusyWait, wire.IfBusyFail:
+	default:
+		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.if_busy must be \"wait\" or \"busy\", got %q", p.op, p.ifBusy)
+	}
 	for i, s := range p.stop {
 		if s == "" {
 			return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.stop[%d] is empty", p.op, i)
@@ -270,7 +276,7 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 
 	g := &generation{id: id, peer: c.peer, client: c.clientName(), op: p.op, session: p.session}
 	defer c.s.track(g)()
-	if err := c.admit(ctx, id, g, len(prompt), maxTokens, p.speculative == nil || *p.speculative); err != nil {
+	if err := c.admit(ctx, id, g, len(prompt), maxTokens, p.speculative == nil || *p.speculative, p.ifBusy == wire.IfBusyFail); err != nil {
 		return nil, err
 	}
 	release, err := c.s.sched.Acquire(ctx, callerKey(c.peer, g.client), class)

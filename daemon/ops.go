@@ -183,6 +183,9 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 	}
 	slices.SortFunc(res.Sessions, func(a, b wire.SessionInfo) int { return compareSessionIDs(a.Session, b.Session) })
 	res.Memory.GoHeap = goHeapBytes()
+	if est, ok := c.s.MemoryEstimate(); ok {
+		res.MemoryEstimate = &est
+	}
 	return res, nil
 }
 

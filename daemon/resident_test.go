@@ -262,8 +262,8 @@ func smallFootprint() *residency.Footprint {
 func (smallEngine) Footprint() *residency.Footprint { return smallFootprint() }
 
 // A session that does not fit next to another waits (queued events with its
-// position) until the other frees its memory; one that could never fit is
-// busy at once, naming the numbers.
+// position) until the other frees its memory, or with if_busy "busy" is
+// busy at once; one that could never fit is busy at once, naming the numbers.
 func TestAdmissionWaitsForMemory(t *testing.T) {
 	opts := fakeengine.Options{ContextSize: []int{16, 32, 64}}
 	ts := startServer(t, daemon.Config{}, opts)
@@ -289,6 +289,15 @@ func TestAdmissionWaitsForMemory(t *testing.T) {
 	raw.hello()
 	rep := raw.call(2, wire.OpSessionOpen, map[string]any{})
 	sb := result(t, rep)["session"].(string)
+	// if_busy: busy does not queue: the reply is busy, with no queued event first.
+	msg := expectError(t, raw.call(20, wire.OpGenerate, map[string]any{"ids": []uint32{104, 105}, "max_tokens": 20, "session": sb, "if_busy": "busy"}), 20, wire.CodeBusy)
+	if !strings.Contains(msg, "if_busy") {
+		t.Errorf("if_busy busy reply %q does not say why it was not queued", msg)
+	}
+	msg = expectError(t, raw.call(21, wire.OpGenerate, map[string]any{"ids": []uint32{104, 105}, "max_tokens": 20, "if_busy": "soon"}), 21, wire.CodeBadRequest)
+	if !strings.Contains(msg, "args.if_busy") {
+		t.Errorf("bad if_busy: %q does not name the field", msg)
+	}
 	raw.write(map[string]any{"id": uint64(3), "op": wire.OpGenerate, "args": map[string]any{"ids": []uint32{104, 105}, "max_tokens": 20, "session": sb}})
 	ev := raw.read()
 	if ev["event"] != daemon.EventQueued {

@@ -165,6 +165,10 @@ type StatusResult struct {
 	Sessions    []SessionInfo `msgpack:"sessions" json:"sessions"`
 	Requests    []RequestInfo `msgpack:"requests" json:"requests"`
 	Memory      Memory        `msgpack:"memory" json:"memory"`
+	// MemoryEstimate is the memory model's account of the same things
+	// (weights from the manifest, KV from the cache format × rows in
+	// use), next to the measured Memory; absent without a memory model.
+	MemoryEstimate *Memory `msgpack:"memory_estimate,omitempty" json:"memory_estimate,omitempty"`
 }
 
 // ModelInfo is one model in a models result.
@@ -229,6 +233,7 @@ type ChatArgs struct {
 	Stop           []string         `msgpack:"stop,omitempty"`
 	Session        string           `msgpack:"session,omitempty"`
 	Priority       string           `msgpack:"priority,omitempty"`
+	IfBusy         string           `msgpack:"if_busy,omitempty"`
 }
 
 // GenerateArgs asks for a raw completion of a prompt or of token ids.
@@ -241,12 +246,21 @@ type GenerateArgs struct {
 	Stop        []string  `msgpack:"stop,omitempty"`
 	Session     string    `msgpack:"session,omitempty"`
 	Priority    string    `msgpack:"priority,omitempty"`
+	IfBusy      string    `msgpack:"if_busy,omitempty"`
 }
 
 // Priorities.
 const (
 	PriorityInteractive = "interactive"
 	PriorityBackground  = "background"
+)
+
+// What a generation does when the model's memory budget cannot hold it now
+// (if_busy): wait in the queue (queued events report its position), or get
+// busy at once.
+const (
+	IfBusyWait = "wait"
+	IfBusyFail = "busy"
 )
 
 // TokenEvent is the data of a "token" event.

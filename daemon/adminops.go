@@ -132,7 +132,7 @@ func (c *conn) opPull(ctx context.Context, req wire.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return src.update(ctx, req.Op, a.Revision, func(e store.Event) {
+	return src.update(ctx, src.b.Store, req.Op, a.Revision, func(e store.Event) {
 		// A full event queue disconnects the client (its work is cancelled
 		// with it), so the error needs no handling here.
 		_ = c.event(req.ID, wire.EventProgress, wire.ProgressEvent{Kind: e.Kind, Commit: e.Commit, Path: e.Path,

@@ -28,6 +28,10 @@ type Bundles struct {
 	Open      func(dir, commit string) (Backend, error)
 	KeepAlive time.Duration // as ResidencyOptions.KeepAlive
 	Budget    int64         // as ResidencyOptions.Budget
+	// Background, if set, is the store automatic updates download with:
+	// the same data directory, with a hub client whose transport is rate
+	// limited (update.bandwidth_limit). Admin pulls use Store.
+	Background *store.Store
 	// WatchDebounce is the quiet time after a change under the served
 	// snapshot before it is verified again (200ms when zero).
 	WatchDebounce time.Duration
@@ -60,6 +64,11 @@ func (s *Server) ServeStore(ctx context.Context, b Bundles) (*Residency, error) 
 	}
 	src := &storeSource{b: b, s: s, ctx: ctx, listeners: map[uint64]func(store.Event){}}
 	b.Store.Events = src.dispatch
+	if b.Background == nil {
+		b.Background = b.Store
+	}
+	b.Background.Events = src.dispatch
+	src.b = b
 	st, err := b.Store.Current(b.Repo)
 	if err != nil {
 		return nil, err
@@ -164,7 +173,7 @@ func (src *storeSource) lock(op string) (func(), error) {
 // current one, verified, then switched to when no generation is running
 // (running ones finish on the old revision). A bundle not installed (or
 // failed) is installed and left ready to load.
-func (src *storeSource) update(ctx context.Context, op, rev string, progress func(store.Event)) (*wire.PullResult, error) {
+func (src *storeSource) update(ctx context.Context, st *store.Store, op, rev string, progress func(store.Event)) (*wire.PullResult, error) {
 	unlock, err := src.lock(op)
 	if err != nil {
 		return nil, err
@@ -179,12 +188,12 @@ func (src *storeSource) update(ctx context.Context, op, rev string, progress fun
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "%s: %v", op, err)
 	}
-	st, _ := src.res.State()
-	installing := cur.Commit == "" || st == residency.Absent || st == residency.Failed
+	state, _ := src.res.State()
+	installing := cur.Commit == "" || state == residency.Absent || state == residency.Failed
 	if installing {
 		src.res.m.To(residency.Downloading, fmt.Sprintf("pulling %s@%s", repo, rev))
 	}
-	pr, err := src.b.Store.Pull(ctx, repo, store.PullOptions{Revision: rev, Selection: src.b.Selection, KeepCurrent: !installing})
+	pr, err := st.Pull(ctx, repo, store.PullOptions{Revision: rev, Selection: src.b.Selection, KeepCurrent: !installing})
 	if err != nil {
 		if installing {
 			src.res.m.Fail(fmt.Sprintf("pull %s@%s failed: %v", repo, rev, err))
@@ -256,7 +265,7 @@ func (src *storeSource) Check(ctx context.Context) (string, bool, error) {
 }
 
 func (src *storeSource) Apply(ctx context.Context) (string, error) {
-	res, err := src.update(ctx, "automatic update", "", func(e store.Event) {
+	res, err := src.update(ctx, src.b.Background, "automatic update", "", func(e store.Event) {
 		if e.Kind == "installed" || e.Kind == "retry" {
 			src.s.log.Info("update download", "event", e.Kind, "commit", e.Commit, "path", e.Path, "message", e.Message)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,10 +47,22 @@ func TestAutomaticUpdates(t *testing.T) {
 	}
 	st.Client, st.MarginBytes = hub.New(h.URL, ""), 1<<20
 	st.Client.Backoff, st.Client.MaxBackoff = time.Millisecond, time.Millisecond
+	// Automatic updates download through a second view of the store whose
+	// transport is rate limited (virtual time: the test never sleeps).
+	bg, err := store.Open(st.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg.Client, bg.MarginBytes = hub.New(h.URL, ""), 1<<20
+	bg.Client.Backoff, bg.Client.MaxBackoff = time.Millisecond, time.Millisecond
+	var slept atomic.Int64 // virtual nanoseconds
+	lim := &updater.Limiter{Rate: func() int64 { return 1 << 20 }, Now: func() time.Time { return time.Unix(0, slept.Load()) },
+		Sleep: func(_ context.Context, d time.Duration) error { slept.Add(int64(d)); return nil }}
+	bg.Client.HTTP.Transport = lim.Transport(bg.Client.HTTP.Transport)
 	ts := startServer(t, daemon.Config{}, fakeengine.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := ts.ServeStore(ctx, daemon.Bundles{Store: st, Repo: repo, KeepAlive: -1,
+	if _, err := ts.ServeStore(ctx, daemon.Bundles{Store: st, Background: bg, Repo: repo, KeepAlive: -1,
 		Open: func(dir, commit string) (daemon.Backend, error) {
 			if _, err := os.Stat(filepath.Join(dir, "release.json")); err != nil {
 				return nil, err
@@ -112,9 +125,15 @@ func TestAutomaticUpdates(t *testing.T) {
 	loopDone := make(chan struct{})
 	go func() { defer close(loopDone); ts.RunUpdates(ctx, policy, wake) }()
 
+	if d := slept.Load(); d != 0 {
+		t.Fatalf("the admin pull went through the background limiter (%s)", time.Duration(d))
+	}
 	c2 := publish(2)
 	wake <- struct{}{}
 	waitEvent("now serving " + c2)
+	if slept.Load() == 0 {
+		t.Fatal("the automatic update did not download through the rate-limited store")
+	}
 	if r := revision(); r != c2 {
 		t.Fatalf("after the update the reply names %q, want %s", r, c2)
 	}

@@ -180,12 +180,10 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	policy.Store(&update)
 	if f.repo != "" {
 		var offline bool
-		if res, offline, err = serveStore(ctx, srv, f, budget); err != nil {
+		bandwidth := func() int64 { return int64(policy.Load().Bandwidth) }
+		if res, offline, err = serveStore(ctx, srv, f, budget, bandwidth); err != nil {
 			ln.Close()
 			return err
-		}
-		if update.Bandwidth != 0 {
-			log.Warn("update.bandwidth_limit is not enforced: the hub client has no bandwidth limit yet; updates download at full speed")
 		}
 		go srv.RunUpdates(ctx, func() updater.Policy { return daemon.UpdatePolicy(*policy.Load(), offline) }, nil)
 	} else {
@@ -227,16 +225,24 @@ func runDaemon(ctx context.Context, f runFlags) error {
 // serveStore serves --repo from the bundle store in the data directory
 // with the reference backend (the bundle's model/ and export/); the hub is
 // $HF_ENDPOINT (or huggingface.co), none at all with FORGE_OFFLINE=1.
-func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int64) (res *daemon.Residency, offline bool, err error) {
+func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int64, bandwidth func() int64) (res *daemon.Residency, offline bool, err error) {
 	s, err := store.Open(f.data)
+	if err != nil {
+		return nil, false, fmt.Errorf("--data: %w", err)
+	}
+	// Automatic updates download through a second view of the same store
+	// whose hub client is limited to update.bandwidth_limit.
+	bg, err := store.Open(f.data)
 	if err != nil {
 		return nil, false, fmt.Errorf("--data: %w", err)
 	}
 	if !store.Offline() {
 		s.Client = hub.New(hub.EndpointFromEnv(""), hub.TokenFromEnv())
+		bg.Client = hub.New(hub.EndpointFromEnv(""), hub.TokenFromEnv())
+		bg.Client.HTTP.Transport = updater.NewLimiter(bandwidth).Transport(bg.Client.HTTP.Transport)
 	}
 	res, err = srv.ServeStore(ctx, daemon.Bundles{
-		Store: s, Repo: f.repo, Revision: f.revision,
+		Store: s, Background: bg, Repo: f.repo, Revision: f.revision,
 		Selection: bundle.Selection{IncludeExport: true, Plain: f.drafter == config.DrafterOff},
 		KeepAlive: f.keepAlive, Budget: budget,
 		Open: func(dir, commit string) (daemon.Backend, error) {

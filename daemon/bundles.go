@@ -291,14 +291,19 @@ func (src *storeSource) GC() error {
 
 // RunUpdates runs the automatic update loop over the served bundle store
 // until ctx ends (docs/RESIDENCY.md): policy is read every round; a receive
-// on wake (may be nil) checks at once. Every round is logged, and applied
+// on wake (may be nil) checks at once, and a repository not installed yet
+// is installed at once (if update.auto). Every round is logged, and applied
 // updates and failures are published as state events.
 func (s *Server) RunUpdates(ctx context.Context, policy func() updater.Policy, wake <-chan struct{}) error {
 	src := s.bundleStore()
 	if src == nil {
 		return errors.New("automatic updates need a bundle store (forged run --repo)")
 	}
-	l := &updater.Loop{Policy: policy, Source: src, Log: s.log, Wake: wake, OnStep: func(r updater.Round) {
+	cur, err := src.b.Store.Current(src.b.Repo)
+	if err != nil {
+		return err
+	}
+	l := &updater.Loop{Policy: policy, Source: src, Log: s.log, Wake: wake, Immediate: cur.Commit == "", OnStep: func(r updater.Round) {
 		switch r.Step {
 		case updater.StepApplied:
 			s.note(fmt.Sprintf("automatic update: now serving %s", r.Commit))

@@ -96,7 +96,10 @@ func TestRunServesStoreSnapshot(t *testing.T) {
 	}
 	t.Setenv("HF_ENDPOINT", h.URL)
 	t.Setenv("FORGE_OFFLINE", "")
-	sock, stop := runInBackground(t, runFlags{repo: repo, keepAlive: -1})
+	// Automatic updates off: this test drives every step by hand.
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(cfg, []byte(`{"update": {"auto": false}}`), 0o644)
+	sock, stop := runInBackground(t, runFlags{repo: repo, keepAlive: -1, config: cfg, changed: flagsGiven("socket", "data", "log-level", "repo", "keep-alive")})
 	defer func() {
 		if err := stop(); err != nil {
 			t.Errorf("run returned %v", err)
@@ -193,3 +196,45 @@ func TestRunServesStoreSnapshot(t *testing.T) {
 
 // runDataDir is the data directory runInBackground gave the daemon.
 func runDataDir(sock string) string { return filepath.Join(filepath.Dir(filepath.Dir(sock)), "data") }
+
+// flagsGiven reports the named flags as given on the command line.
+func flagsGiven(names ...string) func(string) bool {
+	return func(n string) bool { return slices.Contains(names, n) }
+}
+
+// With automatic updates on (the default), a repository not installed yet
+// is installed at start, without waiting for the first interval.
+func TestRunInstallsTrackedRepoAtStart(t *testing.T) {
+	const repo = "anemll/forge-tiny"
+	h := hubtest.New()
+	defer h.Close()
+	c1, err := h.Publish(repo, tinyBundle(t, 6), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HF_ENDPOINT", h.URL)
+	t.Setenv("FORGE_OFFLINE", "")
+	sock, stop := runInBackground(t, runFlags{repo: repo, keepAlive: -1})
+	defer stop()
+	c, err := client.Dial(context.Background(), sock, client.Options{Name: "auto-install-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for ev, err := range c.Subscribe(ctx) {
+		if err != nil {
+			t.Fatalf("waiting for the automatic install: %v", err)
+		}
+		if strings.Contains(ev.Reason, "automatic update") {
+			if !strings.Contains(ev.Reason, "now serving "+c1) {
+				t.Fatalf("automatic install: %q", ev.Reason)
+			}
+			break
+		}
+	}
+	if rev := chatRevision(t, c); rev != c1 {
+		t.Fatalf("serving %q after the automatic install, want %s", rev, c1)
+	}
+}

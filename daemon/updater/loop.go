@@ -73,6 +73,9 @@ type Loop struct {
 	Log    *slog.Logger    // nil: discard
 	OnStep func(r Round)   // every round's outcome, for events
 	Wake   <-chan struct{} // a receive starts a round at once (nil: none)
+	// Immediate runs the first round at once instead of after an interval
+	// (nothing is installed yet: install it now, not in six hours).
+	Immediate bool
 }
 
 // Run runs rounds until ctx ends: the first after one interval (plus
@@ -84,12 +87,14 @@ func (l *Loop) Run(ctx context.Context) {
 	}
 	failures := 0
 	wait := l.delay(l.Policy(), 0)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-clock.After(wait):
-		case <-l.Wake:
+	for first := true; ; first = false {
+		if !first || !l.Immediate {
+			select {
+			case <-ctx.Done():
+				return
+			case <-clock.After(wait):
+			case <-l.Wake:
+			}
 		}
 		r := l.round(ctx, clock.Now())
 		if ctx.Err() != nil {

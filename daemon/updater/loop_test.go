@@ -159,3 +159,34 @@ func TestLoopWake(t *testing.T) {
 	<-clock.waits // the loop asked for its next wait before seeing the cancel
 	<-done
 }
+
+// Immediate: the first round runs without waiting (nothing installed yet),
+// then the interval applies.
+func TestLoopImmediateFirstRound(t *testing.T) {
+	src := &scriptSource{latest: "c1"}
+	clock := newFakeClock()
+	rounds := make(chan Round, 1)
+	l := &Loop{Policy: policy(Policy{Auto: true, Interval: time.Hour}), Source: src, Clock: clock, Immediate: true,
+		Rand: func() float64 { return 0 }, OnStep: func(r Round) { rounds <- r }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	select {
+	case r := <-rounds:
+		if r.Step != StepApplied || r.Commit != "c1" || r.Next != time.Hour {
+			t.Fatalf("first round %+v", r)
+		}
+	case d := <-clock.waits:
+		t.Fatalf("waited %s before the first round", d)
+	}
+	if d := <-clock.waits; d != time.Hour {
+		t.Fatalf("then waits %s, want 1h", d)
+	}
+	select {
+	case <-clock.waits:
+		t.Fatal("asked for a wait before the first round")
+	default:
+	}
+	cancel()
+	<-done
+}

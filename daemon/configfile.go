@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/config"
@@ -202,6 +203,14 @@ func setKey(path, key string, value any) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a JSON object (fix it by hand first): %v", path, err)
 	}
 	parts := strings.Split(key, ".")
+	for _, p := range parts {
+		if !configKeyPart(p) {
+			return nil, fmt.Errorf("key %q: each dotted part must be a non-empty lowercase name like keep_alive or limits.per_caller (docs/CONFIG.md)", key)
+		}
+	}
+	if !validUTF8(value) {
+		return nil, fmt.Errorf("%s: the value's text must be valid UTF-8", key)
+	}
 	m := doc
 	for i, p := range parts[:len(parts)-1] {
 		next, ok := m[p].(map[string]any)
@@ -220,6 +229,40 @@ func setKey(path, key string, value any) ([]byte, error) {
 		return nil, fmt.Errorf("%s: value cannot be written as JSON: %v", key, err)
 	}
 	return append(out, '\n'), nil
+}
+
+// validUTF8 reports whether every string in v is valid UTF-8 (JSON would
+// silently replace bad bytes).
+func validUTF8(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return utf8.ValidString(v)
+	case []any:
+		for _, e := range v {
+			if !validUTF8(e) {
+				return false
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if !utf8.ValidString(k) || !validUTF8(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func configKeyPart(p string) bool {
+	if p == "" || len(p) > 64 {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // writeAtomic replaces path with data so that a reader (the watcher, an

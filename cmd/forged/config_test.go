@@ -171,6 +171,8 @@ func TestRunConfigSet(t *testing.T) {
 		{"no_such_key", 1, "no_such_key: unknown key"},
 		{"keep_alive.deeper", 1, "keep_alive: is not an object"},
 		{"", 1, "args.key is required"},
+		{"limits..slots", 1, "lowercase name"},
+		{"admin_group", "\xff", "valid UTF-8"},
 	} {
 		err := c.Admin(ctx, wire.OpConfigSet, wire.ConfigSetArgs{Key: tc.key, Value: tc.val}, nil)
 		var we *wire.Error

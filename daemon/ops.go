@@ -53,10 +53,23 @@ func init() {
 	}
 }
 
-// Capabilities lists the ops a client can rely on.
-func capabilities() []string {
-	return []string{wire.OpStatus, wire.OpModels, wire.OpTokenize, wire.OpDetokenize, wire.OpChat, wire.OpGenerate,
+// capabilities lists the ops a client can rely on on this daemon: the
+// residency, store and config-file ops only where they are configured.
+func (s *Server) capabilities() []string {
+	caps := []string{wire.OpStatus, wire.OpModels, wire.OpTokenize, wire.OpDetokenize, wire.OpChat, wire.OpGenerate,
 		"session", wire.OpCancel, wire.OpSubscribe, wire.OpConfigGet, wire.OpShutdown}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.res != nil {
+		caps = append(caps, wire.OpLoad, wire.OpUnload, wire.OpPin, wire.OpUpdateRollback)
+	}
+	if s.store != nil {
+		caps = append(caps, wire.OpPull, wire.OpVerify, wire.OpUpdateCheck, wire.OpUpdateApply, wire.OpGC)
+	}
+	if s.configFile != nil {
+		caps = append(caps, wire.OpConfigSet)
+	}
+	return caps
 }
 
 func (c *conn) handle(req wire.Request) {
@@ -145,7 +158,7 @@ func (c *conn) opHello(_ context.Context, req wire.Request) (any, error) {
 	c.mu.Unlock()
 	state, _, _ := c.s.currentState()
 	return wire.HelloResult{
-		Daemon: daemonVersion, Protocol: wire.ProtocolVersion, Capabilities: capabilities(),
+		Daemon: daemonVersion, Protocol: wire.ProtocolVersion, Capabilities: c.s.capabilities(),
 		Bundle: c.s.Backend().Model().Bundle, State: state, MaxFrame: uint64(c.s.cfg.Limits.MaxFrame),
 	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +138,9 @@ func TestRunConfigFileEdits(t *testing.T) {
 func TestRunConfigSet(t *testing.T) {
 	path, c, _ := configDaemon(t, map[string]any{"keep_alive": "10m"})
 	ctx := context.Background()
+	if caps := c.Hello().Capabilities; !slices.Contains(caps, wire.OpConfigSet) || slices.Contains(caps, wire.OpPull) {
+		t.Errorf("capabilities %v: want config.set (a config file) and no pull (no bundle store)", caps)
+	}
 	var res wire.ConfigSetResult
 	if err := c.Admin(ctx, wire.OpConfigSet, wire.ConfigSetArgs{Key: "limits.per_caller", Value: 7}, &res); err != nil {
 		t.Fatal(err)

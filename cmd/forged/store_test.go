@@ -111,6 +111,9 @@ func TestRunServesStoreSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if caps := c.Hello().Capabilities; !slices.Contains(caps, wire.OpPull) || !slices.Contains(caps, wire.OpUpdateApply) || !slices.Contains(caps, wire.OpConfigSet) {
+		t.Errorf("capabilities %v: want the store ops and config.set", caps)
+	}
 	if st, err := c.Status(ctx); err != nil || st.State != wire.StateUnavailable || !strings.Contains(st.Reason, "not installed") {
 		t.Fatalf("before pull: %+v %v", st, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/store"
@@ -68,6 +69,7 @@ type runFlags struct {
 	keepAlive                                                 time.Duration
 	memoryReserve                                             string
 	drafter                                                   string // config drafter: "off" pulls without the drafter
+	contextMax                                                int    // config context.max: 0 = the whole ladder
 	allowedUIDs                                               []uint32
 	// changed reports whether a flag was given on the command line (it
 	// then wins over the config file); nil: none was.
@@ -190,7 +192,7 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		res = srv.EnableResidency(daemon.ResidencyOptions{
 			Bundle: f.model, KeepAlive: f.keepAlive, Budget: budget,
 			Load: func(context.Context) (daemon.Backend, error) {
-				return refbackend.Open(f.model, refbackend.Options{Revision: f.revision, TokenizerOnly: f.tokenizerOnly})
+				return refbackend.Open(f.model, refbackend.Options{Revision: f.revision, TokenizerOnly: f.tokenizerOnly, Ladder: cappedLadder(f.contextMax)})
 			},
 		})
 	}
@@ -246,7 +248,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int6
 		Selection: bundle.Selection{IncludeExport: true, Plain: f.drafter == config.DrafterOff},
 		KeepAlive: f.keepAlive, Budget: budget,
 		Open: func(dir, commit string) (daemon.Backend, error) {
-			return refbackend.OpenBundle(dir, refbackend.Options{Repo: f.repo, Revision: commit, TokenizerOnly: f.tokenizerOnly})
+			return refbackend.OpenBundle(dir, refbackend.Options{Repo: f.repo, Revision: commit, TokenizerOnly: f.tokenizerOnly, Ladder: cappedLadder(f.contextMax)})
 		},
 	})
 	return res, s.Client == nil, err
@@ -273,7 +275,7 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 	if !given("model") && !given("repo") && f.model == "" && f.repo == "" {
 		f.repo, f.revision = c.Repo, c.Revision
 	}
-	f.drafter = c.Drafter
+	f.drafter, f.contextMax = c.Drafter, c.Context.Max
 	str("admin-group", &f.adminGroup, c.AdminGroup)
 	str("log-level", &f.logLevel, c.LogLevel)
 	str("memory-reserve", &f.memoryReserve, c.Memory.Reserve.String())
@@ -292,6 +294,24 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 	}
 	f.allowedUIDs = live.AllowedUIDs
 	return nil
+}
+
+// cappedLadder is the published context ladder without the entries above
+// max (context.max); nil (the default ladder) when max is 0.
+func cappedLadder(max int) ane.Ladder {
+	if max <= 0 {
+		return nil
+	}
+	var l ane.Ladder
+	for _, e := range ane.DefaultLadder {
+		if e <= max {
+			l = append(l, e)
+		}
+	}
+	if len(l) == 0 {
+		l = ane.Ladder{max} // a cap below the smallest entry is itself the only entry
+	}
+	return l
 }
 
 const defaultReserve = "4GiB"

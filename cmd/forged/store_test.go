@@ -98,7 +98,7 @@ func TestRunServesStoreSnapshot(t *testing.T) {
 	t.Setenv("FORGE_OFFLINE", "")
 	// Automatic updates off: this test drives every step by hand.
 	cfg := filepath.Join(t.TempDir(), "config.json")
-	os.WriteFile(cfg, []byte(`{"update": {"auto": false}}`), 0o644)
+	os.WriteFile(cfg, []byte(`{"update": {"auto": false}, "context": {"max": 20480}}`), 0o644)
 	sock, stop := runInBackground(t, runFlags{repo: repo, keepAlive: -1, config: cfg, changed: flagsGiven("socket", "data", "log-level", "repo", "keep-alive")})
 	defer func() {
 		if err := stop(); err != nil {
@@ -133,6 +133,10 @@ func TestRunServesStoreSnapshot(t *testing.T) {
 	}
 	if rev := chatRevision(t, c); rev != c1 {
 		t.Fatalf("chat after pull reports revision %q, want %s", rev, c1)
+	}
+	// context.max 20480 keeps the 8K and 16K entries of the ladder.
+	if ms, err := c.Models(ctx); err != nil || len(ms) != 1 || !slices.Equal(ms[0].ContextEntries, []uint64{8192, 16384}) {
+		t.Fatalf("models with context.max 20480: %+v %v", ms, err)
 	}
 	var vr wire.VerifyResult
 	if err := c.Admin(ctx, wire.OpVerify, wire.VerifyArgs{Full: true}, &vr); err != nil || vr.Status != "PASS" || vr.Commit != c1 || vr.VerifiedFiles == 0 {

@@ -204,6 +204,13 @@ func (src *storeSource) update(ctx context.Context, st *store.Store, op, rev str
 		Bytes: uint64(pr.Bytes), DownloadedBytes: uint64(pr.DownloadedBytes)}
 	switch {
 	case installing:
+		if pr.AlreadyInstalled { // the pull downloaded nothing: check what is there
+			src.res.m.To(residency.Verifying, "verifying the installed "+src.name(pr.Commit))
+			if err := src.verifyServed(true)(); err != nil {
+				src.res.m.Fail(fmt.Sprintf("%s is installed but does not verify: %v", src.name(pr.Commit), err))
+				return nil, wire.Errorf(wire.CodeUnavailable, "%s: %s is installed but does not verify (roll back, or gc and pull again): %v", op, src.name(pr.Commit), err)
+			}
+		}
 		if err := src.res.install(src.name(pr.Commit), src.loader(pr.Commit), "verified by pull"); err != nil {
 			return nil, wire.Errorf(wire.CodeInternal, "%s: %v", op, err)
 		}

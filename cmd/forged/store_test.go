@@ -192,6 +192,15 @@ func TestRunServesStoreSnapshot(t *testing.T) {
 	if !errors.As(err, &we) || we.Code != wire.CodeUnavailable {
 		t.Fatalf("a failed bundle still serves: %v", err)
 	}
+	// Pulling the corrupted revision again downloads nothing and must not
+	// put it back in service.
+	_, err = c.Pull(ctx, c1, nil)
+	if !errors.As(err, &we) || we.Code != wire.CodeUnavailable || !strings.Contains(we.Message, "does not verify") {
+		t.Fatalf("pull of the installed corrupted revision: %v", err)
+	}
+	if st, _ := c.Status(ctx); st.State != wire.StateUnavailable {
+		t.Fatalf("after refusing the corrupted revision the state is %s", st.State)
+	}
 	// Rollback to c2 (intact) serves again.
 	if err := c.Admin(ctx, wire.OpUpdateRollback, nil, nil); err != nil {
 		t.Fatal(err)

@@ -76,7 +76,7 @@ func (s *Server) ServeStore(ctx context.Context, b Bundles) (*Residency, error) 
 	opts := ResidencyOptions{Bundle: src.name(st.Commit), KeepAlive: b.KeepAlive, Budget: b.Budget, Load: src.loader(st.Commit)}
 	if st.Commit == "" {
 		opts.Initial = residency.Absent
-		opts.InitialReason = fmt.Sprintf("%s is not installed in %s: the admin op pull (forgectl pull %s) installs it", b.Repo, b.Store.Root, b.Repo)
+		opts.InitialReason = fmt.Sprintf("%s is not installed in %s: the admin op pull (or forgectl pull --data %s %s) installs it", b.Repo, b.Store.Root, b.Store.Root, b.Repo)
 	}
 	src.res = s.EnableResidency(opts)
 	s.mu.Lock()

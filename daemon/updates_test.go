@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,8 +23,8 @@ import (
 
 // The automatic update loop over a real store and a real HTTP hub (the
 // engine is the fake one: Core AI cannot run here): a new revision on the
-// tracked branch is downloaded, verified and switched to, the next request
-// names it, gc keeps only current and previous, and a revision that arrives
+// tracked branch is downloaded, verified and switched to while a stream
+// finishes on the old revision, the next request names it, gc keeps only current and previous, and a revision that arrives
 // corrupted is a failure event while the served revision keeps serving.
 func TestAutomaticUpdates(t *testing.T) {
 	const repo = "anemll/forge-synth"
@@ -67,7 +68,7 @@ func TestAutomaticUpdates(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "release.json")); err != nil {
 				return nil, err
 			}
-			return fakeengine.New(fakeengine.Options{Revision: commit, StopAfter: 2}), nil
+			return fakeengine.New(fakeengine.Options{Revision: commit, TokenDelay: 10 * time.Millisecond}), nil
 		}}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +129,24 @@ func TestAutomaticUpdates(t *testing.T) {
 	if d := slept.Load(); d != 0 {
 		t.Fatalf("the admin pull went through the background limiter (%s)", time.Duration(d))
 	}
+	// A stream running when the update lands finishes on the old revision.
+	n, prompt := uint64(40), "a long answer"
+	long := c.Generate(ctx, wire.GenerateArgs{Prompt: &prompt, MaxTokens: &n})
+	next, stopTokens := iter.Pull2(long.Tokens())
+	if _, err, ok := next(); !ok || err != nil {
+		t.Fatalf("the long stream did not start: %v", err)
+	}
 	c2 := publish(2)
 	wake <- struct{}{}
+	for {
+		if _, err, ok := next(); !ok || err != nil {
+			break
+		}
+	}
+	stopTokens()
+	if res, err := long.Result(); err != nil || res.Revision != c1 {
+		t.Fatalf("the stream running during the update: %+v %v, want it finished on %s", res, err, c1)
+	}
 	waitEvent("now serving " + c2)
 	if slept.Load() == 0 {
 		t.Fatal("the automatic update did not download through the rate-limited store")

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+
+	"github.com/forgedaemon/forged/ane/nn"
 )
 
 func randRow(r *rand.Rand, n int) ([]float32, []float64) {
@@ -20,7 +22,7 @@ func TestBlockRMSNorm(t *testing.T) {
 	r := rand.New(rand.NewPCG(10, 10))
 	x, x64 := randRow(r, nm.cfg.Hidden)
 	got := make([]float32, len(x))
-	rmsNormCentered(got, x, m.w.layers[0].inNorm, nm.cfg.Eps)
+	nn.RMSNormCentered(got, x, m.w.layers[0].inNorm, nm.cfg.Eps)
 	if e := relErr(got, nNorm(x64, nm.layers[0].inNorm, nm.cfg.Eps)); e > 1e-6 {
 		t.Fatalf("RMSNorm differs by %.3g", e)
 	}
@@ -85,7 +87,7 @@ func TestNumericsForms(t *testing.T) {
 		}
 	}
 	for _, x := range []float64{-800, -20, -1, 0, 3, 19.9, 20.1, 800} {
-		a, b := softplusTorch(x), softplusStable(x)
+		a, b := softplusTorch(x), nn.SoftplusStable(x)
 		if d := a - b; d > 1e-9*max(1, a) || d < -1e-9*max(1, a) {
 			t.Errorf("softplus(%v): torch form %v, stable form %v", x, a, b)
 		}

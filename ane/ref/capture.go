@@ -7,6 +7,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/nn"
 	"github.com/forgedaemon/forged/ane/quant"
 )
 
@@ -224,7 +225,7 @@ func (lm *LayerModel) block(xb []float32, b int, capture CaptureFunc, until Poin
 	L := &s.m.w.layers[0]
 	h, y := s.s.h[:b*H], s.s.y[:b*H]
 	for t := 0; t < b; t++ {
-		rmsNormCentered(h[t*H:(t+1)*H], xb[t*H:(t+1)*H], L.inNorm, c.Eps)
+		nn.RMSNormCentered(h[t*H:(t+1)*H], xb[t*H:(t+1)*H], L.inNorm, c.Eps)
 	}
 	capture(MixerIn, h, b)
 	if until == MixerIn {
@@ -242,7 +243,7 @@ func (lm *LayerModel) block(xb []float32, b int, capture CaptureFunc, until Poin
 	}
 	addTo(xb, y)
 	for t := 0; t < b; t++ {
-		rmsNormCentered(h[t*H:(t+1)*H], xb[t*H:(t+1)*H], L.postNorm, c.Eps)
+		nn.RMSNormCentered(h[t*H:(t+1)*H], xb[t*H:(t+1)*H], L.postNorm, c.Eps)
 	}
 	capture(MLPIn, h, b)
 	if until == MLPIn {
@@ -317,7 +318,7 @@ func (in *CheckpointInputs) FinalNorm(x []float32, n int) {
 	H := in.cfg.Hidden
 	for t := 0; t < n; t++ {
 		row := x[t*H : (t+1)*H]
-		rmsNormCentered(row, row, in.norm, in.cfg.Eps)
+		nn.RMSNormCentered(row, row, in.norm, in.cfg.Eps)
 	}
 }
 

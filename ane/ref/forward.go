@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/nn"
 )
 
 // forward runs ids at positions pos… through every layer. Attention history
@@ -22,7 +23,7 @@ func (s *Session) forward(ids []int, verify bool, logitRows int) {
 	for li := range m.w.layers {
 		L := &m.w.layers[li]
 		for t := 0; t < n; t++ {
-			rmsNormCentered(h[t*H:(t+1)*H], x[t*H:(t+1)*H], L.inNorm, c.Eps)
+			nn.RMSNormCentered(h[t*H:(t+1)*H], x[t*H:(t+1)*H], L.inNorm, c.Eps)
 		}
 		if L.full {
 			s.attention(li, L, h, y, n)
@@ -31,7 +32,7 @@ func (s *Session) forward(ids []int, verify bool, logitRows int) {
 		}
 		addTo(x, y)
 		for t := 0; t < n; t++ {
-			rmsNormCentered(h[t*H:(t+1)*H], x[t*H:(t+1)*H], L.postNorm, c.Eps)
+			nn.RMSNormCentered(h[t*H:(t+1)*H], x[t*H:(t+1)*H], L.postNorm, c.Eps)
 		}
 		s.mlp(L, h, y, n)
 		addTo(x, y)
@@ -48,7 +49,7 @@ func (s *Session) forward(ids []int, verify bool, logitRows int) {
 		first := n - logitRows
 		hn := h[:logitRows*H]
 		for t := 0; t < logitRows; t++ {
-			rmsNormCentered(hn[t*H:(t+1)*H], x[(first+t)*H:(first+t+1)*H], m.w.finalNorm, c.Eps)
+			nn.RMSNormCentered(hn[t*H:(t+1)*H], x[(first+t)*H:(first+t+1)*H], m.w.finalNorm, c.Eps)
 		}
 		s.run.Apply(m.w.head, s.s.logits[:logitRows*c.Vocab], hn, logitRows)
 	}
@@ -128,15 +129,15 @@ func (s *Session) deltaNet(li int, L *layer, h, y []float32, n int, verify bool)
 		q, k, v := row[:kd], row[kd:2*kd], row[2*kd:]
 		for hk := 0; hk < nk; hk++ {
 			qh := q[hk*dk : (hk+1)*dk]
-			l2Normalize(qh, 1e-6)
+			nn.L2Normalize(qh, 1e-6)
 			for i := range qh {
 				qh[i] *= qScale
 			}
-			l2Normalize(k[hk*dk:(hk+1)*dk], 1e-6)
+			nn.L2Normalize(k[hk*dk:(hk+1)*dk], 1e-6)
 		}
 		beta, g := bb[t*nv:(t+1)*nv], ba[t*nv:(t+1)*nv]
 		for hv := 0; hv < nv; hv++ {
-			beta[hv] = sigmoid(beta[hv])
+			beta[hv] = nn.Sigmoid(beta[hv])
 			g[hv] = float32(-math.Exp(float64(L.aLog[hv])) * fn.softplus(float64(g[hv])+float64(L.dtBias[hv])))
 		}
 		if verify {
@@ -150,7 +151,7 @@ func (s *Session) deltaNet(li int, L *layer, h, y []float32, n int, verify bool)
 		zt := z[t*vd : (t+1)*vd]
 		for hv := 0; hv < nv; hv++ {
 			oh := ot[hv*dv : (hv+1)*dv]
-			r := rmsScale(oh, c.Eps)
+			r := nn.RMSScale(oh, c.Eps)
 			for j := range oh {
 				oh[j] = oh[j] * r * L.gNorm[j] * fn.silu(zt[hv*dv+j])
 			}
@@ -283,7 +284,7 @@ func (s *Session) attention(li int, L *layer, h, y []float32, n int) {
 		s.ropeTables(p)
 		for g := 0; g < nkv; g++ {
 			kr := kk[t*kw+g*hd : t*kw+(g+1)*hd]
-			rmsNormCentered(kr, kr, L.kNorm, c.Eps)
+			nn.RMSNormCentered(kr, kr, L.kNorm, c.Eps)
 			s.rope(kr)
 		}
 		s.writeHistory(li, p, kk[t*kw:(t+1)*kw], vv[t*kw:(t+1)*kw])
@@ -293,7 +294,7 @@ func (s *Session) attention(li int, L *layer, h, y []float32, n int) {
 		s.ropeTables(s.pos + t)
 		for hh := 0; hh < nh; hh++ {
 			q := qg[t*qw+hh*2*hd : t*qw+hh*2*hd+hd]
-			rmsNormCentered(q, q, L.qNorm, c.Eps)
+			nn.RMSNormCentered(q, q, L.qNorm, c.Eps)
 			s.rope(q)
 		}
 	}
@@ -356,7 +357,7 @@ func (a *attnTask) RunRange(w, lo, hi int) {
 			}
 		}
 		for d := range out {
-			out[d] *= sigmoid(gate[d])
+			out[d] *= nn.Sigmoid(gate[d])
 		}
 	}
 }

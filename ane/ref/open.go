@@ -3,11 +3,12 @@ package ref
 import (
 	"errors"
 	"fmt"
-	"github.com/forgedaemon/forged/ane/tensor"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/forgedaemon/forged/ane/tensor"
 
 	"github.com/forgedaemon/forged/ane/config"
 	"github.com/forgedaemon/forged/ane/layout"

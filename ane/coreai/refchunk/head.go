@@ -1,6 +1,9 @@
 package refchunk
 
-import "github.com/forgedaemon/forged/ane/config"
+import (
+	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/nn"
+)
 
 // Head is the final norm and LM head: x (1, H, 1, T) → logits (T, V).
 type Head struct {
@@ -48,7 +51,7 @@ func (h *Head) Run(tensors map[string][]byte) error {
 	}
 	x := transposeIn(xin, H, T)
 	for t := 0; t < T; t++ {
-		rmsNormCentered(x[t*H:(t+1)*H], x[t*H:(t+1)*H], h.norm, h.w.Cfg.RMSNormEps)
+		nn.RMSNormCentered(x[t*H:(t+1)*H], x[t*H:(t+1)*H], h.norm, h.w.Cfg.RMSNormEps)
 	}
 	return b.store("logits", matmul(x, h.lmHead, T, H, V))
 }

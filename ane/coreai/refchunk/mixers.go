@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/nn"
 )
 
 // call holds the inputs every layer of one chunk call shares.
@@ -119,19 +120,19 @@ func (k *call) deltaNet(j int, L *layerW, h []float32) ([]float32, error) {
 		row := act[t*d.CD : (t+1)*d.CD]
 		for hk := 0; hk < d.nk; hk++ {
 			q := row[hk*d.dk : (hk+1)*d.dk]
-			l2Normalize(q, 1e-6)
+			nn.L2Normalize(q, 1e-6)
 			for i := range q {
 				q[i] *= qs
 			}
-			l2Normalize(row[kd+hk*d.dk:kd+(hk+1)*d.dk], 1e-6)
+			nn.L2Normalize(row[kd+hk*d.dk:kd+(hk+1)*d.dk], 1e-6)
 		}
 		for i := 2 * kd; i < d.CD; i++ {
 			row[i] *= GDNSV
 		}
 		for hv := 0; hv < d.nv; hv++ {
 			i := t*d.nv + hv
-			bb[i] = sigmoid(bb[i]) * k.valid[t]
-			ba[i] = float32(-math.Exp(float64(L.aLog[hv]))*softplus(float64(ba[i])+float64(L.dtBias[hv]))) * k.valid[t]
+			bb[i] = nn.Sigmoid(bb[i]) * k.valid[t]
+			ba[i] = float32(-math.Exp(float64(L.aLog[hv]))*nn.SoftplusStable(float64(ba[i])+float64(L.dtBias[hv]))) * k.valid[t]
 		}
 	}
 
@@ -164,7 +165,7 @@ func (k *call) deltaNet(j int, L *layerW, h []float32) ([]float32, error) {
 	for t := 0; t < T; t++ {
 		for hv := 0; hv < d.nv; hv++ {
 			oh := o[t*vd+hv*d.dv : t*vd+(hv+1)*d.dv]
-			r := rmsScale(oh, eps)
+			r := nn.RMSScale(oh, eps)
 			for i := range oh {
 				oh[i] = oh[i] * r * L.gNorm[i] * silu(z[t*vd+hv*d.dv+i])
 			}
@@ -379,12 +380,12 @@ func (k *call) attention(j int, L *layerW, h []float32) ([]float32, error) {
 	for t := 0; t < T; t++ {
 		for g := 0; g < d.nkv; g++ {
 			kr := kk[t*kw+g*d.hd : t*kw+(g+1)*d.hd]
-			rmsNormCentered(kr, kr, L.kNorm, cfg.RMSNormEps)
+			nn.RMSNormCentered(kr, kr, L.kNorm, cfg.RMSNormEps)
 			k.rope(kr, t)
 		}
 		for hh := 0; hh < d.nh; hh++ {
 			q := qg[t*qw+hh*2*d.hd : t*qw+hh*2*d.hd+d.hd]
-			rmsNormCentered(q, q, L.qNorm, cfg.RMSNormEps)
+			nn.RMSNormCentered(q, q, L.qNorm, cfg.RMSNormEps)
 			k.rope(q, t)
 		}
 	}
@@ -457,7 +458,7 @@ func (k *call) attention(j int, L *layerW, h []float32) ([]float32, error) {
 			}
 			inv := float32(1 / sum)
 			for i := range out {
-				out[i] *= inv * sigmoid(gate[i])
+				out[i] *= inv * nn.Sigmoid(gate[i])
 			}
 		}
 	}

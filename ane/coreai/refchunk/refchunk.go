@@ -17,6 +17,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane/config"
 	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/nn"
 )
 
 // Published graph constants.
@@ -265,7 +266,7 @@ func (c *Chunk) Run(e Entry, tensors map[string][]byte) error {
 		L := &c.layers[j]
 		h := make([]float32, T*d.H)
 		for t := 0; t < T; t++ {
-			rmsNormCentered(h[t*d.H:(t+1)*d.H], x[t*d.H:(t+1)*d.H], L.inNorm, c.w.Cfg.RMSNormEps)
+			nn.RMSNormCentered(h[t*d.H:(t+1)*d.H], x[t*d.H:(t+1)*d.H], L.inNorm, c.w.Cfg.RMSNormEps)
 		}
 		var y []float32
 		if L.full {
@@ -278,7 +279,7 @@ func (c *Chunk) Run(e Entry, tensors map[string][]byte) error {
 		}
 		addTo(x, y)
 		for t := 0; t < T; t++ {
-			rmsNormCentered(h[t*d.H:(t+1)*d.H], x[t*d.H:(t+1)*d.H], L.postNorm, c.w.Cfg.RMSNormEps)
+			nn.RMSNormCentered(h[t*d.H:(t+1)*d.H], x[t*d.H:(t+1)*d.H], L.postNorm, c.w.Cfg.RMSNormEps)
 		}
 		addTo(x, mlp(L, h, T, d.H, d.I))
 		for _, tap := range c.Taps {
@@ -347,34 +348,3 @@ func matmul(x, w []float32, n, in, out int) []float32 {
 
 // silu is the graph's tanh form 0.5·x·(1+tanh(x/2)).
 func silu(x float32) float32 { return 0.5 * x * (1 + float32(math.Tanh(float64(x)/2))) }
-
-func sigmoid(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
-
-// softplus is the graph's stable form max(x,0)+log(1+exp(−|x|)).
-func softplus(x float64) float64 { return math.Max(x, 0) + math.Log1p(math.Exp(-math.Abs(x))) }
-
-func rmsScale(x []float32, eps float64) float32 {
-	var s float64
-	for _, v := range x {
-		s += float64(v) * float64(v)
-	}
-	return float32(1 / math.Sqrt(s/float64(len(x))+eps))
-}
-
-func rmsNormCentered(dst, x, w []float32, eps float64) {
-	r := rmsScale(x, eps)
-	for i, v := range x {
-		dst[i] = v * r * (1 + w[i])
-	}
-}
-
-func l2Normalize(x []float32, eps float64) {
-	var s float64
-	for _, v := range x {
-		s += float64(v) * float64(v)
-	}
-	r := float32(1 / math.Sqrt(s+eps))
-	for i := range x {
-		x[i] *= r
-	}
-}

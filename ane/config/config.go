@@ -179,3 +179,19 @@ func positive(name string, v int) error {
 	}
 	return nil
 }
+
+// loadWith reads a config file (path is the file or its directory) and
+// parses it, prefixing a parse error with the file it came from.
+func loadWith[T any](path string, parse func([]byte) (T, error)) (T, error) {
+	file, data, err := readConfigFile(path)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := parse(data)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s: %w", file, err)
+	}
+	return v, nil
+}

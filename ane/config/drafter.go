@@ -118,17 +118,7 @@ func ParseDrafter(data []byte) (*Drafter, error) {
 }
 
 // LoadDrafter reads a drafter config.json (path is the file or its directory).
-func LoadDrafter(path string) (*Drafter, error) {
-	file, data, err := readConfigFile(path)
-	if err != nil {
-		return nil, err
-	}
-	d, err := ParseDrafter(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	return d, nil
-}
+func LoadDrafter(path string) (*Drafter, error) { return loadWith(path, ParseDrafter) }
 
 // Validate checks the drafter configuration; errors name the field and rule.
 func (d *Drafter) Validate() error {

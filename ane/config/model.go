@@ -169,17 +169,7 @@ func ParseModel(data []byte) (*Model, error) {
 }
 
 // LoadModel reads a config.json (path is the file or its directory).
-func LoadModel(path string) (*Model, error) {
-	file, data, err := readConfigFile(path)
-	if err != nil {
-		return nil, err
-	}
-	m, err := ParseModel(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	return m, nil
-}
+func LoadModel(path string) (*Model, error) { return loadWith(path, ParseModel) }
 
 // maxLayers bounds num_hidden_layers so a hostile config cannot make us
 // allocate a huge layer_types table.

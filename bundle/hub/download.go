@@ -339,9 +339,15 @@ type hashWriter struct {
 	pool chan []byte
 	wg   sync.WaitGroup
 	done chan struct{}
+
+	unflushed int // bytes written since the last startWriteback
 }
 
 const bufSize = 1 << 20
+
+// writebackEvery is how many written bytes start an asynchronous write-back
+// of the file (see startWriteback).
+const writebackEvery = 32 << 20
 
 func newHashWriter(f *os.File, h hash.Hash) *hashWriter {
 	w := &hashWriter{f: f, h: h, work: make(chan []byte, 8), pool: make(chan []byte, 10), done: make(chan struct{})}
@@ -372,6 +378,10 @@ func (w *hashWriter) getBuf() []byte {
 func (w *hashWriter) write(b []byte) error {
 	if _, err := w.f.Write(b); err != nil {
 		return err
+	}
+	if w.unflushed += len(b); w.unflushed >= writebackEvery {
+		startWriteback(w.f)
+		w.unflushed = 0
 	}
 	w.wg.Add(1)
 	w.work <- b

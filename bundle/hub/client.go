@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -315,6 +316,10 @@ func (c *Client) backoff(err error, attempt int) (time.Duration, bool) {
 	var final *finalError
 	if errors.As(err, &final) {
 		return 0, false
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+		return 0, false // a host name that does not exist will not appear by waiting
 	}
 	return d, true
 }

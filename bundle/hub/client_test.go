@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -361,5 +362,17 @@ func TestParallelSegmentsFailWithoutHanging(t *testing.T) {
 	fx.hub.ClearFaults()
 	if res := fx.fetchOK(t, c, d); res.ResumedFrom != cp.Offset {
 		t.Fatalf("resumed from %d, checkpoint says %d", res.ResumedFrom, cp.Offset)
+	}
+}
+
+func TestBackoffGivesUpOnUnknownHost(t *testing.T) {
+	c := New("http://127.0.0.1:1", "")
+	notFound := fmt.Errorf("resolve: %w", &net.DNSError{Err: "no such host", Name: "hub.invalid", IsNotFound: true})
+	if _, retry := c.backoff(notFound, 0); retry {
+		t.Fatal("a host that does not exist must not be retried")
+	}
+	temporary := &net.DNSError{Err: "server misbehaving", Name: "hub.example", IsTemporary: true}
+	if _, retry := c.backoff(temporary, 0); !retry {
+		t.Fatal("a temporary DNS failure must be retried")
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 )
 
-// loadArgs, unloadArgs and pinArgs are the residency admin ops' arguments.
+// unloadArgs and pinArgs are the residency admin ops' arguments (load takes none).
 type unloadArgs struct {
 	Force bool `msgpack:"force"`
 }
@@ -41,46 +41,41 @@ func (r *Residency) result() residencyResult {
 	return residencyResult{State: state, Reason: reason, Pinned: r.Pinned()}
 }
 
-func (c *conn) opLoad(ctx context.Context, req wire.Request) (any, error) {
-	if err := wire.DecodeArgs(req.Op, req.Args, &wire.Empty{}); err != nil {
+// residencyOp decodes req's arguments into an A, runs do on the residency
+// controller and answers with where the model is now: the shape shared by
+// load, unload and pin.
+func residencyOp[A any](c *conn, req wire.Request, do func(r *Residency, a *A) error) (any, error) {
+	var a A
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
 	r, err := c.residency(req.Op)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Load(ctx, "load requested by uid "+uidString(c.peer.UID)); err != nil {
+	if err := do(r, &a); err != nil {
 		return nil, err
 	}
 	return r.result(), nil
+}
+
+func (c *conn) opLoad(ctx context.Context, req wire.Request) (any, error) {
+	return residencyOp(c, req, func(r *Residency, _ *wire.Empty) error {
+		return r.Load(ctx, "load requested by uid "+uidString(c.peer.UID))
+	})
 }
 
 func (c *conn) opUnload(_ context.Context, req wire.Request) (any, error) {
-	var a unloadArgs
-	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
-		return nil, err
-	}
-	r, err := c.residency(req.Op)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Unload(a.Force, "unload requested by uid "+uidString(c.peer.UID)); err != nil {
-		return nil, err
-	}
-	return r.result(), nil
+	return residencyOp(c, req, func(r *Residency, a *unloadArgs) error {
+		return r.Unload(a.Force, "unload requested by uid "+uidString(c.peer.UID))
+	})
 }
 
 func (c *conn) opPin(_ context.Context, req wire.Request) (any, error) {
-	var a pinArgs
-	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
-		return nil, err
-	}
-	r, err := c.residency(req.Op)
-	if err != nil {
-		return nil, err
-	}
-	r.Pin(a.Pinned == nil || *a.Pinned)
-	return r.result(), nil
+	return residencyOp(c, req, func(r *Residency, a *pinArgs) error {
+		r.Pin(a.Pinned == nil || *a.Pinned)
+		return nil
+	})
 }
 
 func uidString(uid uint32) string { return strconv.FormatUint(uint64(uid), 10) }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,48 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/rebuild"
-	"github.com/forgedaemon/forged/ane/rebuild/calib"
-	"github.com/forgedaemon/forged/ane/synth"
 	"github.com/forgedaemon/forged/bundle/hubtest"
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/testbundle"
 )
 
 // tinyBundle assembles a runnable bundle (model/ + export/) from the tiny
 // synthetic checkpoint with seed: an RTN export, as the reference backend
 // serves it.
-func tinyBundle(t *testing.T, seed uint64) string {
-	t.Helper()
-	dir := t.TempDir()
-	model, export, out := filepath.Join(dir, "m"), filepath.Join(dir, "e"), filepath.Join(dir, "b")
-	if err := synth.Generate(model, synth.Options{Preset: "tiny", Seed: seed}); err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(seed, seed))
-	rows := make([][]int, 4)
-	for i := range rows {
-		for range 16 {
-			rows[i] = append(rows[i], r.IntN(512))
-		}
-	}
-	npy := filepath.Join(dir, "calib.npy")
-	if err := calib.WriteRows(npy, rows); err != nil {
-		t.Fatal(err)
-	}
-	set, err := calib.Load([]calib.Source{{Path: npy}}, 0, 512)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rebuild.Quantize(context.Background(), rebuild.Options{Model: model, Out: export, Calib: set, Method: rebuild.MethodRTN, Threads: 1, HoldOut: -1}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rebuild.Assemble(rebuild.AssembleOptions{Model: model, Export: export, Out: out}); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func chatRevision(t *testing.T, c *client.Client) string {
 	t.Helper()
 	n := uint64(3)
@@ -87,7 +53,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // fails the bundle within 2 s and rollback brings back a verified one.
 func TestRunServesStoreSnapshot(t *testing.T) {
 	const repo = "anemll/forge-tiny"
-	b1, b2 := tinyBundle(t, 4), tinyBundle(t, 5)
+	b1, b2 := testbundle.Tiny(t, 4), testbundle.Tiny(t, 5)
 	h := hubtest.New()
 	defer h.Close()
 	c1, err := h.Publish(repo, b1, "main")
@@ -224,7 +190,7 @@ func TestRunInstallsTrackedRepoAtStart(t *testing.T) {
 	const repo = "anemll/forge-tiny"
 	h := hubtest.New()
 	defer h.Close()
-	c1, err := h.Publish(repo, tinyBundle(t, 6), "main")
+	c1, err := h.Publish(repo, testbundle.Tiny(t, 6), "main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,60 +2,25 @@ package refbackend_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/rebuild"
-	"github.com/forgedaemon/forged/ane/rebuild/calib"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/synth"
 	"github.com/forgedaemon/forged/ane/tokenizer"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/internal/testbundle"
 )
-
-// tinyBundle assembles a bundle from the tiny synthetic model (RTN export).
-func tinyBundle(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	model, export, out := filepath.Join(dir, "m"), filepath.Join(dir, "e"), filepath.Join(dir, "b")
-	if err := synth.Generate(model, synth.Options{Preset: "tiny", Seed: 4}); err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(4, 4))
-	rows := make([][]int, 4)
-	for i := range rows {
-		for range 16 {
-			rows[i] = append(rows[i], r.IntN(512))
-		}
-	}
-	npy := filepath.Join(dir, "calib.npy")
-	if err := calib.WriteRows(npy, rows); err != nil {
-		t.Fatal(err)
-	}
-	set, err := calib.Load([]calib.Source{{Path: npy}}, 0, 512)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rebuild.Quantize(context.Background(), rebuild.Options{Model: model, Out: export, Calib: set, Method: rebuild.MethodRTN, Threads: 1, HoldOut: -1}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rebuild.Assemble(rebuild.AssembleOptions{Model: model, Export: export, Out: out}); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // TestOpenBundleServesTheBundle: the backend names the bundle, tokenizes
 // with model/tokenizer.json, and its greedy generation equals a plain
 // greedy loop over ref.OpenBundle on the same directory; TokenizerOnly
 // loads no model; a bundle without its export is refused naming the file.
 func TestOpenBundleServesTheBundle(t *testing.T) {
-	dir := tinyBundle(t)
+	dir := testbundle.Tiny(t, 4)
 	b, err := refbackend.OpenBundle(dir, refbackend.Options{Repo: "o/n", Revision: "abc", Ladder: []int{1024}})
 	if err != nil {
 		t.Fatal(err)

@@ -28,26 +28,10 @@ func qwen3Dir(t *testing.T) string {
 	return dir
 }
 
+// serve runs a daemon over b on a temporary socket and returns a client.
 func serve(t *testing.T, b daemon.Backend) *client.Client {
 	t.Helper()
-	sockDir, _ := os.MkdirTemp("", "frb")
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	ln, err := daemon.Listen(filepath.Join(sockDir, "s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := daemon.New(b, daemon.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { srv.Serve(context.Background(), ln); close(done) }()
-	t.Cleanup(func() { srv.Shutdown(); <-done })
-	c, err := client.Dial(context.Background(), filepath.Join(sockDir, "s"), client.Options{Name: "refbackend-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	_, c := serveServer(t, b)
 	return c
 }
 

@@ -5,9 +5,13 @@ package quant
 import "golang.org/x/sys/cpu"
 
 // simd selects the AVX2+FMA kernels of dot_amd64.s; without them (or with
-// the purego tag) every product runs the pure-Go loops. Tests switch it off
-// to check the fallback on the same machine.
-var simd = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+// the purego tag) every product runs the pure-Go loops. simd512 adds the
+// AVX-512 codebook and INT8 kernels of dot512_amd64.s. Tests switch them
+// off to check each lower level on the same machine.
+var (
+	simd    = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	simd512 = simd && cpu.X86.HasAVX512F
+)
 
 // The assembly kernels handle n elements, n a multiple of 8; the wrappers
 // below add the ragged tail in Go (a fixed order, so results stay
@@ -27,6 +31,20 @@ func lut16DotAVX2(tab *[16]float32, idx *uint8, x *float32, n int) (sum float32,
 
 //go:noescape
 func lut16Dot2AVX2(tab *[2][16]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
+
+// The AVX-512 kernels handle n elements, n a multiple of 16.
+
+//go:noescape
+func int8DotAVX512(q *int8, x *float32, n int) float32
+
+//go:noescape
+func lut16DotAVX512(tab *[16]float32, idx *uint8, x *float32, n int) (sum float32, over uint32)
+
+//go:noescape
+func lut16Dot2AVX512(tab *[2][16]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
+
+//go:noescape
+func lut64Dot2AVX512(tab *[2][64]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
 
 // dot is Σ a[i]·b[i] over len(a).
 func dot(a, b []float32) float32 {
@@ -55,6 +73,9 @@ func int8Dot(q []int8, x []float32) float32 {
 		return int8DotGo(q, x)
 	}
 	x = x[:len(q)]
+	if n16 := len(q) &^ 15; simd512 && n16 > 0 {
+		return int8DotAVX512(&q[0], &x[0], n16) + int8DotGo(q[n16:], x[n16:])
+	}
 	return int8DotAVX2(&q[0], &x[0], n) + int8DotGo(q[n:], x[n:])
 }
 
@@ -67,7 +88,13 @@ func lut16Dot(tab *[16]float32, idx []uint8, x []float32) (s float32, ok bool) {
 		return 0, false
 	}
 	x = x[:len(idx)]
-	s, over := lut16DotAVX2(tab, &idx[0], &x[0], n)
+	var over uint32
+	if n16 := len(idx) &^ 15; simd512 && n16 > 0 {
+		n = n16
+		s, over = lut16DotAVX512(tab, &idx[0], &x[0], n)
+	} else {
+		s, over = lut16DotAVX2(tab, &idx[0], &x[0], n)
+	}
 	for j, i := range idx[n:] {
 		over |= uint32(i) >> 4
 		s += tab[i&15] * x[n+j]
@@ -83,7 +110,13 @@ func lut16Dot2(tab *[2][16]float32, idx []uint8, x []float32) (s0, s1 float32, o
 		return 0, 0, false
 	}
 	x = x[:len(idx)]
-	s0, s1, over := lut16Dot2AVX2(tab, &idx[0], &x[0], n)
+	var over uint32
+	if n16 := len(idx) &^ 15; simd512 && n16 > 0 {
+		n = n16
+		s0, s1, over = lut16Dot2AVX512(tab, &idx[0], &x[0], n)
+	} else {
+		s0, s1, over = lut16Dot2AVX2(tab, &idx[0], &x[0], n)
+	}
 	for j, i := range idx[n:] {
 		over |= uint32(i) >> 4
 		s0 += tab[0][i&15] * x[n+j]
@@ -118,7 +151,13 @@ func lut64Dot2(tab *[2][64]float32, idx []uint8, x []float32) (s0, s1 float32, o
 		return 0, 0, false
 	}
 	x = x[:len(idx)]
-	s0, s1, over := lut64Dot2AVX2(tab, &idx[0], &x[0], n)
+	var over uint32
+	if n16 := len(idx) &^ 15; simd512 && n16 > 0 {
+		n = n16
+		s0, s1, over = lut64Dot2AVX512(tab, &idx[0], &x[0], n)
+	} else {
+		s0, s1, over = lut64Dot2AVX2(tab, &idx[0], &x[0], n)
+	}
 	for j, i := range idx[n:] {
 		over |= uint32(i) >> 6
 		s0 += tab[0][i&63] * x[n+j]

@@ -4,7 +4,7 @@ package quant
 
 // No SIMD kernels on this platform (arm64 included): the pure-Go loops run
 // everywhere. simd exists so the tests read the same on every platform.
-var simd = false
+var simd, simd512 = false, false
 
 func dot(a, b []float32) float32              { return dotGo(a, b) }
 func bf16Dot(w []uint16, x []float32) float32 { return bf16DotGo(w, x) }

@@ -9,9 +9,10 @@ import (
 )
 
 // BenchmarkKernelSIMD times one 1024×4096 matrix-vector product per format
-// with the SIMD kernels and with the pure-Go fallback, alternating within
-// each iteration so both see the same machine load, and reports the median
-// time per stored weight of each and the median fallback/SIMD ratio.
+// with each kernel level the machine has (pure Go, AVX2, AVX-512),
+// alternating within each iteration so all see the same machine load, and
+// reports the median time per stored weight of each and the median ratio
+// of the fallback to the best level.
 func BenchmarkKernelSIMD(b *testing.B) {
 	if !simd {
 		b.Skip("no SIMD kernels on this machine")
@@ -43,24 +44,25 @@ func BenchmarkKernelSIMD(b *testing.B) {
 		{"vec2x64", lutMatrix(2, 64)}, {"INT8", i8}, {"BF16", bf}, {"F32", f32},
 	}
 	x, y := randVec(r, cols), make([]float32, rows)
+	levels := kernelLevels()
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			defer func() { simd = true }()
-			timeOne := func(on bool) time.Duration {
-				simd = on
-				start := time.Now()
-				c.m.mulVec(y, x, 0, rows)
-				return time.Since(start)
-			}
-			var tGo, tSIMD, ratio []float64
+			times := make([][]float64, len(levels))
+			var ratio []float64 // fallback / best
 			for b.Loop() {
-				g, s := timeOne(false), timeOne(true)
-				tGo, tSIMD = append(tGo, float64(g)), append(tSIMD, float64(s))
-				ratio = append(ratio, float64(g)/float64(s))
+				for k, l := range levels {
+					restore := useLevel(l)
+					start := time.Now()
+					c.m.mulVec(y, x, 0, rows)
+					times[k] = append(times[k], float64(time.Since(start)))
+					restore()
+				}
+				ratio = append(ratio, times[0][len(times[0])-1]/times[len(levels)-1][len(times[0])-1])
 			}
-			med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
-			b.ReportMetric(med(tSIMD)/(rows*cols), "ns/weight_simd")
-			b.ReportMetric(med(tGo)/(rows*cols), "ns/weight_go")
+			med := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
+			for k, l := range levels {
+				b.ReportMetric(med(times[k])/(rows*cols), "ns/weight_"+l.name)
+			}
 			b.ReportMetric(med(ratio), "speedup")
 		})
 	}

@@ -11,18 +11,43 @@ import (
 // around the 8- and 32-element steps of the kernels.
 var raggedLens = []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 63, 64, 100, 257, 1029}
 
+// kernelLevel is one kernel set the machine can run: the pure-Go loops,
+// AVX2, or AVX2 with the AVX-512 kernels.
+type kernelLevel struct {
+	name          string
+	simd, simd512 bool
+}
+
+// kernelLevels lists the levels available here, lowest first.
+func kernelLevels() []kernelLevel {
+	levels := []kernelLevel{{name: "go"}}
+	if simd {
+		levels = append(levels, kernelLevel{"avx2", true, false})
+	}
+	if simd512 {
+		levels = append(levels, kernelLevel{"avx512", true, true})
+	}
+	return levels
+}
+
+// useLevel selects l and returns a function restoring the previous level.
+func useLevel(l kernelLevel) (restore func()) {
+	s, s512 := simd, simd512
+	simd, simd512 = l.simd, l.simd512
+	return func() { simd, simd512 = s, s512 }
+}
+
 // withSIMD runs f once per available kernel set, restoring the setting.
 func withSIMD(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	saved := simd
-	defer func() { simd = saved }()
-	for _, on := range []bool{false, true} {
-		if on && !saved {
-			t.Log("no SIMD kernels on this machine: fallback only")
-			continue
-		}
-		simd = on
-		t.Run(fmt.Sprintf("simd=%v", on), f)
+	levels := kernelLevels()
+	if len(levels) == 1 {
+		t.Log("no SIMD kernels on this machine: fallback only")
+	}
+	for _, l := range levels {
+		restore := useLevel(l)
+		t.Run("kernels="+l.name, f)
+		restore()
 	}
 }
 
@@ -132,10 +157,10 @@ func TestKernelsMatchNaive(t *testing.T) {
 // Every format through Apply, SIMD and fallback, on ragged column counts,
 // against the spec's dense weights; and SIMD against fallback directly.
 func TestFormatsSIMDvsFallback(t *testing.T) {
-	if !simd {
+	levels := kernelLevels()
+	if len(levels) == 1 {
 		t.Skip("no SIMD kernels on this machine")
 	}
-	defer func() { simd = true }()
 	r := rand.New(rand.NewPCG(13, 14))
 	run := NewRunner(1)
 	defer run.Close()
@@ -150,21 +175,24 @@ func TestFormatsSIMDvsFallback(t *testing.T) {
 				lin, _ := NewLinear(fx.name, m, nil, nil)
 				x := randVec(r, cols)
 				want := matmul64(fx.ref, 8, cols, x, 1)
-				var got [2][]float32
-				for k, on := range []bool{false, true} {
-					simd = on
+				got := make([][]float32, len(levels))
+				for k, l := range levels {
+					restore := useLevel(l)
 					got[k] = make([]float32, 8)
 					run.Apply(lin, got[k], x, 1)
+					restore()
 					if e := maxRelErr(got[k], want); e > 1e-5 {
-						t.Errorf("%s (%s) cols=%d simd=%v: relative error %.3g > 1e-5", fx.name, m.Format(), cols, on, e)
+						t.Errorf("%s (%s) cols=%d kernels=%s: relative error %.3g > 1e-5", fx.name, m.Format(), cols, l.name, e)
 					}
 				}
 				want32 := make([]float64, 8)
 				for i, v := range got[0] {
 					want32[i] = float64(v)
 				}
-				if e := maxRelErr(got[1], want32); e > 1e-5 {
-					t.Errorf("%s (%s) cols=%d: SIMD vs fallback relative difference %.3g > 1e-5", fx.name, m.Format(), cols, e)
+				for k := 1; k < len(levels); k++ {
+					if e := maxRelErr(got[k], want32); e > 1e-5 {
+						t.Errorf("%s (%s) cols=%d: %s vs fallback relative difference %.3g > 1e-5", fx.name, m.Format(), cols, levels[k].name, e)
+					}
 				}
 			}
 		}

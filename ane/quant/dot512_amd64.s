@@ -1,0 +1,271 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX-512 forms of the codebook kernels, over n elements, n a multiple of
+// 16 (the Go wrappers add the tail). A 16-entry float32 codebook is exactly
+// one ZMM register, so one VPERMPS looks up 16 indices; the AVX2 kernels
+// need two permutes and a blend per 8. Results are deterministic: fixed
+// accumulators reduced in a fixed order.
+
+// Horizontal sum of Z0 into X0's low lane (clobbers Y1).
+#define HSUM512 \
+	VEXTRACTF64X4 $1, Z0, Y1; \
+	VADDPS        Y1, Y0, Y0; \
+	VEXTRACTF128  $1, Y0, X1; \
+	VADDPS        X1, X0, X0; \
+	VMOVHLPS      X0, X0, X1; \
+	VADDPS        X1, X0, X0; \
+	VMOVSHDUP     X0, X1; \
+	VADDSS        X1, X0, X0
+
+// over = any index ≥ 16, from the OR of all indices in Z10 (into AX).
+#define OVER16 \
+	VPSRLD    $4, Z10, Z10; \
+	VPTESTMD  Z10, Z10, K1; \
+	KMOVW     K1, AX; \
+	XORL      DX, DX; \
+	TESTL     AX, AX; \
+	SETNE     DL
+
+// func lut16DotAVX512(tab *[16]float32, idx *uint8, x *float32, n int) (sum float32, over uint32)
+TEXT ·lut16DotAVX512(SB), NOSPLIT, $0-40
+	MOVQ    tab+0(FP), AX
+	MOVQ    idx+8(FP), SI
+	MOVQ    x+16(FP), DI
+	MOVQ    n+24(FP), CX
+	VMOVUPS (AX), Z8
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+
+a64:
+	CMPQ        CX, $64
+	JLT         a16
+	VPMOVZXBD   (SI), Z4
+	VPMOVZXBD   16(SI), Z5
+	VPMOVZXBD   32(SI), Z6
+	VPMOVZXBD   48(SI), Z7
+	VPORD       Z4, Z10, Z10
+	VPORD       Z5, Z10, Z10
+	VPORD       Z6, Z10, Z10
+	VPORD       Z7, Z10, Z10
+	VPERMPS     Z8, Z4, Z4
+	VPERMPS     Z8, Z5, Z5
+	VPERMPS     Z8, Z6, Z6
+	VPERMPS     Z8, Z7, Z7
+	VFMADD231PS (DI), Z4, Z0
+	VFMADD231PS 64(DI), Z5, Z1
+	VFMADD231PS 128(DI), Z6, Z2
+	VFMADD231PS 192(DI), Z7, Z3
+	ADDQ        $64, SI
+	ADDQ        $256, DI
+	SUBQ        $64, CX
+	JMP         a64
+
+a16:
+	CMPQ        CX, $16
+	JLT         adone
+	VPMOVZXBD   (SI), Z4
+	VPORD       Z4, Z10, Z10
+	VPERMPS     Z8, Z4, Z4
+	VFMADD231PS (DI), Z4, Z0
+	ADDQ        $16, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         a16
+
+adone:
+	VADDPS Z1, Z0, Z0
+	VADDPS Z3, Z2, Z2
+	VADDPS Z2, Z0, Z0
+	HSUM512
+	MOVSS  X0, sum+32(FP)
+	OVER16
+	MOVL   DX, over+36(FP)
+	VZEROUPPER
+	RET
+
+// func lut16Dot2AVX512(tab *[2][16]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
+// Two tables (two output rows of a vector codebook) sharing the indices and x.
+TEXT ·lut16Dot2AVX512(SB), NOSPLIT, $0-44
+	MOVQ    tab+0(FP), AX
+	MOVQ    idx+8(FP), SI
+	MOVQ    x+16(FP), DI
+	MOVQ    n+24(FP), CX
+	VMOVUPS (AX), Z8
+	VMOVUPS 64(AX), Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+
+b32:
+	CMPQ        CX, $32
+	JLT         b16
+	VMOVUPS     (DI), Z12
+	VMOVUPS     64(DI), Z13
+	VPMOVZXBD   (SI), Z4
+	VPMOVZXBD   16(SI), Z5
+	VPORD       Z4, Z10, Z10
+	VPORD       Z5, Z10, Z10
+	VPERMPS     Z8, Z4, Z6
+	VPERMPS     Z9, Z4, Z7
+	VFMADD231PS Z12, Z6, Z0
+	VFMADD231PS Z12, Z7, Z1
+	VPERMPS     Z8, Z5, Z6
+	VPERMPS     Z9, Z5, Z7
+	VFMADD231PS Z13, Z6, Z2
+	VFMADD231PS Z13, Z7, Z3
+	ADDQ        $32, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         b32
+
+b16:
+	CMPQ        CX, $16
+	JLT         bdone
+	VMOVUPS     (DI), Z12
+	VPMOVZXBD   (SI), Z4
+	VPORD       Z4, Z10, Z10
+	VPERMPS     Z8, Z4, Z6
+	VPERMPS     Z9, Z4, Z7
+	VFMADD231PS Z12, Z6, Z0
+	VFMADD231PS Z12, Z7, Z1
+	ADDQ        $16, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         b16
+
+bdone:
+	VADDPS    Z2, Z0, Z0
+	VADDPS    Z3, Z1, Z1
+	VMOVAPS   Z1, Z14
+	HSUM512
+	MOVSS     X0, s0+32(FP)
+	VMOVAPS   Z14, Z0
+	HSUM512
+	MOVSS     X0, s1+36(FP)
+	OVER16
+	MOVL      DX, over+40(FP)
+	VZEROUPPER
+	RET
+
+// func int8DotAVX512(q *int8, x *float32, n int) float32
+TEXT ·int8DotAVX512(SB), NOSPLIT, $0-28
+	MOVQ   q+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+c64:
+	CMPQ        CX, $64
+	JLT         c16
+	VPMOVSXBD   (SI), Z4
+	VPMOVSXBD   16(SI), Z5
+	VPMOVSXBD   32(SI), Z6
+	VPMOVSXBD   48(SI), Z7
+	VCVTDQ2PS   Z4, Z4
+	VCVTDQ2PS   Z5, Z5
+	VCVTDQ2PS   Z6, Z6
+	VCVTDQ2PS   Z7, Z7
+	VFMADD231PS (DI), Z4, Z0
+	VFMADD231PS 64(DI), Z5, Z1
+	VFMADD231PS 128(DI), Z6, Z2
+	VFMADD231PS 192(DI), Z7, Z3
+	ADDQ        $64, SI
+	ADDQ        $256, DI
+	SUBQ        $64, CX
+	JMP         c64
+
+c16:
+	CMPQ        CX, $16
+	JLT         cdone
+	VPMOVSXBD   (SI), Z4
+	VCVTDQ2PS   Z4, Z4
+	VFMADD231PS (DI), Z4, Z0
+	ADDQ        $16, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         c16
+
+cdone:
+	VADDPS Z1, Z0, Z0
+	VADDPS Z3, Z2, Z2
+	VADDPS Z2, Z0, Z0
+	HSUM512
+	MOVSS  X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// One 64-entry lookup of the 16 indices in Z4 from the table in lo (entries
+// 0–31, two registers A, B) and hi (32–63, C, D): VPERMI2PS picks among 32
+// entries by the low 5 bits, overwriting its index register (so each works
+// on a copy); K2 (index bit 5) selects the high half. Result in dst.
+#define LOOKUP64(A, B, C, D, dst) \
+	VMOVDQA32 Z4, dst; \
+	VPERMI2PS B, A, dst; \
+	VMOVDQA32 Z4, Z7; \
+	VPERMI2PS D, C, Z7; \
+	VMOVAPS   Z7, K2, dst
+
+// func lut64Dot2AVX512(tab *[2][64]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
+// lut16Dot2AVX512 for codebooks of up to 64 entries (vector 2x64, 4x64);
+// over is non-zero when some index is ≥ 64.
+TEXT ·lut64Dot2AVX512(SB), NOSPLIT, $0-44
+	MOVQ    tab+0(FP), AX
+	MOVQ    idx+8(FP), SI
+	MOVQ    x+16(FP), DI
+	MOVQ    n+24(FP), CX
+	VMOVUPS (AX), Z16
+	VMOVUPS 64(AX), Z17
+	VMOVUPS 128(AX), Z18
+	VMOVUPS 192(AX), Z19
+	VMOVUPS 256(AX), Z20
+	VMOVUPS 320(AX), Z21
+	VMOVUPS 384(AX), Z22
+	VMOVUPS 448(AX), Z23
+	MOVL    $32, DX
+	VPBROADCASTD DX, Z11
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+
+d16:
+	CMPQ        CX, $16
+	JLT         ddone
+	VMOVUPS     (DI), Z12
+	VPMOVZXBD   (SI), Z4
+	VPORD       Z4, Z10, Z10
+	VPTESTMD    Z11, Z4, K2
+	LOOKUP64(Z16, Z17, Z18, Z19, Z5)
+	VFMADD231PS Z12, Z5, Z0
+	LOOKUP64(Z20, Z21, Z22, Z23, Z6)
+	VFMADD231PS Z12, Z6, Z1
+	ADDQ        $16, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         d16
+
+ddone:
+	VMOVAPS   Z1, Z14
+	HSUM512
+	MOVSS     X0, s0+32(FP)
+	VMOVAPS   Z14, Z0
+	HSUM512
+	MOVSS     X0, s1+36(FP)
+	VPSRLD    $6, Z10, Z10
+	VPTESTMD  Z10, Z10, K1
+	KMOVW     K1, AX
+	XORL      DX, DX
+	TESTL     AX, AX
+	SETNE     DL
+	MOVL      DX, over+40(FP)
+	VZEROUPPER
+	RET

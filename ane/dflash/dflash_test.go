@@ -347,8 +347,7 @@ func TestMatchesFloat64(t *testing.T) {
 				worst = math.Max(worst, math.Abs(v-float64(h[t2*H+i])))
 			}
 		}
-		logits := make([]float32, 7*w.Config.VocabSize)
-		d.run.Apply(d.head, logits, h[H:], 7)
+		logits := d.Logits(h)
 		for t2, row := range wantL {
 			for i, v := range row {
 				worst = math.Max(worst, math.Abs(v-float64(logits[t2*w.Config.VocabSize+i]))/math.Max(1, math.Abs(v)))

@@ -12,7 +12,7 @@ import (
 	"github.com/forgedaemon/forged/ane/tensor"
 )
 
-// The published drafter package's fixed shape (reference §1.4): these are
+// The published drafter package's fixed shape and host scale (reference §1.4, §3.5): these are
 // properties of the DFlash2 architecture, not of the target.
 const (
 	PublishedLayers     = 5
@@ -21,18 +21,22 @@ const (
 	PublishedBlockSize  = 8
 	PublishedSelectorRk = 256
 	PublishedWindow     = 2048
+	PublishedFeatScale  = 0.125
 )
 
 // Metadata is the part of the drafter's dflash2_lut4_gptq.json sidecar the
-// pairing rules read.
+// pairing rules and the Core AI driver read.
 type Metadata struct {
-	W            int    `json:"W"`
-	T            int    `json:"T"`
-	R            int    `json:"R"`
-	RP           int    `json:"RP"`
-	Export       string `json:"export,omitempty"`
-	TargetExport string `json:"target_export"`
-	HeadExport   string `json:"head_export"`
+	W  int `json:"W"`
+	T  int `json:"T"`
+	R  int `json:"R"`
+	RP int `json:"RP"`
+	// FeatScale multiplies the features the host writes into the entries'
+	// feat inputs (fp16 range); absent or 0 means 1.
+	FeatScale    float64 `json:"feat_scale,omitempty"`
+	Export       string  `json:"export,omitempty"`
+	TargetExport string  `json:"target_export"`
+	HeadExport   string  `json:"head_export"`
 	Entries      map[string]struct {
 		Inputs  []string `json:"inputs,omitempty"`
 		Outputs []string `json:"outputs"`

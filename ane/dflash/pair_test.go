@@ -249,8 +249,8 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %v, want an error mentioning %q", c.name, err, c.inMsg)
 		}
 	}
-	if d.lastPos != 2 || len(d.pendingPos) != 3 {
-		t.Errorf("refused input changed the state: last %d, pending %v", d.lastPos, d.pendingPos)
+	if d.ring.Last() != 2 || d.ring.Pending() != 3 {
+		t.Errorf("refused input changed the state: last %d, %d pending", d.ring.Last(), d.ring.Pending())
 	}
 	if _, err := d.Propose(512, 3); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
 		t.Errorf("anchor out of vocabulary: %v", err)

@@ -185,7 +185,7 @@ func bf16Tensor(s TensorSpec, v []float32) tensor.Tensor {
 // synthMetadata is the sidecar of a reference drafter: the published
 // T/R/RP/W and entry names, and the target it pairs with.
 func synthMetadata(target string) *Metadata {
-	m := &Metadata{W: PublishedWindow, T: PublishedBlockSize, R: PendingRows, RP: FlushRows,
+	m := &Metadata{W: PublishedWindow, T: PublishedBlockSize, R: PendingRows, RP: FlushRows, FeatScale: PublishedFeatScale,
 		Export: "reference (ane/dflash, no Core AI package)", TargetExport: target,
 		HeadExport: filepath.Join(target, "lm_head.safetensors")}
 	m.Entries = map[string]struct {

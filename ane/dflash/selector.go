@@ -1,0 +1,102 @@
+package dflash
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"github.com/forgedaemon/forged/ane/config"
+)
+
+// Selector is the candidate selector's host half (§2.2): the predecessor
+// and successor codebooks of selector.safetensors and the walk that picks
+// one draft per row from that row's top-k logits. The hidden projection
+// that feeds it is part of the network (the draft entry's hp output).
+type Selector struct {
+	vocab, rank, topK int
+	pred, succ        []float32 // vocab × rank each
+}
+
+// NewSelector wraps codebooks of vocab × selector_rank values.
+func NewSelector(cfg *config.Drafter, pred, succ []float32) (*Selector, error) {
+	n := cfg.VocabSize * cfg.DFlash.SelectorRank
+	if len(pred) != n || len(succ) != n {
+		return nil, fmt.Errorf("drafter selector: codebooks have %d and %d values, want %d × %d",
+			len(pred), len(succ), cfg.VocabSize, cfg.DFlash.SelectorRank)
+	}
+	return &Selector{vocab: cfg.VocabSize, rank: cfg.DFlash.SelectorRank, topK: min(cfg.DFlash.SelectorTopK, cfg.VocabSize),
+		pred: pred, succ: succ}, nil
+}
+
+// LoadSelector reads selector.safetensors of a drafter directory: exactly
+// the two codebooks, each [vocab, rank].
+func LoadSelector(dir string, cfg *config.Drafter) (*Selector, error) {
+	w := &Weights{Config: cfg, T: map[string][]float32{}}
+	if err := w.read(filepath.Join(dir, SelectorFile), SelectorTensors(cfg)); err != nil {
+		return nil, err
+	}
+	return NewSelector(cfg, w.T[PredecessorCodebook], w.T[SuccessorCodebook])
+}
+
+// Bytes is the codebooks' memory.
+func (s *Selector) Bytes() int64 { return int64(len(s.pred)+len(s.succ)) * 4 }
+
+// Walk picks the drafts after anchor from rows of logits (rows × vocab)
+// and hidden projections hp (rows × rank): per row the top-k candidates
+// by logit, rescored by the pairwise codebook term with the previous pick
+// (ties to the higher-ranked candidate). A row without a finite logit
+// ends the walk.
+func (s *Selector) Walk(anchor int, logits, hp []float32, rows int) []int {
+	V, R := s.vocab, s.rank
+	drafts := make([]int, 0, rows)
+	prev := anchor
+	for i := 0; i < rows; i++ {
+		row := logits[i*V : (i+1)*V]
+		cand := topK(row, s.topK)
+		pc := s.pred[prev*R : (prev+1)*R]
+		hpi := hp[i*R : (i+1)*R]
+		best, bestS := -1, math.Inf(-1)
+		for _, c := range cand {
+			sc := s.succ[c*R : (c+1)*R]
+			score := float64(row[c])
+			for r := 0; r < R; r++ {
+				score += float64(sc[r]) * float64(pc[r]) * float64(hpi[r])
+			}
+			if score > bestS || best < 0 {
+				best, bestS = c, score
+			}
+		}
+		if best < 0 {
+			break // no finite logit in this row: draft no further
+		}
+		drafts = append(drafts, best)
+		prev = best
+	}
+	return drafts
+}
+
+// topK returns the indices of the k largest finite values, largest first,
+// ties to the lower index.
+func topK(row []float32, k int) []int {
+	out := make([]int, 0, k)
+	for i, v := range row {
+		if v != v || math.IsInf(float64(v), 0) {
+			continue
+		}
+		if len(out) == k && !(v > row[out[k-1]]) {
+			continue
+		}
+		j := len(out)
+		if j < k {
+			out = append(out, i)
+		} else {
+			j = k - 1
+		}
+		for j > 0 && v > row[out[j-1]] {
+			out[j] = out[j-1]
+			j--
+		}
+		out[j] = i
+	}
+	return out
+}

@@ -20,8 +20,9 @@ import (
 	"github.com/forgedaemon/forged/ane/tokenizer"
 )
 
-// Generator is one session's generation stack. Each Run starts the engine
-// (and drafter) from an empty state. It is not safe for concurrent use.
+// Generator is one session's generation stack. A Run starts the engine
+// (and drafter) from an empty state, or with Request.Continue from what
+// earlier Runs left in it. It is not safe for concurrent use.
 type Generator struct {
 	Engine ane.Engine
 	// Vocab is the width of the engine's logits rows.
@@ -38,6 +39,12 @@ type Generator struct {
 	// StopTokens are always stop tokens (default: <|im_end|> and
 	// <|endoftext|> from the tokenizer).
 	StopTokens []int
+
+	// held is what the engine holds after the last Run (nil: unknown, the
+	// next Run resets); snap, when set, is the engine at snapTokens.
+	held       []int
+	snap       ane.Snapshot
+	snapTokens []int
 }
 
 // Request is one generation.
@@ -59,7 +66,21 @@ type Request struct {
 	// ThinkingBudget bounds reasoning tokens (≤ 0: none); when reached
 	// inside unfinished reasoning, chat.ThinkStop is forced into the output.
 	ThinkingBudget int
+	// Continue reuses what earlier Runs left in the engine: when the tokens
+	// it holds, or the state kept by SnapshotAt, are a proper prefix of the
+	// prompt, only the rest is prefilled. Otherwise (and without Continue)
+	// the engine and drafter start from Reset.
+	Continue bool
+	// SnapshotAt > 0 keeps the engine state after prompt[:SnapshotAt] (when
+	// that position is prefilled by this Run), for a later Continue whose
+	// prompt shares only that prefix — e.g. a chat's next turn, which
+	// re-renders what follows the last turn start.
+	SnapshotAt int
 }
+
+// ErrContextExceeded wraps the engine's refusal to hold the prompt plus
+// the most tokens the request may generate.
+var ErrContextExceeded = errors.New("generate: the prompt and max tokens exceed the largest context")
 
 // Event is one output token.
 type Event struct {
@@ -74,6 +95,9 @@ type Event struct {
 	Content   string `json:"content,omitempty"`
 	// Forced marks the tokens of the thinking-budget stop text.
 	Forced bool `json:"forced,omitempty"`
+	// StepEnd marks the last token one engine call produced (a speculative
+	// cycle yields up to 8): a caller streaming per call groups on it.
+	StepEnd bool `json:"step_end,omitempty"`
 	// Final marks the last event: text released at the finish (no token;
 	// ID is -1).
 	Final bool `json:"final,omitempty"`
@@ -81,7 +105,10 @@ type Event struct {
 
 // Summary describes a finished generation.
 type Summary struct {
-	PromptTokens    int                 `json:"prompt_tokens"`
+	PromptTokens int `json:"prompt_tokens"`
+	// CachedTokens of the prompt were already in the engine (Continue).
+	CachedTokens    int                 `json:"cached_tokens"`
+	Context         int                 `json:"context"`          // the engine's context entry
 	GeneratedTokens int                 `json:"generated_tokens"` // output tokens (stop token excluded)
 	IDs             []int               `json:"ids"`
 	Text            string              `json:"text"` // every Event's Text, concatenated
@@ -158,12 +185,17 @@ func (g *Generator) Run(ctx context.Context, req Request, emit func(Event) error
 	if _, err := spec.ParseMode(string(mode)); err != nil {
 		return nil, err
 	}
+	var capped *cappedDrafter
+	if drafter != nil {
+		capped = &cappedDrafter{Drafter: drafter}
+		drafter = capped
+	}
 	sp, err := spec.New(spec.NewEngineTarget(g.Engine, g.Vocab), drafter, sampler, spec.Config{Mode: mode, Auto: g.Auto})
 	if err != nil {
 		return nil, err
 	}
-	r := &run{ctx: ctx, g: g, req: req, drafter: drafter, sp: sp, sampler: sampler, stopper: stopper,
-		dec: g.Tokenizer.NewStreamDecoder(), emit: emit,
+	r := &run{ctx: ctx, g: g, req: req, drafter: drafter, capped: capped, sp: sp, sampler: sampler, stopper: stopper,
+		maxTokens: sampler.Options().MaxTokens, dec: g.Tokenizer.NewStreamDecoder(), emit: emit,
 		sum: &Summary{PromptTokens: len(prompt), Speculative: mode}}
 	if req.ThinkingBudget > 0 {
 		r.guard = chat.NewThinkingGuard(req.ThinkingBudget, thinking)
@@ -171,11 +203,18 @@ func (g *Generator) Run(ctx context.Context, req Request, emit func(Event) error
 	if req.Chat != nil {
 		r.parser = chat.NewParser(parseOpts)
 	}
-	if err := r.generate(prompt); err != nil {
+	err = r.generate(prompt)
+	if r.engineFailed {
+		g.forget() // the engine may be half-advanced: the next Run starts over
+	}
+	if err != nil {
 		return nil, err
 	}
 	return r.sum, nil
 }
+
+// forget drops what the generator knows about its engine's state.
+func (g *Generator) forget() { g.held, g.snap, g.snapTokens = nil, nil, nil }
 
 // prompt encodes the request; thinking reports a prompt that opened <think>.
 func (g *Generator) prompt(req Request) ([]int, bool, chat.ParseOptions, error) {
@@ -187,7 +226,7 @@ func (g *Generator) prompt(req Request) ([]int, bool, chat.ParseOptions, error) 
 		if len(req.IDs) == 0 {
 			return nil, false, po, errors.New("generate: empty prompt")
 		}
-		return req.IDs, false, po, nil
+		return req.IDs, g.idsOpenThinking(req.IDs), po, nil
 	}
 	if g.Template == nil {
 		return nil, false, po, errors.New("generate: chat request, but the model has no chat template")
@@ -204,6 +243,12 @@ func (g *Generator) prompt(req Request) ([]int, bool, chat.ParseOptions, error) 
 	}
 	po = chat.ParseOptions{InThinking: chat.PromptOpensThinking(text), Tools: req.Chat.Tools}
 	return ids, po.InThinking, po, nil
+}
+
+// idsOpenThinking: a token prompt ends inside an open <think> block (a
+// chat prompt rendered by the caller); its last few tokens tell.
+func (g *Generator) idsOpenThinking(ids []int) bool {
+	return chat.PromptOpensThinking(g.Tokenizer.Decode(ids[max(0, len(ids)-8):]))
 }
 
 func (g *Generator) stopTokens() []int {

@@ -275,7 +275,7 @@ func TestFinishFlushesPartialCharacter(t *testing.T) {
 	r := &run{g: g, stopper: stopper, dec: g.Tokenizer.NewStreamDecoder(), sum: &Summary{},
 		emit: func(e Event) error { evs = append(evs, e); return nil },
 		sp:   mustSpec(t, g)}
-	finish, _, err := r.take(first, false)
+	finish, _, err := r.take(first, false, true)
 	if err != nil || finish != sample.FinishLength {
 		t.Fatalf("take: %v %v", finish, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
@@ -18,7 +19,8 @@ type run struct {
 	ctx     context.Context
 	g       *Generator
 	req     Request
-	drafter spec.Drafter
+	drafter spec.Drafter // nil when not drafting; else capped
+	capped  *cappedDrafter
 	sp      *spec.Speculator
 	sampler *sample.Sampler
 	stopper *sample.Stopper
@@ -29,22 +31,98 @@ type run struct {
 	events  []chat.Event
 	emit    func(Event) error
 	sum     *Summary
-	start   time.Time
+	began   time.Time
 	first   time.Time
 	byToken bool // generation ended on a stop token (not a stop string)
+	// maxTokens is the output limit; engineFailed: an engine call failed,
+	// so what the engine holds is unknown.
+	maxTokens    int
+	engineFailed bool
+}
+
+// cappedDrafter cuts proposals to limit drafts, so a cycle never commits
+// tokens past the output limit: the engine then ends holding the prompt
+// and the output (less its last token) exactly as plain decoding leaves
+// it, which a later Continue relies on. Fewer drafts never change what is
+// generated (greedy) nor its distribution (sampled).
+type cappedDrafter struct {
+	spec.Drafter
+	limit int
+}
+
+func (c *cappedDrafter) Propose(anchor, pos int) (spec.Proposal, error) {
+	p, err := c.Drafter.Propose(anchor, pos)
+	if err == nil && len(p.Tokens) > c.limit {
+		p.Tokens = p.Tokens[:c.limit]
+		if p.Q != nil {
+			p.Q = p.Q[:c.limit]
+		}
+	}
+	return p, err
+}
+
+// start puts the engine (and the generator's drafter) at the state the
+// prompt continues from, grows the context for the prompt plus the output
+// limit, and returns how many prompt tokens the engine already holds.
+func (r *run) start(prompt []int) (int, error) {
+	g := r.g
+	cached := 0
+	switch {
+	case r.req.Continue && g.held != nil && isProperPrefix(g.held, prompt):
+		cached = len(g.held)
+	case r.req.Continue && g.snap != nil && isProperPrefix(g.snapTokens, prompt):
+		if err := g.Engine.Restore(g.snap); err != nil {
+			r.engineFailed = true
+			return 0, fmt.Errorf("generate: restoring the kept state: %w", err)
+		}
+		cached = len(g.snapTokens)
+	default:
+		g.Engine.Reset()
+		g.snap, g.snapTokens = nil, nil
+		if rs, ok := g.Drafter.(resetter); ok {
+			rs.Reset()
+		}
+	}
+	if rw, ok := g.Drafter.(rewinder); ok && cached > 0 {
+		rw.Rewind(cached) // the drafter may have seen rows the engine no longer holds
+	}
+	g.held = append(g.held[:0], prompt[:cached]...)
+	if err := g.Engine.Fit(len(prompt) + r.maxTokens); err != nil {
+		return 0, fmt.Errorf("%w: %d prompt + %d new tokens: %w", ErrContextExceeded, len(prompt), r.maxTokens, err)
+	}
+	return cached, nil
+}
+
+// isProperPrefix: p is a prefix of s with at least one token of s left to
+// feed (for its logits).
+func isProperPrefix(p, s []int) bool {
+	return len(p) < len(s) && slices.Equal(p, s[:len(p)])
 }
 
 func (r *run) generate(prompt []int) error {
-	r.g.Engine.Reset()
-	if rs, ok := r.drafter.(resetter); ok {
-		rs.Reset()
-	}
-	r.start = time.Now()
-	logits, err := r.feed(prompt, 0)
+	r.began = time.Now()
+	cached, err := r.start(prompt)
 	if err != nil {
 		return err
 	}
-	r.sum.Prefill = time.Since(r.start)
+	r.sum.CachedTokens, r.sum.Context = cached, r.g.Engine.Context()
+	at := cached
+	if keep := r.req.SnapshotAt; keep > cached && keep < len(prompt) {
+		if _, err := r.feed(prompt[cached:keep], cached); err != nil {
+			return err
+		}
+		snap, err := r.g.Engine.Snapshot()
+		if err != nil {
+			r.engineFailed = true
+			return err
+		}
+		r.g.snap, r.g.snapTokens, at = snap, append(r.g.snapTokens[:0], prompt[:keep]...), keep
+	}
+	logits, err := r.feed(prompt[at:], at)
+	if err != nil {
+		return err
+	}
+	r.sum.Prefill = time.Since(r.began)
 	anchor, err := r.sampler.Sample(logits, nil)
 	if err != nil {
 		return err
@@ -59,7 +137,7 @@ func (r *run) generate(prompt []int) error {
 	for {
 		at, force := -1, ""
 		for i, id := range batch {
-			finish, f, err := r.take(id, false)
+			finish, f, err := r.take(id, false, i == len(batch)-1)
 			if err != nil {
 				return err
 			}
@@ -80,9 +158,11 @@ func (r *run) generate(prompt []int) error {
 					return errors.New("generate: thinking budget reached without an engine snapshot")
 				}
 				if err := r.g.Engine.Restore(snap); err != nil {
+					r.engineFailed = true
 					return fmt.Errorf("generate: thinking budget: %w", err)
 				}
-				if rw, ok := r.drafter.(rewinder); ok {
+				r.g.held = r.g.held[:stepPos]
+				if rw, ok := r.g.Drafter.(rewinder); ok {
 					rw.Rewind(stepPos)
 				}
 				base, from = []int{stepAnchor}, stepPos
@@ -93,8 +173,8 @@ func (r *run) generate(prompt []int) error {
 				return err
 			}
 			r.fired, r.sum.ForcedThinkStop = true, true
-			for _, id := range stopIDs {
-				finish, _, err := r.take(id, true)
+			for i, id := range stopIDs {
+				finish, _, err := r.take(id, true, i == len(stopIDs)-1)
 				if err != nil {
 					return err
 				}
@@ -112,6 +192,7 @@ func (r *run) generate(prompt []int) error {
 		snap = nil
 		if r.nearBudget() {
 			if snap, err = r.g.Engine.Snapshot(); err != nil {
+				r.engineFailed = true
 				return err
 			}
 		}
@@ -119,10 +200,17 @@ func (r *run) generate(prompt []int) error {
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
+		if r.capped != nil {
+			// Each output token so far is in IDs (stop tokens end the run).
+			r.capped.limit = min(spec.MaxDrafts, r.maxTokens-len(r.sum.IDs)-1)
+		}
 		next, err := r.sp.Step(anchor, pos, r.stopper.Tokens())
 		if err != nil {
+			r.engineFailed = true
 			return err
 		}
+		// The Step committed the anchor and all it returned but the last.
+		r.g.held = append(append(r.g.held, anchor), next[:len(next)-1]...)
 		batch = next
 		pos += len(next)
 	}
@@ -145,15 +233,19 @@ func (r *run) feed(ids []int, pos int) ([]float32, error) {
 		n := min(len(ids), ane.PrefillRows)
 		l, err := r.g.Engine.Feed(ids[:n])
 		if err != nil {
+			r.engineFailed = true
 			return nil, err
 		}
+		r.g.held = append(r.g.held, ids[:n]...)
 		if len(l) != r.g.Vocab {
+			r.engineFailed = true
 			return nil, fmt.Errorf("generate: engine returned %d logits, want the vocabulary size %d", len(l), r.g.Vocab)
 		}
 		logits = append(logits[:0], l...)
 		if r.drafter != nil {
 			f, err := r.g.Engine.Features(n)
 			if err != nil {
+				r.engineFailed = true
 				return nil, err
 			}
 			positions := make([]int, n)
@@ -161,6 +253,7 @@ func (r *run) feed(ids []int, pos int) ([]float32, error) {
 				positions[i] = pos + i
 			}
 			if err := r.drafter.AddContext(f, positions); err != nil {
+				r.engineFailed = true // the drafter lacks these rows: start over next time
 				return nil, err
 			}
 		}
@@ -172,10 +265,10 @@ func (r *run) feed(ids []int, pos int) ([]float32, error) {
 // take shows one token: detokenize, apply the stopper, split for chat,
 // emit. It returns the finish reason, and the text to force when the
 // thinking budget ran out at this token.
-func (r *run) take(id int, forced bool) (sample.FinishReason, string, error) {
+func (r *run) take(id int, forced, stepEnd bool) (sample.FinishReason, string, error) {
 	if r.first.IsZero() {
 		r.first = time.Now()
-		r.sum.TimeToFirst = r.first.Sub(r.start)
+		r.sum.TimeToFirst = r.first.Sub(r.began)
 	}
 	stop := r.stopper.IsStopToken(id)
 	text := ""
@@ -188,7 +281,7 @@ func (r *run) take(id int, forced bool) (sample.FinishReason, string, error) {
 	} else {
 		r.sum.IDs = append(r.sum.IDs, id)
 	}
-	ev := r.event(Event{ID: id, Text: shown, Forced: forced}, shown)
+	ev := r.event(Event{ID: id, Text: shown, Forced: forced, StepEnd: stepEnd}, shown)
 	if err := r.emit(ev); err != nil {
 		return "", "", err
 	}

@@ -11,7 +11,28 @@ import "golang.org/x/sys/cpu"
 var (
 	simd    = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 	simd512 = simd && cpu.X86.HasAVX512F
+	simdF16 = simd && cpu.X86.HasF16C
 )
+
+// Vector kernels of vector_amd64.s (n a multiple of 8).
+
+//go:noescape
+func dotF16AVX2(h *uint16, x *float32, n int) float32
+
+//go:noescape
+func axpyF16AVX2(dst *float32, a float32, h *uint16, n int)
+
+//go:noescape
+func axpyInt8AVX2(dst *float32, a float32, q *int8, n int)
+
+//go:noescape
+func axpyAVX2(dst *float32, a float32, x *float32, n int)
+
+//go:noescape
+func scaleAxpyAVX2(row *float32, s float32, acc *float32, a float32, n int)
+
+//go:noescape
+func axpyThenAxpyAVX2(row *float32, a float32, x *float32, out *float32, b float32, n int)
 
 // The assembly kernels handle n elements, n a multiple of 8; the wrappers
 // below add the ragged tail in Go (a fixed order, so results stay

@@ -4,7 +4,18 @@ package quant
 
 // No SIMD kernels on this platform (arm64 included): the pure-Go loops run
 // everywhere. simd exists so the tests read the same on every platform.
-var simd, simd512 = false, false
+var simd, simd512, simdF16 = false, false, false
+
+func dotF16AVX2(h *uint16, x *float32, n int) float32       { panic("quant: no SIMD kernels") }
+func axpyF16AVX2(dst *float32, a float32, h *uint16, n int) { panic("quant: no SIMD kernels") }
+func axpyInt8AVX2(dst *float32, a float32, q *int8, n int)  { panic("quant: no SIMD kernels") }
+func axpyAVX2(dst *float32, a float32, x *float32, n int)   { panic("quant: no SIMD kernels") }
+func scaleAxpyAVX2(row *float32, s float32, acc *float32, a float32, n int) {
+	panic("quant: no SIMD kernels")
+}
+func axpyThenAxpyAVX2(row *float32, a float32, x *float32, out *float32, b float32, n int) {
+	panic("quant: no SIMD kernels")
+}
 
 func dot(a, b []float32) float32              { return dotGo(a, b) }
 func bf16Dot(w []uint16, x []float32) float32 { return bf16DotGo(w, x) }

@@ -32,9 +32,9 @@ func kernelLevels() []kernelLevel {
 
 // useLevel selects l and returns a function restoring the previous level.
 func useLevel(l kernelLevel) (restore func()) {
-	s, s512 := simd, simd512
-	simd, simd512 = l.simd, l.simd512
-	return func() { simd, simd512 = s, s512 }
+	s, s512, s16 := simd, simd512, simdF16
+	simd, simd512, simdF16 = l.simd, l.simd512, l.simd && s16
+	return func() { simd, simd512, simdF16 = s, s512, s16 }
 }
 
 // withSIMD runs f once per available kernel set, restoring the setting.

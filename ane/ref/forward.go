@@ -3,8 +3,8 @@ package ref
 import (
 	"math"
 
-	"github.com/forgedaemon/forged/ane/half"
 	"github.com/forgedaemon/forged/ane/nn"
+	"github.com/forgedaemon/forged/ane/quant"
 )
 
 // forward runs ids at positions pos… through every layer. Attention history
@@ -237,11 +237,7 @@ func (d *deltaTask) RunRange(w, lo, hi int) {
 		decay := float32(math.Exp(float64(d.g[hv])))
 		clear(mem)
 		for i, ki := range kk {
-			row := St[i*dv : (i+1)*dv]
-			for j := range row {
-				row[j] *= decay
-				mem[j] += row[j] * ki
-			}
+			quant.ScaleAxpy(St[i*dv:(i+1)*dv], decay, mem, ki)
 		}
 		vh, b := d.v[hv*dv:(hv+1)*dv], d.beta[hv]
 		for j := range mem {
@@ -249,21 +245,14 @@ func (d *deltaTask) RunRange(w, lo, hi int) {
 		}
 		if d.q == nil {
 			for i, ki := range kk {
-				row := St[i*dv : (i+1)*dv]
-				for j := range row {
-					row[j] += ki * mem[j]
-				}
+				quant.Axpy(St[i*dv:(i+1)*dv], ki, mem)
 			}
 			continue
 		}
 		qq, oh := d.q[kh*dk:(kh+1)*dk], d.o[hv*dv:(hv+1)*dv]
 		clear(oh)
 		for i, ki := range kk {
-			row, qi := St[i*dv:(i+1)*dv], qq[i]
-			for j := range row {
-				row[j] += ki * mem[j]
-				oh[j] += row[j] * qi
-			}
+			quant.AxpyThenAxpy(St[i*dv:(i+1)*dv], ki, mem, oh, qq[i])
 		}
 	}
 }
@@ -325,7 +314,6 @@ func (a *attnTask) RunRange(w, lo, hi int) {
 	nh, nkv, hd := c.Heads, c.KVHeads, c.HeadDim
 	qw, rep := 2*nh*hd, nh/nkv
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	kv := s.s.kvrow[w*hd : (w+1)*hd]
 	kc := s.kc[a.li]
 	for pr := lo; pr < hi; pr++ {
 		t, hh := pr/nh, pr%nh
@@ -336,8 +324,7 @@ func (a *attnTask) RunRange(w, lo, hi int) {
 		sc := s.s.scores[w*s.ctx : w*s.ctx+p+1]
 		mx := float32(math.Inf(-1))
 		for j := range sc {
-			half.F16ToF32(kv, kc[(j*nkv+g)*hd:(j*nkv+g+1)*hd])
-			sc[j] = dotf(q, kv) * scale
+			sc[j] = quant.DotF16(kc[(j*nkv+g)*hd:(j*nkv+g+1)*hd], q) * scale
 			mx = max(mx, sc[j])
 		}
 		var sum float64
@@ -350,30 +337,12 @@ func (a *attnTask) RunRange(w, lo, hi int) {
 		out := a.att[(t*nh+hh)*hd : (t*nh+hh+1)*hd]
 		clear(out)
 		for j, wt := range sc {
-			s.readValue(a.li, j, g, kv)
-			wt *= inv
-			for d := range out {
-				out[d] += wt * kv[d]
-			}
+			s.addValue(a.li, j, g, wt*inv, out)
 		}
 		for d := range out {
 			out[d] *= nn.Sigmoid(gate[d])
 		}
 	}
-}
-
-func dotf(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1 float32
-	i := 0
-	for ; i+2 <= len(a); i += 2 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-	}
-	if i < len(a) {
-		s0 += a[i] * b[i]
-	}
-	return s0 + s1
 }
 
 // ropeTables fills cos/sin for position p (angles in float64).

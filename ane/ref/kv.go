@@ -5,6 +5,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/quant"
 )
 
 // writeHistory stores one position's keys and values (kvHeads × headDim
@@ -43,16 +44,13 @@ func quantizeV8(codes []int8, v []float32) uint16 {
 	return h
 }
 
-// readValue writes the value vector of kv head g at position p into dst.
-func (s *Session) readValue(li, p, g int, dst []float32) {
+// addValue adds w times the value vector of kv head g at position p to dst.
+func (s *Session) addValue(li, p, g int, w float32, dst []float32) {
 	c := &s.m.cfg
 	off := (p*c.KVHeads + g) * c.HeadDim
 	if s.m.opts.KV != ane.KVV8 {
-		half.F16ToF32(dst, s.vc[li][off:off+c.HeadDim])
+		quant.AxpyF16(dst, w, s.vc[li][off:off+c.HeadDim])
 		return
 	}
-	sc := half.F16Float(s.vs[li][p*c.KVHeads+g])
-	for i, q := range s.v8[li][off : off+c.HeadDim] {
-		dst[i] = float32(q) * sc
-	}
+	quant.AxpyInt8(dst, w*half.F16Float(s.vs[li][p*c.KVHeads+g]), s.v8[li][off:off+c.HeadDim])
 }

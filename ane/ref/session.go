@@ -45,7 +45,7 @@ type scratch struct {
 	qkv, z, o, bb, ba []float32
 	qg, kk, vv, att   []float32
 	cos, sin          []float32
-	scores, kvrow     []float32
+	scores            []float32
 	kvmem             []float32
 	gate, up          []float32
 	logits            []float32
@@ -87,7 +87,7 @@ func (m *Model) NewSession() *Session {
 	sc.qg, sc.kk, sc.vv = make([]float32, M*2*c.Heads*c.HeadDim), make([]float32, M*c.KVHeads*c.HeadDim), make([]float32, M*c.KVHeads*c.HeadDim)
 	sc.att = make([]float32, M*c.Heads*c.HeadDim)
 	sc.cos, sc.sin = make([]float32, c.RotaryDim/2), make([]float32, c.RotaryDim/2)
-	sc.kvrow, sc.kvmem = make([]float32, s.run.Pool().Workers()*c.HeadDim), make([]float32, s.run.Pool().Workers()*c.LinValueDim)
+	sc.kvmem = make([]float32, s.run.Pool().Workers()*c.LinValueDim)
 	sc.gate, sc.up = make([]float32, M*c.Intermediate), make([]float32, M*c.Intermediate)
 	sc.logits = make([]float32, T*c.Vocab)
 	sc.feat = make([]float32, M*len(m.opts.Taps)*H)
@@ -348,7 +348,7 @@ func (s *Session) Memory() ane.MemoryReport {
 	r.KV += 4 * int64(len(s.rowGen))
 	sc := &s.s
 	for _, b := range [][]float32{sc.x, sc.h, sc.hr, sc.y, sc.qkv, sc.z, sc.o, sc.bb, sc.ba, sc.qg, sc.kk, sc.vv,
-		sc.att, sc.cos, sc.sin, sc.scores, sc.kvrow, sc.kvmem, sc.gate, sc.up, sc.logits, sc.feat} {
+		sc.att, sc.cos, sc.sin, sc.scores, sc.kvmem, sc.gate, sc.up, sc.logits, sc.feat} {
 		r.Scratch += 4 * int64(len(b))
 	}
 	return r

@@ -12,4 +12,8 @@
 //	s := c.Chat(ctx, wire.ChatArgs{Messages: []wire.Message{{Role: "user", Content: "Hi"}}})
 //	for ev, err := range s.Tokens() { … ev.Text … }
 //	res, err := s.Result() // usage, finish reason, revision, context entry
+//
+// Tools (and tool calls) are wire.Object values, which keep their key order
+// because the chat template renders them in it: build them from JSON,
+// wire.ObjectsFromJSON(toolsJSON), or json.Unmarshal into []wire.Object.
 package client

@@ -43,10 +43,12 @@ type ModelInfo struct {
 	ContextEntries []int // ascending; the last is the largest context a request may use
 }
 
-// ChatPrompt is what a chat template needs.
+// ChatPrompt is what a chat template needs. Tools (and messages' tool
+// calls) marshal to JSON in the caller's key order, which tojson must
+// reproduce.
 type ChatPrompt struct {
 	Messages       []wire.Message
-	Tools          []map[string]any
+	Tools          []wire.Object
 	Thinking       bool
 	ThinkingBudget int
 }

@@ -26,6 +26,15 @@ type testServer struct {
 
 func startServer(t testing.TB, cfg daemon.Config, opts fakeengine.Options) *testServer {
 	t.Helper()
+	eng := fakeengine.New(opts)
+	ts := startBackend(t, cfg, eng)
+	ts.engine = eng
+	return ts
+}
+
+// startBackend runs a server over any backend on a fresh socket until the test ends.
+func startBackend(t testing.TB, cfg daemon.Config, b daemon.Backend) *testServer {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "fd")
 	if err != nil {
 		t.Fatal(err)
@@ -37,12 +46,11 @@ func startServer(t testing.TB, cfg daemon.Config, opts fakeengine.Options) *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := fakeengine.New(opts)
-	s, err := daemon.New(eng, cfg)
+	s, err := daemon.New(b, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{Server: s, path: path, engine: eng, done: make(chan struct{})}
+	ts := &testServer{Server: s, path: path, done: make(chan struct{})}
 	go func() {
 		if err := s.Serve(context.Background(), ln); err != nil {
 			t.Errorf("Serve: %v", err)

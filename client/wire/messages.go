@@ -213,27 +213,28 @@ type Sampling struct {
 	Seed        uint64  `msgpack:"seed,omitempty" json:"seed,omitempty"`
 }
 
-// Message is one chat message.
+// Message is one chat message. ToolCalls keep their key order (see Object).
 type Message struct {
-	Role      string           `msgpack:"role" json:"role"`
-	Content   string           `msgpack:"content" json:"content"`
-	Name      string           `msgpack:"name,omitempty" json:"name,omitempty"`
-	ToolCalls []map[string]any `msgpack:"tool_calls,omitempty" json:"tool_calls,omitempty"`
+	Role      string   `msgpack:"role" json:"role"`
+	Content   string   `msgpack:"content" json:"content"`
+	Name      string   `msgpack:"name,omitempty" json:"name,omitempty"`
+	ToolCalls []Object `msgpack:"tool_calls,omitempty" json:"tool_calls,omitempty"`
 }
 
-// ChatArgs asks for a chat completion.
+// ChatArgs asks for a chat completion. Tools keep their key order (see
+// Object): build them with ObjectsFromJSON to choose it.
 type ChatArgs struct {
-	Messages       []Message        `msgpack:"messages"`
-	Tools          []map[string]any `msgpack:"tools,omitempty"`
-	Sampling       *Sampling        `msgpack:"sampling,omitempty"`
-	MaxTokens      *uint64          `msgpack:"max_tokens,omitempty"`
-	Thinking       string           `msgpack:"thinking,omitempty"`
-	ThinkingBudget uint64           `msgpack:"thinking_budget,omitempty"`
-	Speculative    *bool            `msgpack:"speculative,omitempty"`
-	Stop           []string         `msgpack:"stop,omitempty"`
-	Session        string           `msgpack:"session,omitempty"`
-	Priority       string           `msgpack:"priority,omitempty"`
-	IfBusy         string           `msgpack:"if_busy,omitempty"`
+	Messages       []Message `msgpack:"messages"`
+	Tools          []Object  `msgpack:"tools,omitempty"`
+	Sampling       *Sampling `msgpack:"sampling,omitempty"`
+	MaxTokens      *uint64   `msgpack:"max_tokens,omitempty"`
+	Thinking       string    `msgpack:"thinking,omitempty"`
+	ThinkingBudget uint64    `msgpack:"thinking_budget,omitempty"`
+	Speculative    *bool     `msgpack:"speculative,omitempty"`
+	Stop           []string  `msgpack:"stop,omitempty"`
+	Session        string    `msgpack:"session,omitempty"`
+	Priority       string    `msgpack:"priority,omitempty"`
+	IfBusy         string    `msgpack:"if_busy,omitempty"`
 }
 
 // GenerateArgs asks for a raw completion of a prompt or of token ids.

@@ -1,0 +1,134 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Object is a msgpack map whose key order is significant: a tool schema in
+// chat's tools or a message's tool_calls. The chat template renders these
+// with tojson in the caller's key order (as Hugging Face does from the
+// caller's JSON), so they are carried as the caller's encoded bytes rather
+// than as a Go map, which would sort the keys.
+//
+// On the wire an Object is an ordinary msgpack map; decoding one checks that
+// it has a JSON form (string keys, no duplicates, no binary or extension
+// values, finite numbers, valid UTF-8). MarshalJSON emits that JSON with the
+// keys in their wire order, and UnmarshalJSON takes JSON in any order, so a
+// Go caller chooses the order by writing the JSON. The zero Object is {}.
+type Object struct {
+	raw []byte // exactly one msgpack map with a JSON form
+}
+
+// ObjectFromJSON converts a JSON object to an Object, keeping its key order.
+func ObjectFromJSON(data []byte) (Object, error) {
+	raw, err := jsonToMsgpack(data)
+	if err != nil {
+		return Object{}, err
+	}
+	return Object{raw: raw}, nil
+}
+
+// ObjectOf builds an Object from alternating keys and values, in that
+// order: ObjectOf("type", "function", "function", fn). Keys are strings;
+// values are anything msgpack encodes (a nested Object keeps its order, a
+// Go map is written with sorted keys).
+func ObjectOf(kv ...any) (Object, error) {
+	if len(kv)%2 != 0 {
+		return Object{}, problem("ObjectOf needs key, value pairs; got %d arguments", len(kv))
+	}
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.UseCompactInts(true)
+	enc.SetSortMapKeys(true)
+	if err := enc.EncodeMapLen(len(kv) / 2); err != nil {
+		return Object{}, err
+	}
+	for i, v := range kv {
+		if _, ok := v.(string); !ok && i%2 == 0 {
+			return Object{}, problem("ObjectOf: argument %d is a key and must be a string, got %T", i, v)
+		}
+		if err := enc.Encode(v); err != nil {
+			return Object{}, err
+		}
+	}
+	return ObjectFromMsgpack(buf.Bytes())
+}
+
+// ObjectFromMsgpack checks that raw is one msgpack map with a JSON form
+// and wraps a copy of it.
+func ObjectFromMsgpack(raw []byte) (Object, error) {
+	if _, err := msgpackToJSON(raw); err != nil {
+		return Object{}, err
+	}
+	return Object{raw: bytes.Clone(raw)}, nil
+}
+
+// Msgpack returns the object's msgpack encoding (the caller must not modify it).
+func (o Object) Msgpack() []byte {
+	if o.raw == nil {
+		return []byte{0x80}
+	}
+	return o.raw
+}
+
+// EncodeMsgpack writes the object's bytes as they are.
+func (o Object) EncodeMsgpack(enc *msgpack.Encoder) error {
+	_, err := enc.Writer().Write(o.Msgpack())
+	return err
+}
+
+// DecodeMsgpack reads one map and checks that it has a JSON form.
+func (o *Object) DecodeMsgpack(dec *msgpack.Decoder) error {
+	raw, err := dec.DecodeRaw()
+	if err != nil {
+		return err
+	}
+	obj, err := ObjectFromMsgpack(raw)
+	if err != nil {
+		return err
+	}
+	*o = obj
+	return nil
+}
+
+// MarshalJSON emits the object as compact JSON in its key order.
+func (o Object) MarshalJSON() ([]byte, error) { return msgpackToJSON(o.Msgpack()) }
+
+// UnmarshalJSON reads a JSON object, keeping its key order.
+func (o *Object) UnmarshalJSON(data []byte) error {
+	obj, err := ObjectFromJSON(data)
+	if err != nil {
+		return err
+	}
+	*o = obj
+	return nil
+}
+
+// String is the object's JSON, for logs and test failures.
+func (o Object) String() string {
+	j, err := o.MarshalJSON()
+	if err != nil {
+		return fmt.Sprintf("<invalid object: %v>", err)
+	}
+	return string(j)
+}
+
+// ObjectsFromJSON converts a JSON array of objects (a tools list) to Objects.
+func ObjectsFromJSON(data []byte) ([]Object, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(data, &items); err != nil {
+		return nil, fmt.Errorf("not a JSON array of objects: %w", err)
+	}
+	objs := make([]Object, len(items))
+	for i, item := range items {
+		var err error
+		if objs[i], err = ObjectFromJSON(item); err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+	}
+	return objs, nil
+}

@@ -104,7 +104,7 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 	}
 	drafter := opts.Drafter
 	if drafter == nil {
-		drafter = NewLookupDrafter(ids)
+		drafter = spec.NewLookupDrafter(ids)
 	}
 	t1 := time.Now()
 	e.FeatureSink = drafter.AddContext
@@ -170,54 +170,4 @@ func finite(v []float32) error {
 		}
 	}
 	return nil
-}
-
-// LookupDrafter is a prompt-lookup drafter: it proposes the tokens that
-// followed the latest earlier occurrence of the last two tokens. It needs
-// no model, so the smoke test can speculate before the DFlash2 drafter is
-// driven; it ignores the features it is given.
-type LookupDrafter struct {
-	hist []int // token at each position
-	last []int // the previous proposal
-	pos  int   // its anchor position
-}
-
-// NewLookupDrafter starts from the prompt.
-func NewLookupDrafter(prompt []int) *LookupDrafter {
-	return &LookupDrafter{hist: append([]int(nil), prompt...), pos: -1}
-}
-
-// AddContext implements spec.Drafter.
-func (d *LookupDrafter) AddContext([]float32, []int) error { return nil }
-
-// Propose implements spec.Drafter.
-func (d *LookupDrafter) Propose(anchor, pos int) (spec.Proposal, error) {
-	if d.pos >= 0 { // drafts accepted since the last proposal sit between the anchors
-		for i := 0; d.pos+1+i < pos && i < len(d.last); i++ {
-			d.put(d.pos+1+i, d.last[i])
-		}
-	}
-	d.put(pos, anchor)
-	d.pos = pos
-	d.hist = d.hist[:pos+1]
-	d.last = d.last[:0]
-	if pos >= 1 {
-		a, b := d.hist[pos-1], d.hist[pos]
-		for i := pos - 1; i >= 1; i-- {
-			if d.hist[i-1] == a && d.hist[i] == b {
-				for j := i + 1; j <= pos && len(d.last) < spec.MaxDrafts; j++ {
-					d.last = append(d.last, d.hist[j])
-				}
-				break
-			}
-		}
-	}
-	return spec.Proposal{Tokens: d.last}, nil
-}
-
-func (d *LookupDrafter) put(pos, id int) {
-	for len(d.hist) <= pos {
-		d.hist = append(d.hist, -1)
-	}
-	d.hist[pos] = id
 }

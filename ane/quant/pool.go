@@ -3,27 +3,79 @@ package quant
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Task is work split over a range; RunRange handles [lo, hi) on worker w
-// (0 ≤ w < Workers()). Passing a pointer to a long-lived Task value keeps
+// (0 ≤ w < Workers()), and may be called several times per Run with
+// different ranges. Passing a pointer to a long-lived Task value keeps
 // Pool.Run allocation-free.
 type Task interface {
 	RunRange(w, lo, hi int)
 }
 
-type job struct {
-	t         Task
-	w, lo, hi int
-}
-
 // Pool is a fixed set of worker goroutines; the calling goroutine is worker
 // 0, so a pool of 1 runs everything inline.
+//
+// A Run is cut into more chunks than workers, handed out in order to
+// whichever worker asks next: a worker the OS has not scheduled yet (the
+// machine is busy, or it is still waking) leaves its share to the others
+// instead of holding up the whole product. A worker that finishes spins
+// briefly for the next Run before parking, because a decode step issues
+// products microseconds apart and waking a parked thread costs more.
 type Pool struct {
 	workers int
-	jobs    []chan job
-	wg      sync.WaitGroup
+	jobs    []chan *batch
+	done    chan struct{} // the worker finishing a Run's last chunk tells the caller
+	mu      sync.Mutex
+	free    []*batch
 	once    sync.Once
+}
+
+// chunksPerWorker is how finely a Run is cut: enough that a late worker
+// costs little, few enough that handing out chunks stays negligible.
+const chunksPerWorker = 4
+
+// spinFor is how long an idle worker polls for the next Run before parking.
+const spinFor = 50 * time.Microsecond
+
+// batch is one Run. Its holders (the caller and each worker it was sent
+// to) release it when they no longer touch it; the last one recycles it,
+// so a worker that wakes after the Run ended still sees its own batch.
+type batch struct {
+	pool                 *Pool
+	t                    Task
+	total, chunk, chunks int
+	next                 atomic.Int64 // next chunk to hand out
+	left                 atomic.Int64 // chunks not yet finished
+	holders              atomic.Int32
+}
+
+// work runs chunks until none are left to take; last reports that this
+// worker finished the batch's final chunk.
+func (b *batch) work(w int) (last bool) {
+	for {
+		c := int(b.next.Add(1) - 1)
+		if c >= b.chunks {
+			return false
+		}
+		lo := c * b.chunk
+		b.t.RunRange(w, lo, min(lo+b.chunk, b.total))
+		if b.left.Add(-1) == 0 {
+			return true
+		}
+	}
+}
+
+func (b *batch) release() {
+	if b.holders.Add(-1) == 0 {
+		b.t = nil
+		p := b.pool
+		p.mu.Lock()
+		p.free = append(p.free, b)
+		p.mu.Unlock()
+	}
 }
 
 // NewPool starts a pool of n workers (n ≤ 0: GOMAXPROCS).
@@ -31,29 +83,57 @@ func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{workers: n, jobs: make([]chan job, n-1)}
+	p := &Pool{workers: n, jobs: make([]chan *batch, n-1), done: make(chan struct{}, 1)}
 	for i := range p.jobs {
-		ch := make(chan job)
+		// Buffered: the caller never waits for a worker to take its batch.
+		ch := make(chan *batch, 4)
 		p.jobs[i] = ch
-		go func() {
-			for j := range ch {
-				j.t.RunRange(j.w, j.lo, j.hi)
-				p.wg.Done()
-			}
-		}()
+		go p.worker(i+1, ch)
 	}
 	return p
+}
+
+func (p *Pool) worker(w int, ch chan *batch) {
+	for {
+		b, ok := next(ch)
+		if !ok {
+			return
+		}
+		if b.work(w) {
+			p.done <- struct{}{}
+		}
+		b.release()
+	}
+}
+
+// next waits for the next batch: polling for spinFor, then parked.
+func next(ch chan *batch) (*batch, bool) {
+	deadline := time.Time{}
+	for i := 0; ; i++ {
+		select {
+		case b, ok := <-ch:
+			return b, ok
+		default:
+		}
+		if i&63 == 63 {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(spinFor)
+			} else if now.After(deadline) {
+				b, ok := <-ch
+				return b, ok
+			}
+		}
+	}
 }
 
 // Workers is the number of workers, the caller included.
 func (p *Pool) Workers() int { return p.workers }
 
-// Run splits [0, total) into contiguous parts whose bounds are multiples of
-// align, one per worker (at most parts of them), and waits for all.
+// Run splits [0, total) into chunks whose bounds are multiples of align,
+// shared by at most parts workers (the caller included), and waits for all.
 func (p *Pool) Run(t Task, total, align, parts int) {
-	if parts > p.workers {
-		parts = p.workers
-	}
+	parts = min(parts, p.workers)
 	units := (total + align - 1) / align
 	if parts > units {
 		parts = units
@@ -62,13 +142,32 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 		t.RunRange(0, 0, total)
 		return
 	}
-	bound := func(i int) int { return min(units*i/parts*align, total) }
-	p.wg.Add(parts - 1)
+	chunks := min(units, parts*chunksPerWorker)
+	b := p.batch()
+	b.t, b.total = t, total
+	b.chunk = (units + chunks - 1) / chunks * align
+	b.chunks = (total + b.chunk - 1) / b.chunk
+	b.next.Store(0)
+	b.left.Store(int64(b.chunks))
+	b.holders.Store(int32(parts))
 	for i := 1; i < parts; i++ {
-		p.jobs[i-1] <- job{t, i, bound(i), bound(i + 1)}
+		p.jobs[i-1] <- b
 	}
-	t.RunRange(0, 0, bound(1))
-	p.wg.Wait()
+	if !b.work(0) {
+		<-p.done // a worker finished the last chunk
+	}
+	b.release()
+}
+
+func (p *Pool) batch() *batch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		b := p.free[n-1]
+		p.free = p.free[:n-1]
+		return b
+	}
+	return &batch{pool: p}
 }
 
 // Close stops the workers; the pool must not be used afterwards.

@@ -55,13 +55,21 @@ func tinyModel(t *testing.T) (string, *refchunk.Weights) {
 
 var testCtxs = []int{1024, 2048}
 
-const testTaps = "[0,1,3]"
+var testTaps = []int{0, 1, 3}
 
 // bundleSpec says how to lay out the test runtime.
 type bundleSpec struct {
 	kv       refchunk.KV
-	aliasKV  bool // selectable fp16/v8 cache with entries_by_kv names
-	noPrefix bool // no p64 entries (manifest without pctxs)
+	aliasKV  bool  // selectable fp16/v8 cache with entries_by_kv names
+	noPrefix bool  // no p64 entries (manifest without pctxs)
+	taps     []int // nil: testTaps
+}
+
+func (s bundleSpec) tapList() []int {
+	if s.taps == nil {
+		return testTaps
+	}
+	return s.taps
 }
 
 // embedding adapts the checkpoint embedding for the driver.
@@ -86,7 +94,15 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 	t.Helper()
 	var chunks []map[string]any
 	ranges := [][2]int{{0, 1}, {2, 3}}
-	tapsIn := map[int][]int{0: {0}}
+	taps := spec.tapList()
+	tapsIn := map[int][]int{} // inner taps per chunk (a chunk's last layer is its y)
+	for ci, r := range ranges {
+		for _, l := range taps {
+			if l >= r[0] && l < r[1] {
+				tapsIn[ci] = append(tapsIn[ci], l)
+			}
+		}
+	}
 	for ci, r := range ranges {
 		c, err := refchunk.NewChunk(w, r[0], r[1], tapsIn[ci], ane.VerifyRows, spec.kv)
 		if err != nil {
@@ -112,22 +128,11 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 				entries[phys] = refchunk.Entry{Name: phys, Rows: map[string]int{"v8": 8, "p64": 64}[kind], Prefill: kind == "p64", KVLen: ctx}
 			}
 		}
-		var sb strings.Builder
-		sb.WriteString("mpsgraph 7.0.10\n")
-		for _, name := range slices.Sorted(maps.Keys(entries)) {
-			e := entries[name]
-			fmt.Fprintf(&sb, "function %s\n", name)
-			for _, s := range c.Tensors(e) {
-				role := map[refchunk.Role]string{refchunk.Input: "input", refchunk.Output: "output"}[s.Role]
-				fmt.Fprintf(&sb, "%s %s %s %d", role, s.Name, s.DType, len(s.Shape))
-				for _, d := range s.Shape {
-					fmt.Fprintf(&sb, " %d", d)
-				}
-				sb.WriteString("\n")
-			}
-			sb.WriteString("end\n")
+		fns := map[string][]refchunk.Spec{}
+		for name, e := range entries {
+			fns[name] = c.Tensors(e)
 		}
-		path := writeModel(t, dir, file, sb.String())
+		path := writeModel(t, dir, file, "mpsgraph 7.0.10\n"+functionsText(fns))
 		setHandler(t, path, func(fn string, ts map[string][]byte) error {
 			if injected() {
 				return errors.New("injected ANE failure")
@@ -153,18 +158,7 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sb strings.Builder
-	sb.WriteString("function h8\n")
-	for _, s := range head.Tensors() {
-		role := map[refchunk.Role]string{refchunk.Input: "input", refchunk.Output: "output"}[s.Role]
-		fmt.Fprintf(&sb, "%s %s %s %d", role, s.Name, s.DType, len(s.Shape))
-		for _, d := range s.Shape {
-			fmt.Fprintf(&sb, " %d", d)
-		}
-		sb.WriteString("\n")
-	}
-	sb.WriteString("end\n")
-	hp := writeModel(t, dir, "head_T8.aimodel", sb.String())
+	hp := writeModel(t, dir, "head_T8.aimodel", functionsText(map[string][]refchunk.Spec{"h8": head.Tensors()}))
 	setHandler(t, hp, func(fn string, ts map[string][]byte) error {
 		if injected() {
 			return errors.New("injected ANE failure")
@@ -188,7 +182,7 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 		}
 		return l
 	}
-	man := map[string]any{"version": "coreai1", "T": 8, "TP": 64, "pend": 8, "taps": json.RawMessage(testTaps),
+	man := map[string]any{"version": "coreai1", "T": 8, "TP": 64, "pend": 8, "taps": taps,
 		"ctxs": testCtxs, "pctxs": testCtxs, "kv_len": kvLen, "pkv_len": kvLen, "export": "tiny",
 		"kv_cache": layout(spec.kv.V8), "chunks": chunks, "head": map[string]any{"file": "head_T8.aimodel"}}
 	if spec.noPrefix {
@@ -224,7 +218,7 @@ func openPair(t *testing.T, spec bundleSpec) (*Engine, *ref.Session) {
 	t.Cleanup(func() { e.Close() })
 	e.SetRoPE(w.Cfg.RopeTheta)
 	m, err := ref.Open(dir, ref.Options{Numerics: ane.Numerics{TanhSiLU: true, StableSoftplus: true},
-		Ladder: testCtxs, KV: kv, Threads: 1, Taps: []int{0, 1, 3}})
+		Ladder: testCtxs, KV: kv, Threads: 1, Taps: spec.tapList()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +226,25 @@ func openPair(t *testing.T, spec bundleSpec) (*Engine, *ref.Session) {
 	s := m.NewSession()
 	t.Cleanup(func() { s.Close() })
 	return e, s
+}
+
+// functionsText describes test-bridge functions (functions.txt), in name
+// order.
+func functionsText(fns map[string][]refchunk.Spec) string {
+	var sb strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(fns)) {
+		fmt.Fprintf(&sb, "function %s\n", name)
+		for _, s := range fns[name] {
+			role := map[refchunk.Role]string{refchunk.Input: "input", refchunk.Output: "output"}[s.Role]
+			fmt.Fprintf(&sb, "%s %s %s %d", role, s.Name, s.DType, len(s.Shape))
+			for _, d := range s.Shape {
+				fmt.Fprintf(&sb, " %d", d)
+			}
+			sb.WriteString("\n")
+		}
+		sb.WriteString("end\n")
+	}
+	return sb.String()
 }
 
 // closeLogits compares logit rows: the chunk path stores hidden rows, K/V,

@@ -3,7 +3,6 @@ package coreai
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -158,14 +157,12 @@ func Open(runtimeDir string, opts Options) (*Engine, error) {
 	if cacheDir == "" {
 		cacheDir = DefaultCacheDir()
 	}
-	osVersion, _ := lib.OSMPSGraphVersion()
 	load := func(file, compiled string, spec *bundle.Chunk) (*pkg, error) {
-		path, _ := PickPackage(runtimeDir, file, compiled, osVersion, lib.PackageMPSGraphVersion)
-		m, err := loadWithRetry(lib, path, opts.Compute, cacheDir)
-		if err != nil {
-			return nil, err
+		p, err := loadPackage(lib, runtimeDir, file, compiled, opts.Compute, cacheDir)
+		if p != nil {
+			p.spec = spec
 		}
-		return &pkg{spec: spec, path: path, bytes: packageBytes(path), model: m, fns: map[string]*Function{}}, nil
+		return p, err
 	}
 	fail := func(err error) (*Engine, error) { e.Close(); return nil, err }
 	for i := range man.Chunks {
@@ -276,13 +273,7 @@ func (e *Engine) readDims() error {
 }
 
 // SetRoPE sets θ for the RoPE tables (default 1e7, the published value).
-func (e *Engine) SetRoPE(theta float64) {
-	h := e.rot / 2
-	e.rope = make([]float64, h)
-	for i := range e.rope {
-		e.rope[i] = 1 / math.Pow(theta, float64(2*i)/float64(e.rot))
-	}
-}
+func (e *Engine) SetRoPE(theta float64) { e.rope = ropeInv(theta, e.rot) }
 
 // Close releases every binding, buffer, function and model.
 func (e *Engine) Close() error {
@@ -306,13 +297,7 @@ func (e *Engine) Close() error {
 		e.mask.Close()
 	}
 	for _, p := range append(slices.Clone(e.chunks), e.head) {
-		if p == nil {
-			continue
-		}
-		for _, f := range p.fns {
-			f.Close()
-		}
-		p.model.Close()
+		p.close()
 	}
 	return nil
 }

@@ -112,6 +112,29 @@ func loadWithRetry(lib *Library, pkg string, compute Compute, cacheDir string) (
 	return m, nil
 }
 
+// loadPackage picks (PickPackage) and loads one package of a runtime
+// directory, purging its compile cache and retrying once on failure.
+func loadPackage(lib *Library, dir, file, compiled string, compute Compute, cacheDir string) (*pkg, error) {
+	osVersion, _ := lib.OSMPSGraphVersion()
+	path, _ := PickPackage(dir, file, compiled, osVersion, lib.PackageMPSGraphVersion)
+	m, err := loadWithRetry(lib, path, compute, cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	return &pkg{path: path, bytes: packageBytes(path), model: m, fns: map[string]*Function{}}, nil
+}
+
+// close releases the package's functions and model (nil: nothing).
+func (p *pkg) close() {
+	if p == nil {
+		return
+	}
+	for _, f := range p.fns {
+		f.Close()
+	}
+	p.model.Close()
+}
+
 // packageBytes is a package's size on disk (a file or a directory tree).
 func packageBytes(path string) int64 {
 	var n int64

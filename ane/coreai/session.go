@@ -274,16 +274,8 @@ func (e *Engine) fillInputs(kind string, ids []int, T int) error {
 	if e.rope == nil {
 		e.SetRoPE(1e7)
 	}
-	cs, sn := e.bufs["in/"+kind+"/cos"], e.bufs["in/"+kind+"/sin"]
-	half := e.rot / 2
-	for t := 0; t < T; t++ {
-		pos := float64(min(p0+t, p0+n-1)) // padding rows repeat the last position
-		for i := 0; i < e.rot; i++ {
-			s, c := math.Sincos(pos * e.rope[i%half])
-			cs.setF16(float32(c), t, i)
-			sn.setF16(float32(s), t, i)
-		}
-	}
+	// Padding rows repeat the last position.
+	fillRoPE(e.bufs["in/"+kind+"/cos"], e.bufs["in/"+kind+"/sin"], e.rope, func(t int) int { return min(p0+t, p0+n-1) })
 	// The mask is 0 over [0, p0) and −1e4 after; only the rows between the
 	// last call's position and this one change.
 	for j := e.maskPos; j < p0; j++ {
@@ -322,6 +314,29 @@ func (e *Engine) fillInputs(kind string, ids []int, T int) error {
 		}
 	}
 	return nil
+}
+
+// fillRoPE writes the (rows, dims) cos and sin tables of the positions
+// pos(t): NeoX layout, dim i and dim i + dims/2 share the angle pos·inv[i].
+func fillRoPE(cs, sn *Buffer, inv []float64, pos func(t int) int) {
+	half := len(inv)
+	for t := 0; t < int(cs.Shape[0]); t++ {
+		p := float64(pos(t))
+		for i := 0; i < int(cs.Shape[1]); i++ {
+			s, c := math.Sincos(p * inv[i%half])
+			cs.setF16(float32(c), t, i)
+			sn.setF16(float32(s), t, i)
+		}
+	}
+}
+
+// ropeInv is the RoPE inverse frequencies θ^(−2i/dims), i < dims/2.
+func ropeInv(theta float64, dims int) []float64 {
+	inv := make([]float64, dims/2)
+	for i := range inv {
+		inv[i] = 1 / math.Pow(theta, float64(2*i)/float64(dims))
+	}
+	return inv
 }
 
 func (e *Engine) checkIDs(ids []int) error {

@@ -43,15 +43,15 @@ func (h *Head) Tensors() []Spec {
 
 // Run computes the logits.
 func (h *Head) Run(tensors map[string][]byte) error {
-	b := bufs(tensors)
+	b := Bufs(tensors)
 	H, V, T := h.w.Cfg.HiddenSize, h.w.Cfg.VocabSize, h.Rows
-	xin, err := b.floats("x")
+	xin, err := b.Floats("x")
 	if err != nil {
 		return err
 	}
-	x := transposeIn(xin, H, T)
+	x := FromBC1S(xin, H, T)
 	for t := 0; t < T; t++ {
 		nn.RMSNormCentered(x[t*H:(t+1)*H], x[t*H:(t+1)*H], h.norm, h.w.Cfg.RMSNormEps)
 	}
-	return b.store("logits", matmul(x, h.lmHead, T, H, V))
+	return b.Store("logits", matmul(x, h.lmHead, T, H, V))
 }

@@ -13,7 +13,7 @@ import (
 type call struct {
 	c                   *Chunk
 	e                   Entry
-	b                   bufs
+	b                   Bufs
 	d                   dims
 	cos, sin, mask      []float32
 	convSel, convSelOut []float32
@@ -21,7 +21,7 @@ type call struct {
 	valid               []float32 // 1 per real row (verify: all rows)
 }
 
-func (c *Chunk) newCall(e Entry, b bufs) (*call, error) {
+func (c *Chunk) newCall(e Entry, b Bufs) (*call, error) {
 	k := &call{c: c, e: e, b: b, d: c.dims()}
 	var err error
 	for _, f := range []struct {
@@ -29,15 +29,15 @@ func (c *Chunk) newCall(e Entry, b bufs) (*call, error) {
 		name string
 	}{{&k.cos, "cos"}, {&k.sin, "sin"}, {&k.mask, "mask"}, {&k.convSel, "conv_sel"},
 		{&k.commit, "commit"}, {&k.commitLast, "commit_last"}} {
-		if *f.dst, err = b.floats(f.name); err != nil {
+		if *f.dst, err = b.Floats(f.name); err != nil {
 			return nil, err
 		}
 	}
 	if e.Prefill {
-		if k.convSelOut, err = b.floats("conv_sel_out"); err != nil {
+		if k.convSelOut, err = b.Floats("conv_sel_out"); err != nil {
 			return nil, err
 		}
-		if k.valid, err = b.floats("valid"); err != nil {
+		if k.valid, err = b.Floats("valid"); err != nil {
 			return nil, err
 		}
 	} else {
@@ -53,15 +53,15 @@ func (c *Chunk) newCall(e Entry, b bufs) (*call, error) {
 func (k *call) deltaNet(j int, L *layerW, h []float32) ([]float32, error) {
 	d, T, P, R := k.d, k.e.Rows, k.c.Pend, k.d.R
 	js := strconv.Itoa(j)
-	conv, err := k.b.floats("conv" + js)
+	conv, err := k.b.Floats("conv" + js)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := k.b.floats("rec" + js)
+	rec, err := k.b.Floats("rec" + js)
 	if err != nil {
 		return nil, err
 	}
-	pend, err := k.b.floats("pend" + js)
+	pend, err := k.b.Floats("pend" + js)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (k *call) deltaNet(j int, L *layerW, h []float32) ([]float32, error) {
 			}
 		}
 	}
-	if err := k.b.store("conv"+js+"_out", convOut); err != nil {
+	if err := k.b.Store("conv"+js+"_out", convOut); err != nil {
 		return nil, err
 	}
 
@@ -153,10 +153,10 @@ func (k *call) deltaNet(j int, L *layerW, h []float32) ([]float32, error) {
 			blk.save(pendOut, P)
 		}
 	}
-	if err := k.b.store("rec"+js+"_out", S); err != nil {
+	if err := k.b.Store("rec"+js+"_out", S); err != nil {
 		return nil, err
 	}
-	if err := k.b.store("pend"+js+"_out", pendOut); err != nil {
+	if err := k.b.Store("pend"+js+"_out", pendOut); err != nil {
 		return nil, err
 	}
 
@@ -397,15 +397,15 @@ func (k *call) attention(j int, L *layerW, h []float32) ([]float32, error) {
 			copy(vNew[(g*T+t)*d.hd:], vv[t*kw+g*d.hd:t*kw+(g+1)*d.hd])
 		}
 	}
-	if err := k.b.store("k"+js+"_new", kNew); err != nil {
+	if err := k.b.Store("k"+js+"_new", kNew); err != nil {
 		return nil, err
 	}
-	if err := k.b.store("v"+js+"_new", vNew); err != nil {
+	if err := k.b.Store("v"+js+"_new", vNew); err != nil {
 		return nil, err
 	}
 	half.F16ToF32(kNew, u16(k.b["k"+js+"_new"]))
 	half.F16ToF32(vNew, u16(k.b["v"+js+"_new"]))
-	hk, err := k.b.floats("k" + js)
+	hk, err := k.b.Floats("k" + js)
 	if err != nil {
 		return nil, err
 	}
@@ -468,13 +468,13 @@ func (k *call) attention(j int, L *layerW, h []float32) ([]float32, error) {
 // historyValues decodes the value history: fp16, or int8 codes × fp16 scale.
 func (k *call) historyValues(js string) ([]float32, error) {
 	if !k.c.KV.V8 {
-		return k.b.floats("v" + js)
+		return k.b.Floats("v" + js)
 	}
 	codes, ok := k.b["v"+js]
 	if !ok {
 		return nil, fmt.Errorf("refchunk: tensor v%s is not bound", js)
 	}
-	scales, err := k.b.floats("vs" + js)
+	scales, err := k.b.Floats("vs" + js)
 	if err != nil {
 		return nil, err
 	}

@@ -200,10 +200,12 @@ func (c *Chunk) Tensors(e Entry) []Spec {
 	return s
 }
 
-// bufs gives typed access to a call's bound tensors.
-type bufs map[string][]byte
+// Bufs gives typed access to a call's bound tensors (name → packed
+// memory), fp16 decoded to and encoded from float32.
+type Bufs map[string][]byte
 
-func (b bufs) f16(name string) ([]uint16, error) {
+// F16 is the raw fp16 values of tensor name.
+func (b Bufs) F16(name string) ([]uint16, error) {
 	m, ok := b[name]
 	if !ok {
 		return nil, fmt.Errorf("refchunk: tensor %s is not bound", name)
@@ -211,9 +213,9 @@ func (b bufs) f16(name string) ([]uint16, error) {
 	return u16(m), nil
 }
 
-// floats decodes an fp16 tensor.
-func (b bufs) floats(name string) ([]float32, error) {
-	h, err := b.f16(name)
+// Floats decodes an fp16 tensor.
+func (b Bufs) Floats(name string) ([]float32, error) {
+	h, err := b.F16(name)
 	if err != nil {
 		return nil, err
 	}
@@ -222,8 +224,9 @@ func (b bufs) floats(name string) ([]float32, error) {
 	return f, nil
 }
 
-func (b bufs) store(name string, v []float32) error {
-	h, err := b.f16(name)
+// Store encodes v into the fp16 tensor name, which must hold len(v) values.
+func (b Bufs) Store(name string, v []float32) error {
+	h, err := b.F16(name)
 	if err != nil {
 		return err
 	}
@@ -239,25 +242,16 @@ func (c *Chunk) Run(e Entry, tensors map[string][]byte) error {
 	if c.layers == nil {
 		return fmt.Errorf("refchunk: %s: layout without weights cannot run", e.Name)
 	}
-	b := bufs(tensors)
-	for _, s := range c.Tensors(e) {
-		n := 2
-		if s.DType == "i8" {
-			n = 1
-		}
-		for _, x := range s.Shape {
-			n *= x
-		}
-		if got := len(b[s.Name]); got != n {
-			return fmt.Errorf("refchunk: %s: %s has %d bytes, want %d", e.Name, s.Name, got, n)
-		}
+	b := Bufs(tensors)
+	if err := CheckSizes(e.Name, c.Tensors(e), tensors); err != nil {
+		return err
 	}
 	d, T := c.dims(), e.Rows
-	xin, err := b.floats("x")
+	xin, err := b.Floats("x")
 	if err != nil {
 		return err
 	}
-	x := transposeIn(xin, d.H, T) // rows × H
+	x := FromBC1S(xin, d.H, T) // rows × H
 	call, err := c.newCall(e, b)
 	if err != nil {
 		return err
@@ -284,17 +278,35 @@ func (c *Chunk) Run(e Entry, tensors map[string][]byte) error {
 		addTo(x, mlp(L, h, T, d.H, d.I))
 		for _, tap := range c.Taps {
 			if tap == c.Lo+j {
-				if err := b.store("tap"+strconv.Itoa(tap), transposeOut(x, d.H, T)); err != nil {
+				if err := b.Store("tap"+strconv.Itoa(tap), ToBC1S(x, d.H, T)); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	return b.store("y", transposeOut(x, d.H, T))
+	return b.Store("y", ToBC1S(x, d.H, T))
 }
 
-// transposeIn turns (1, H, 1, T) into T rows of H.
-func transposeIn(v []float32, H, T int) []float32 {
+// CheckSizes verifies that every tensor of specs is bound with exactly its
+// packed size, so a function never reads or writes past a buffer.
+func CheckSizes(function string, specs []Spec, tensors map[string][]byte) error {
+	for _, s := range specs {
+		n := 2
+		if s.DType == "i8" {
+			n = 1
+		}
+		for _, x := range s.Shape {
+			n *= x
+		}
+		if got, ok := tensors[s.Name]; !ok || len(got) != n {
+			return fmt.Errorf("%s: %s has %d bytes, want %d", function, s.Name, len(got), n)
+		}
+	}
+	return nil
+}
+
+// FromBC1S turns the ANE layout (1, H, 1, T) into T rows of H.
+func FromBC1S(v []float32, H, T int) []float32 {
 	out := make([]float32, len(v))
 	for h := 0; h < H; h++ {
 		for t := 0; t < T; t++ {
@@ -304,8 +316,8 @@ func transposeIn(v []float32, H, T int) []float32 {
 	return out
 }
 
-// transposeOut turns T rows of H into (1, H, 1, T).
-func transposeOut(x []float32, H, T int) []float32 {
+// ToBC1S turns T rows of H into the ANE layout (1, H, 1, T).
+func ToBC1S(x []float32, H, T int) []float32 {
 	out := make([]float32, len(x))
 	for t := 0; t < T; t++ {
 		for h := 0; h < H; h++ {

@@ -1,0 +1,403 @@
+package coreai
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/bundle"
+)
+
+// Entries of the drafter package (anemll-forge §2.2).
+const (
+	draftEntry = "draft"
+	ctxEntry   = "ctx64"
+)
+
+// DrafterOptions configure OpenDrafter.
+type DrafterOptions struct {
+	Bridge string // bridge library path
+	// Embedding is the target's token embedding table: the draft entry
+	// takes the anchor's row from the host.
+	Embedding Embedding
+	Compute   Compute
+	CacheDir  string // "" = DefaultCacheDir()
+}
+
+// Drafter is the host side of the DFlash2 drafter on Core AI (§3.5): it
+// owns the ring of keys and values (W slots by position, bridge buffers
+// bound as the draft entry's kc{i}/vc{i}), projects committed target rows
+// into it through ctx64 in RP-row blocks, sends the ≤ R remaining rows
+// with each draft call, and walks the candidate selector on the host. It
+// implements spec.Drafter, with Rewind and Reset like ane/dflash.Drafter,
+// whose Ring and Selector it shares. It is not safe for concurrent use.
+type Drafter struct {
+	lib       *Library
+	pkg       *pkg
+	cfg       *config.Drafter
+	sel       *dflash.Selector
+	emb       Embedding
+	ring      *dflash.Ring
+	inv       []float64
+	featScale float32
+	W, R, RP  int
+	T, F      int // block rows, feature values per context row
+	bufs      map[string]*Buffer
+	plans     map[string][]*Binding // per entry
+	closed    bool
+}
+
+// OpenDrafter loads a drafter directory (bundle.DrafterModel and its
+// sidecar, config.json, selector.safetensors) through the bridge, checks
+// the entries' descriptions against the config and sidecar, allocates the
+// ring and every input and output buffer, and binds both entries once.
+func OpenDrafter(dir string, opts DrafterOptions) (*Drafter, error) {
+	if opts.Embedding == nil {
+		return nil, errors.New("coreai drafter: DrafterOptions.Embedding is required")
+	}
+	cfg, err := config.LoadDrafter(dir)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := dflash.ReadMetadata(dir)
+	if err != nil {
+		return nil, err
+	}
+	if vs := dflash.MetaRules(meta, dflash.MetadataFile); len(vs) > 0 {
+		return nil, &dflash.PairError{Violations: vs}
+	}
+	if meta.W != cfg.SlidingWindow {
+		return nil, fmt.Errorf("coreai drafter: sidecar W=%d, config sliding_window %d", meta.W, cfg.SlidingWindow)
+	}
+	if opts.Embedding.Cols() != cfg.HiddenSize || opts.Embedding.Rows() < cfg.VocabSize {
+		return nil, fmt.Errorf("coreai drafter: the target embedding is %d×%d, the drafter needs vocab_size %d × hidden_size %d",
+			opts.Embedding.Rows(), opts.Embedding.Cols(), cfg.VocabSize, cfg.HiddenSize)
+	}
+	sel, err := dflash.LoadSelector(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	lib, err := OpenLibrary(opts.Bridge)
+	if err != nil {
+		return nil, err
+	}
+	cacheDir := opts.CacheDir
+	if cacheDir == "" {
+		cacheDir = DefaultCacheDir()
+	}
+	fs := float32(meta.FeatScale)
+	if fs == 0 {
+		fs = 1
+	}
+	d := &Drafter{lib: lib, cfg: cfg, sel: sel, emb: opts.Embedding, inv: ropeInv(cfg.RopeTheta, cfg.HeadDim),
+		featScale: fs, W: meta.W, R: meta.R, RP: meta.RP, T: cfg.DFlash.BlockSize, F: cfg.FeatureSize(cfg.HiddenSize),
+		bufs: map[string]*Buffer{}, plans: map[string][]*Binding{}}
+	d.ring = dflash.NewRing(d.W, d.F)
+	fail := func(err error) (*Drafter, error) { d.Close(); return nil, err }
+	if d.pkg, err = loadPackage(lib, dir, bundle.DrafterModel, "", opts.Compute, cacheDir); err != nil {
+		return fail(err)
+	}
+	for _, name := range []string{draftEntry, ctxEntry} {
+		f, err := d.pkg.model.LoadFunction(name)
+		if err != nil {
+			return fail(err)
+		}
+		d.pkg.fns[name] = f
+		if err := d.checkDesc(f); err != nil {
+			return fail(err)
+		}
+		if err := d.allocate(f); err != nil {
+			return fail(err)
+		}
+	}
+	return d, nil
+}
+
+// wantShapes lists the tensors of an entry the host fills or reads, with
+// the shapes the config and sidecar imply.
+func (d *Drafter) wantShapes(entry string) map[string][]int64 {
+	c := d.cfg
+	hd, nkv, rows := int64(c.HeadDim), int64(c.NumKeyValueHeads), int64(d.RP)
+	w := map[string][]int64{}
+	if entry == draftEntry {
+		rows = int64(d.R)
+		T := int64(d.T)
+		w["anchor"] = []int64{1, int64(c.HiddenSize), 1, 1}
+		w["q_cos"], w["q_sin"] = []int64{T, hd}, []int64{T, hd}
+		w["mask"] = []int64{T, int64(d.W) + rows + T}
+		w["logits"] = []int64{T - 1, int64(c.VocabSize)}
+		w["hp"] = []int64{1, int64(c.DFlash.SelectorRank), 1, T}
+		for i := 0; i < c.NumHiddenLayers; i++ {
+			w["kc"+strconv.Itoa(i)], w["vc"+strconv.Itoa(i)] = []int64{nkv, int64(d.W), hd}, []int64{nkv, int64(d.W), hd}
+		}
+	}
+	w["feat"] = []int64{1, int64(d.F), 1, rows}
+	w["ctx_cos"], w["ctx_sin"] = []int64{rows, hd}, []int64{rows, hd}
+	for i := 0; i < c.NumHiddenLayers; i++ {
+		w["k_new"+strconv.Itoa(i)], w["v_new"+strconv.Itoa(i)] = []int64{nkv, rows, hd}, []int64{nkv, rows, hd}
+	}
+	return w
+}
+
+// checkDesc refuses an entry whose description does not match the config
+// and sidecar, naming the tensor, before any buffer is allocated.
+func (d *Drafter) checkDesc(f *Function) error {
+	for name, shape := range d.wantShapes(f.Desc.Name) {
+		t, ok := f.Desc.Find(name)
+		if !ok {
+			return fmt.Errorf("coreai drafter: entry %s has no tensor %s", f.Desc.Name, name)
+		}
+		if t.DType != "f16" || !slices.Equal(t.Shape, shape) {
+			return fmt.Errorf("coreai drafter: entry %s tensor %s is %s %v, the config and sidecar need f16 %v",
+				f.Desc.Name, name, t.DType, t.Shape, shape)
+		}
+	}
+	return nil
+}
+
+// allocate creates an entry's buffers (the ring buffers once, under
+// "ring/") and binds it.
+func (d *Drafter) allocate(f *Function) error {
+	in, out := map[string]*Buffer{}, map[string]*Buffer{}
+	for _, list := range []struct {
+		ts  []TensorDesc
+		dst map[string]*Buffer
+	}{{f.Desc.Inputs, in}, {f.Desc.Outputs, out}} {
+		for _, t := range list.ts {
+			key := d.key(f.Desc.Name, t.Name)
+			b, ok := d.bufs[key]
+			if !ok {
+				var err error
+				if b, err = d.lib.NewBufferFor(t); err != nil {
+					return fmt.Errorf("coreai drafter: allocate %s: %w", key, err)
+				}
+				d.bufs[key] = b
+			}
+			list.dst[t.Name] = b
+		}
+	}
+	bd, err := f.Bind(in, out, nil)
+	if err != nil {
+		return err
+	}
+	d.plans[f.Desc.Name] = []*Binding{bd}
+	return nil
+}
+
+func (d *Drafter) key(entry, name string) string {
+	if ringName(name) {
+		return "ring/" + name
+	}
+	return entry + "/" + name
+}
+
+// ringName reports whether name is a ring buffer (kc{i}, vc{i}).
+func ringName(name string) bool {
+	if len(name) < 3 || (name[:2] != "kc" && name[:2] != "vc") {
+		return false
+	}
+	_, err := strconv.Atoi(name[2:])
+	return err == nil
+}
+
+// AddContext implements spec.Drafter: the rows are queued (refused whole
+// if malformed); while more than R wait they are projected into the ring
+// through ctx64, up to RP at a time. A failed ctx64 run leaves its rows
+// queued for the next call.
+func (d *Drafter) AddContext(features []float32, positions []int) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if err := d.ring.Add(features, positions); err != nil {
+		return err
+	}
+	for d.ring.Pending() > d.R {
+		if err := d.flush(min(d.RP, d.ring.Pending())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush runs ctx64 on the first n pending rows and stores their keys and
+// values in the ring.
+func (d *Drafter) flush(n int) error {
+	d.fillContext(ctxEntry, n)
+	if err := d.lib.Run(d.plans[ctxEntry], nil); err != nil {
+		return fmt.Errorf("coreai drafter: ctx64: %w", err)
+	}
+	d.storeRows(ctxEntry, n)
+	return nil
+}
+
+// fillContext writes the first n pending rows (features × feat_scale) and
+// their RoPE tables into an entry's feat, ctx_cos and ctx_sin; unused
+// columns are zero and repeat the last position.
+func (d *Drafter) fillContext(entry string, n int) {
+	f, pos := d.ring.Rows(n)
+	feat := d.bufs[entry+"/feat"]
+	feat.zero()
+	for t := 0; t < n; t++ {
+		for i, v := range f[t*d.F : (t+1)*d.F] {
+			feat.setF16(v*d.featScale, 0, i, 0, t)
+		}
+	}
+	last := d.ring.Last()
+	if n > 0 {
+		last = pos[n-1]
+	}
+	fillRoPE(d.bufs[entry+"/ctx_cos"], d.bufs[entry+"/ctx_sin"], d.inv, func(t int) int {
+		if t < n {
+			return pos[t]
+		}
+		return max(last, 0)
+	})
+}
+
+// storeRows commits the first n pending rows to their ring slots, copying
+// the entry's k_new{i}/v_new{i} rows (nkv, rows, hd) into kc{i}/vc{i}
+// (nkv, W, hd).
+func (d *Drafter) storeRows(entry string, n int) {
+	slots := d.ring.Commit(n)
+	for l := 0; l < d.cfg.NumHiddenLayers; l++ {
+		ls := strconv.Itoa(l)
+		for _, kv := range [][2]string{{"k_new", "kc"}, {"v_new", "vc"}} {
+			src, dst := d.bufs[entry+"/"+kv[0]+ls], d.bufs["ring/"+kv[1]+ls]
+			w := 2 * d.cfg.HeadDim
+			for g := 0; g < d.cfg.NumKeyValueHeads; g++ {
+				for t, s := range slots {
+					copy(dst.data[dst.off(g, s, 0):dst.off(g, s, 0)+w], src.data[src.off(g, t, 0):])
+				}
+			}
+		}
+	}
+}
+
+// Propose implements spec.Drafter: one draft call with the ≤ R pending
+// rows, the anchor's embedding, the block's RoPE and the visibility mask;
+// the new rows' keys and values go into the ring, and the selector walk
+// over the 7 logits rows picks the drafts.
+func (d *Drafter) Propose(anchor, pos int) (spec.Proposal, error) {
+	if err := d.checkOpen(); err != nil {
+		return spec.Proposal{}, err
+	}
+	if anchor < 0 || anchor >= d.cfg.VocabSize {
+		return spec.Proposal{}, fmt.Errorf("drafter: anchor token %d is outside the vocabulary [0, %d)", anchor, d.cfg.VocabSize)
+	}
+	if pos <= d.ring.Last() {
+		return spec.Proposal{}, fmt.Errorf("drafter: anchor position %d is not after the last context position %d", pos, d.ring.Last())
+	}
+	n := d.ring.Pending()
+	d.fillContext(draftEntry, n)
+	H := d.cfg.HiddenSize
+	row := make([]float32, H)
+	d.emb.Row(anchor, row)
+	ab := d.bufs[draftEntry+"/anchor"]
+	for h, v := range row {
+		ab.setF16(v, 0, h, 0, 0)
+	}
+	fillRoPE(d.bufs[draftEntry+"/q_cos"], d.bufs[draftEntry+"/q_sin"], d.inv, func(t int) int { return pos + t })
+	d.fillMask(pos, n)
+	if err := d.lib.Run(d.plans[draftEntry], nil); err != nil {
+		return spec.Proposal{}, fmt.Errorf("coreai drafter: draft: %w", err)
+	}
+	d.storeRows(draftEntry, n)
+	rows, V, rank := d.T-1, d.cfg.VocabSize, d.cfg.DFlash.SelectorRank
+	lb := d.bufs[draftEntry+"/logits"]
+	logits := make([]float32, rows*V)
+	for t := 0; t < rows; t++ {
+		o := lb.off(t, 0)
+		half.F16ToF32(logits[t*V:(t+1)*V], u16s(lb.data[o:o+2*V]))
+	}
+	hb := d.bufs[draftEntry+"/hp"]
+	hp := make([]float32, rows*rank)
+	for t := 0; t < rows; t++ {
+		for r := 0; r < rank; r++ {
+			hp[t*rank+r] = f16Float(hb.f16(0, r, 0, t+1))
+		}
+	}
+	return spec.Proposal{Tokens: d.sel.Walk(anchor, logits, hp, rows)}, nil
+}
+
+// fillMask writes the additive mask (T, W+R+T): a ring slot or new row is
+// visible (0) to block row t iff it holds a position within the window
+// of pos+t, else −1e4; the block's own columns are 0 (non-causal).
+func (d *Drafter) fillMask(pos, n int) {
+	m := d.bufs[draftEntry+"/mask"]
+	_, newPos := d.ring.Rows(n)
+	vis := func(ok bool) float32 {
+		if ok {
+			return 0
+		}
+		return maskOff
+	}
+	for t := 0; t < d.T; t++ {
+		q := pos + t
+		for s := 0; s < d.W; s++ {
+			m.setF16(vis(d.ring.SlotVisible(s, q)), t, s)
+		}
+		for j := 0; j < d.R; j++ {
+			m.setF16(vis(j < n && d.ring.Visible(q, newPos[j])), t, d.W+j)
+		}
+		for j := 0; j < d.T; j++ {
+			m.setF16(0, t, d.W+d.R+j)
+		}
+	}
+}
+
+// Rewind forgets the context at positions ≥ pos (dflash.Ring.Rewind).
+func (d *Drafter) Rewind(pos int) { d.ring.Rewind(pos) }
+
+// Reset empties the ring and the pending rows.
+func (d *Drafter) Reset() { d.ring.Reset() }
+
+// Memory is the drafter's share: the package on disk and the selector
+// codebooks as weights, the ring as KV, every other buffer as scratch.
+// The embedding is the target's and is not counted again.
+func (d *Drafter) Memory() ane.MemoryReport {
+	r := ane.MemoryReport{Weights: d.sel.Bytes()}
+	if d.pkg != nil {
+		r.Weights += d.pkg.bytes
+	}
+	for k, b := range d.bufs {
+		if len(k) > 5 && k[:5] == "ring/" {
+			r.KV += int64(len(b.data))
+		} else {
+			r.Scratch += int64(len(b.data))
+		}
+	}
+	return r
+}
+
+func (d *Drafter) checkOpen() error {
+	if d.closed {
+		return errors.New("drafter: closed")
+	}
+	return nil
+}
+
+// Close releases the bindings, buffers, functions and package.
+func (d *Drafter) Close() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	for _, p := range d.plans {
+		for _, b := range p {
+			b.Close()
+		}
+	}
+	for _, b := range d.bufs {
+		b.Close()
+	}
+	d.pkg.close()
+	return nil
+}
+
+var _ spec.Drafter = (*Drafter)(nil)

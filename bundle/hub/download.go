@@ -340,7 +340,9 @@ type hashWriter struct {
 	wg   sync.WaitGroup
 	done chan struct{}
 
-	unflushed int // bytes written since the last startWriteback
+	unflushed int           // bytes written since the last write-back request
+	writeback chan struct{} // requests to the write-back goroutine (never blocks the download)
+	wbDone    chan struct{}
 }
 
 const bufSize = 1 << 20
@@ -350,7 +352,16 @@ const bufSize = 1 << 20
 const writebackEvery = 32 << 20
 
 func newHashWriter(f *os.File, h hash.Hash) *hashWriter {
-	w := &hashWriter{f: f, h: h, work: make(chan []byte, 8), pool: make(chan []byte, 10), done: make(chan struct{})}
+	w := &hashWriter{f: f, h: h, work: make(chan []byte, 8), pool: make(chan []byte, 10), done: make(chan struct{}),
+		writeback: make(chan struct{}, 1), wbDone: make(chan struct{})}
+	// sync_file_range may block while the disk queue is full: it runs on its
+	// own goroutine so the download never waits for the disk.
+	go func() {
+		defer close(w.wbDone)
+		for range w.writeback {
+			startWriteback(f)
+		}
+	}()
 	go func() {
 		defer close(w.done)
 		for b := range w.work {
@@ -380,7 +391,10 @@ func (w *hashWriter) write(b []byte) error {
 		return err
 	}
 	if w.unflushed += len(b); w.unflushed >= writebackEvery {
-		startWriteback(w.f)
+		select {
+		case w.writeback <- struct{}{}:
+		default: // one is pending; it will cover these bytes too
+		}
 		w.unflushed = 0
 	}
 	w.wg.Add(1)
@@ -393,5 +407,7 @@ func (w *hashWriter) sync() error { w.wg.Wait(); return nil }
 
 func (w *hashWriter) close() {
 	close(w.work)
+	close(w.writeback)
 	<-w.done
+	<-w.wbDone
 }

@@ -67,3 +67,53 @@ func BenchmarkKernelSIMD(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkKernelScaling measures the machine's own ceiling for a 2-worker
+// product: the same LUT4 matrix-vector product (cache-resident 512×2048
+// matrix, then a DRAM-sized 8192×8192 one) run by one goroutine, then by
+// two goroutines at once each on its own matrix, alternating. It reports the
+// median throughput ratio (2 goroutines' work per second ÷ one's): about 2
+// on two physical cores, about 1 when the two CPUs share one core's vector
+// units (SMT siblings) or its memory bandwidth. Decode's 2-vs-1-worker
+// speedup (ane/ref BenchmarkDecodeThreads) cannot exceed it.
+func BenchmarkKernelScaling(b *testing.B) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, sz := range []struct {
+		name       string
+		rows, cols int
+	}{{"cache", 512, 2048}, {"dram", 8192, 8192}} {
+		b.Run(sz.name, func(b *testing.B) {
+			mats := make([]Matrix, 2)
+			for k := range mats {
+				idx := make([]uint8, sz.rows*sz.cols)
+				for i := range idx {
+					idx[i] = uint8(r.IntN(16))
+				}
+				mats[k], _ = NewLUT("scaling", sz.rows, sz.cols, 1, randVec(r, 16), idx, randVec(r, sz.rows))
+			}
+			x := randVec(r, sz.cols)
+			ys := [][]float32{make([]float32, sz.rows), make([]float32, sz.rows)}
+			reps := max(1, (64<<20)/(sz.rows*sz.cols))
+			work := func(k int) {
+				for range reps {
+					mats[k].mulVec(ys[k], x, 0, sz.rows)
+				}
+			}
+			var ratios []float64
+			for b.Loop() {
+				start := time.Now()
+				work(0)
+				one := time.Since(start)
+				start = time.Now()
+				done := make(chan struct{})
+				go func() { work(1); close(done) }()
+				work(0)
+				<-done
+				two := time.Since(start)
+				ratios = append(ratios, 2*one.Seconds()/two.Seconds())
+			}
+			slices.Sort(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "2thr_scaling")
+		})
+	}
+}

@@ -217,6 +217,12 @@ func (d *Drafter) AddContext(features []float32, positions []int) error {
 	if err := d.ring.Add(features, positions); err != nil {
 		return err
 	}
+	return d.flushExcess()
+}
+
+// flushExcess projects pending rows through ctx64, up to RP at a time,
+// until at most R wait.
+func (d *Drafter) flushExcess() error {
 	for d.ring.Pending() > d.R {
 		if err := d.flush(min(d.RP, d.ring.Pending())); err != nil {
 			return err
@@ -292,6 +298,9 @@ func (d *Drafter) Propose(anchor, pos int) (spec.Proposal, error) {
 	}
 	if pos <= d.ring.Last() {
 		return spec.Proposal{}, fmt.Errorf("drafter: anchor position %d is not after the last context position %d", pos, d.ring.Last())
+	}
+	if err := d.flushExcess(); err != nil { // rows a failed flush left queued
+		return spec.Proposal{}, err
 	}
 	n := d.ring.Pending()
 	d.fillContext(draftEntry, n)

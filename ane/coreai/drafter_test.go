@@ -14,6 +14,7 @@ import (
 	"github.com/forgedaemon/forged/ane/coreai/refdraft"
 	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/ref"
+	"github.com/forgedaemon/forged/ane/sample"
 	"github.com/forgedaemon/forged/ane/spec"
 	"github.com/forgedaemon/forged/bundle"
 )
@@ -62,10 +63,16 @@ func drafterTarget(t *testing.T, taps []int) *ref.Model {
 	return m
 }
 
+// drafterEdits break a drafter directory on purpose.
+type drafterEdits struct {
+	meta  func(*dflash.Metadata)                // the sidecar, after the entries are laid out
+	specs func(entry string, s []refchunk.Spec) // the package's descriptions
+}
+
 // writeDrafterDir lays out a Core AI drafter directory in dir from the
 // synthetic drafter and registers refdraft (over net) as its package's
-// compute. edit, when set, may change the sidecar before it is written.
-func writeDrafterDir(t *testing.T, dir string, net *dflash.Net, edit func(*dflash.Metadata)) string {
+// compute.
+func writeDrafterDir(t *testing.T, dir string, net *dflash.Net, edit drafterEdits) string {
 	t.Helper()
 	src, _ := synthDrafter(t)
 	for _, f := range []string{dflash.ConfigFile, dflash.SelectorFile, dflash.MetadataFile} {
@@ -90,9 +97,12 @@ func writeDrafterDir(t *testing.T, dir string, net *dflash.Net, edit func(*dflas
 		if fns[e], err = prog.Tensors(e); err != nil {
 			t.Fatal(err)
 		}
+		if edit.specs != nil {
+			edit.specs(e, fns[e])
+		}
 	}
-	if edit != nil {
-		edit(meta)
+	if edit.meta != nil {
+		edit.meta(meta)
 		writeJSON(t, filepath.Join(dir, dflash.MetadataFile), meta)
 	}
 	path := writeModel(t, dir, bundle.DrafterModel, functionsText(fns))
@@ -118,12 +128,9 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 }
 
-// drafterPair opens the Core AI drafter over refdraft and the CPU drafter
-// on the same weights.
-func drafterPair(t *testing.T) (*Drafter, *dflash.Drafter) {
+// drafterNet is the network refdraft computes the entries with.
+func drafterNet(t *testing.T) (*dflash.Net, *ref.Model) {
 	t.Helper()
-	bridge := testBridge(t)
-	_, w := tinyModel(t)
 	_, dw := synthDrafter(t)
 	model := drafterTarget(t, dw.Config.DFlash.TargetLayerIDs)
 	net, err := dflash.NewNet(dw, model, 1)
@@ -131,13 +138,33 @@ func drafterPair(t *testing.T) (*Drafter, *dflash.Drafter) {
 		t.Fatal(err)
 	}
 	t.Cleanup(net.Close)
-	dir := writeDrafterDir(t, t.TempDir(), net, nil)
+	return net, model
+}
+
+// openDrafter opens a drafter directory written with edit.
+func openDrafter(t *testing.T, edit drafterEdits) (*Drafter, error) {
+	t.Helper()
+	bridge := testBridge(t)
+	_, w := tinyModel(t)
+	net, _ := drafterNet(t)
+	dir := writeDrafterDir(t, t.TempDir(), net, edit)
 	d, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
+	if err == nil {
+		t.Cleanup(func() { d.Close() })
+	}
+	return d, err
+}
+
+// drafterPair opens the Core AI drafter over refdraft and the CPU drafter
+// on the same weights.
+func drafterPair(t *testing.T) (*Drafter, *dflash.Drafter) {
+	t.Helper()
+	d, err := openDrafter(t, drafterEdits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Close() })
-	cpu, err := dflash.New(dw, model, 1)
+	_, dw := synthDrafter(t)
+	cpu, err := dflash.New(dw, drafterTarget(t, dw.Config.DFlash.TargetLayerIDs), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +231,8 @@ func (r *drafterRun) propose() {
 
 // The driver proposes what the CPU drafter proposes: over 150 context
 // rows arriving 1–9 at a time (two ctx64 flushes plus pending rows sent
-// with draft calls), after a Rewind, and after a Reset.
+// with draft calls), after a Rewind, after a Reset, and once the ring
+// wraps past W rows.
 func TestDrafterMatchesCPU(t *testing.T) {
 	d, cpu := drafterPair(t)
 	_, dw := synthDrafter(t)
@@ -236,9 +264,197 @@ func TestDrafterMatchesCPU(t *testing.T) {
 	r.propose()
 	r.add(66)
 	r.propose()
+	// Jump to position 2030 (positions only need to increase): rows from
+	// 2048 on reuse the slots of positions 0, 1, …, and block rows at
+	// 2050.. see a row at k only while |q − k| < W = 2048.
+	r.next = 2030
+	r.add(20)
+	r.propose()
+	r.add(9)
+	r.propose()
 	// The comparison can fail: the context changes what is drafted.
 	if r.informed == 0 {
 		t.Fatalf("none of %d proposals depended on the context", r.proposals)
 	}
 	t.Logf("%d proposals equal; %d differ from a drafter without context", r.proposals, r.informed)
+}
+
+// The speculative cycle through the Core AI engine and the Core AI
+// drafter gives the reference engine's plain greedy tokens: prefill of a
+// 1000-token prompt (feeding the drafter through FeatureSink), then
+// draft/verify/accept cycles that cross 1024 positions, so the engine
+// resizes its context mid-generation.
+func TestDrafterSpeculativeCycleMatchesGreedy(t *testing.T) {
+	_, dw := synthDrafter(t)
+	e, _ := openPair(t, bundleSpec{taps: dw.Config.DFlash.TargetLayerIDs})
+	d, _ := openDrafter(t, drafterEdits{})
+	prompt := randIDs(rand.New(rand.NewPCG(8, 9)), 1000, 400)
+	const n = 40
+	want := refGreedy(t, prompt, n)
+	// The drafter joins for the last 100 prompt rows: its attention over a
+	// thousand context rows on the CPU would make this test slow.
+	if _, err := e.Feed(prompt[:900]); err != nil {
+		t.Fatal(err)
+	}
+	e.FeatureSink = d.AddContext
+	first, err := e.Feed(prompt[900:])
+	e.FeatureSink = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ring.Slots() < 100-d.R || d.ring.Last() != 999 {
+		t.Fatalf("after the prompt the drafter holds %d slots, last position %d", d.ring.Slots(), d.ring.Last())
+	}
+	opts := sample.Options{Temperature: 0, MaxTokens: n}
+	smp, err := sample.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := sample.NewStopper(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spec.New(spec.NewEngineTarget(e, e.Vocab()), d, smp, spec.Config{Mode: spec.ModeOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	if _, err := sp.Generate(first, len(prompt), stop, nil, func(tok spec.Token) error {
+		if !tok.Stop {
+			got = append(got, tok.ID)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("speculative tokens %v, reference greedy %v", got, want)
+	}
+	st := sp.Stats()
+	if e.Context() != 2048 || st.Cycles == 0 || st.Proposed < st.Cycles {
+		t.Fatalf("context %d, %d cycles, %d drafts proposed", e.Context(), st.Cycles, st.Proposed)
+	}
+	if d.ring.Last() < len(prompt)+n-spec.MaxDrafts-2 {
+		t.Fatalf("the drafter's context ends at %d, %d tokens were committed", d.ring.Last(), len(prompt)+n)
+	}
+	t.Logf("%d cycles, %d/%d drafts accepted (random synthetic drafter), context %d", st.Cycles, st.Accepted, st.Proposed, e.Context())
+}
+
+// Malformed drafter directories are refused at open, naming the problem.
+func TestOpenDrafterRefuses(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit drafterEdits
+		msg  string
+	}{
+		{"sidecar R", drafterEdits{meta: func(m *dflash.Metadata) { m.R = 4 }}, "drafter.meta"},
+		{"mask shape", drafterEdits{specs: func(e string, s []refchunk.Spec) {
+			for i := range s {
+				if e == refdraft.Draft && s[i].Name == "mask" {
+					s[i].Shape = []int{8, 2048}
+				}
+			}
+		}}, "entry draft tensor mask is f16 [8 2048], the config and sidecar need f16 [8 2064]"},
+		{"no ring input", drafterEdits{specs: func(e string, s []refchunk.Spec) {
+			for i := range s {
+				if s[i].Name == "kc4" {
+					s[i].Name = "kc9"
+				}
+			}
+		}}, "entry draft has no tensor kc4"},
+		{"ctx64 rows", drafterEdits{specs: func(e string, s []refchunk.Spec) {
+			for i := range s {
+				if e == refdraft.Ctx64 && s[i].Name == "feat" {
+					s[i].Shape[3] = 32
+				}
+			}
+		}}, "entry ctx64 tensor feat"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := openDrafter(t, c.edit)
+			wantErr(t, err, c.msg)
+		})
+	}
+	bridge := testBridge(t)
+	_, w := tinyModel(t)
+	net, _ := drafterNet(t)
+	dir := writeDrafterDir(t, t.TempDir(), net, drafterEdits{})
+	_, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: narrow{embedding{w}}})
+	wantErr(t, err, "the drafter needs vocab_size")
+	if err := os.RemoveAll(filepath.Join(dir, bundle.DrafterModel)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
+	wantErr(t, err, bundle.DrafterModel)
+	_, err = OpenDrafter(t.TempDir(), DrafterOptions{Bridge: bridge, Embedding: embedding{w}})
+	wantErr(t, err, "config.json")
+}
+
+// narrow is an embedding one column short of the drafter's hidden size.
+type narrow struct{ embedding }
+
+func (n narrow) Cols() int { return n.embedding.Cols() - 1 }
+
+// Bad calls are refused without changing the drafter; a failed ctx64 or
+// draft run returns the error and keeps the rows for the next call, after
+// which the proposals still equal the CPU drafter's.
+func TestDrafterRefusesAndRecovers(t *testing.T) {
+	d, cpu := drafterPair(t)
+	_, dw := synthDrafter(t)
+	blind, err := dflash.New(dw, drafterTarget(t, dw.Config.DFlash.TargetLayerIDs), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blind.Close()
+	r := &drafterRun{t: t, d: d, cpu: cpu, blind: blind, rng: rand.New(rand.NewPCG(7, 7))}
+	r.add(5)
+	F := cpu.Features()
+	wantErr(t, d.AddContext(make([]float32, F+1), []int{5}), "feature values")
+	wantErr(t, d.AddContext(make([]float32, F), []int{4}), "not after position 4")
+	_, err = d.Propose(dw.Config.VocabSize, 5)
+	wantErr(t, err, "outside the vocabulary")
+	_, err = d.Propose(1, 4)
+	wantErr(t, err, "anchor position 4")
+	if d.ring.Pending() != 5 || d.ring.Last() != 4 {
+		t.Fatalf("refused calls changed the drafter: %d pending, last %d", d.ring.Pending(), d.ring.Last())
+	}
+	failAt.Store(0)
+	_, err = d.Propose(1, 5)
+	failAt.Store(-1)
+	wantErr(t, err, "draft: ")
+	if d.ring.Pending() != 5 || d.ring.Slots() != 0 {
+		t.Fatalf("a failed draft call changed the ring: %d pending, %d slots", d.ring.Pending(), d.ring.Slots())
+	}
+	r.propose()
+	// A failed ctx64 flush: the rows stay queued and the next call flushes them.
+	F64 := make([]float32, 70*F)
+	pos := make([]int, 70)
+	for i := range pos {
+		pos[i] = r.next + i
+	}
+	failAt.Store(0)
+	err = d.AddContext(F64, pos)
+	failAt.Store(-1)
+	wantErr(t, err, "ctx64")
+	if err := cpu.AddContext(F64, pos); err != nil {
+		t.Fatal(err)
+	}
+	r.next += 70
+	r.propose()
+	d.Close()
+	_, err = d.Propose(1, r.next)
+	wantErr(t, err, "closed")
+}
+
+// Memory counts the ring (W slots of K and V per layer) as KV and the
+// package plus codebooks as weights.
+func TestDrafterMemory(t *testing.T) {
+	d, _ := drafterPair(t)
+	c := d.cfg
+	m := d.Memory()
+	ring := int64(2 * c.NumHiddenLayers * c.NumKeyValueHeads * d.W * c.HeadDim * 2)
+	codebooks := int64(2 * c.VocabSize * c.DFlash.SelectorRank * 4)
+	if m.KV != ring || m.Weights < codebooks || m.Scratch <= 0 || m.Embedding != 0 {
+		t.Fatalf("memory %+v, want KV %d and weights ≥ %d", m, ring, codebooks)
+	}
 }

@@ -70,21 +70,30 @@ func pullAndReport(cmd *cobra.Command, f *storeFlags, repo string, o store.PullO
 // pullWithProgress runs a pull, reporting progress as JSON lines
 // (--json), a live bar (terminal) or nothing.
 func pullWithProgress(cmd *cobra.Command, s *store.Store, repo string, o store.PullOptions, asJSON bool) (*store.PullResult, error) {
+	events, done := progressSink(cmd, asJSON)
+	defer done()
+	s.Events = events
+	return s.Pull(cmd.Context(), repo, o)
+}
+
+// progressSink shows download events as JSON lines (--json; progress at
+// most every 200 ms), a live bar on a terminal, or not at all; done ends
+// the bar's line.
+func progressSink(cmd *cobra.Command, asJSON bool) (events func(store.Event), done func()) {
 	switch {
 	case asJSON:
 		var last time.Time
 		out := cmd.OutOrStdout()
-		s.Events = func(e store.Event) {
+		return func(e store.Event) {
 			if e.Kind == "progress" && time.Since(last) < 200*time.Millisecond && e.Done != e.Total {
 				return
 			}
 			last = time.Now()
 			writeJSONLine(out, e)
-		}
+		}, func() {}
 	case writerIsTerminal(cmd.ErrOrStderr()):
 		bar := newProgressBar(cmd.ErrOrStderr())
-		s.Events = bar.event
-		defer fmt.Fprintln(cmd.ErrOrStderr())
+		return bar.event, func() { fmt.Fprintln(cmd.ErrOrStderr()) }
 	}
-	return s.Pull(cmd.Context(), repo, o)
+	return func(store.Event) {}, func() {}
 }

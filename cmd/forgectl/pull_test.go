@@ -231,15 +231,7 @@ func TestUpdateCommands(t *testing.T) {
 	if out := string(run("pull", "--endpoint", h.URL, "--data", data, cliRepo)); !strings.Contains(out, cliRepo+"@"+v1+": downloaded ") || !strings.HasSuffix(out, "integrity PASS; serving "+v1+"\n") {
 		t.Fatalf("pull summary: %q", out)
 	}
-	// v2: one chunk file changes.
-	changed := "coreai/" + synthbundle.ChunkName(4, 7) + "/weights/weight-00.bin"
-	os.WriteFile(filepath.Join(src, changed), []byte("new weights"), 0o644)
-	rel, _ := bundle.LoadRelease(src)
-	if err := bundle.BuildInventory(src, rel); err != nil {
-		t.Fatal(err)
-	}
-	rel.Write(src)
-	v2, _ := h.Publish(cliRepo, src, "main")
+	changed, v2 := publishChange(t, h, cliRepo, src) // one chunk file changes
 
 	var uc struct {
 		UpToDate     bool     `json:"up_to_date"`

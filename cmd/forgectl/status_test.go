@@ -18,19 +18,26 @@ import (
 // startDaemon serves the fake engine on a fresh socket for one test.
 func startDaemon(t *testing.T) string {
 	t.Helper()
+	path, _ := serveDaemon(t, fakeengine.New(fakeengine.Options{StopAfter: 30}))
+	return path
+}
+
+// serveDaemon runs a real daemon over b on a fresh socket until the test ends.
+func serveDaemon(t *testing.T, b daemon.Backend) (string, *daemon.Server) {
+	t.Helper()
 	path := filepath.Join(shortDir(t), "s")
 	ln, err := daemon.Listen(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := daemon.New(fakeengine.New(fakeengine.Options{StopAfter: 30}), daemon.Config{})
+	srv, err := daemon.New(b, daemon.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { srv.Serve(context.Background(), ln); close(done) }()
 	t.Cleanup(func() { srv.Shutdown(); <-done })
-	return path
+	return path, srv
 }
 
 // runCtl runs forgectl in-process, resetting every flag of the command first

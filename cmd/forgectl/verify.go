@@ -6,6 +6,8 @@ import (
 	"runtime"
 
 	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/client"
+	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/internal/units"
 	"github.com/forgedaemon/forged/verify"
 	"github.com/spf13/cobra"
@@ -25,10 +27,15 @@ unchanged files unless --full); --bundle checks any bundle directory (always
 hashing). It never runs the model unless --smoke is given: then, after a
 PASS, the Core AI hardware smoke test (coreai.Smoke, as forgectl coreai
 smoke) runs on the bundle; that needs macOS on Apple silicon and the
-bridge dylib, and elsewhere --smoke fails before anything is read.`,
+bridge dylib, and elsewhere --smoke fails before anything is read.
+
+Without --bundle, --smoke or a store flag (--local, --data), verify asks the
+running daemon to check the snapshot it serves (--repo may then be left
+out); only when no daemon answers on --socket does it read the store itself.`,
 		Args: cobra.NoArgs,
 	}
 	var f storeFlags
+	var d daemonFlags
 	var repo, dir string
 	var full, smoke bool
 	var bridge string
@@ -42,10 +49,22 @@ bridge dylib, and elsewhere --smoke fails before anything is read.`,
 	c.Flags().IntVar(&opts.Ctx, "ctx", 0, "with --bundle: context to report (default the smallest); with --smoke: context to run")
 	c.Flags().BoolVar(&smoke, "smoke", false, "after a PASS, run the Core AI hardware smoke test (macOS with the bridge dylib only)")
 	c.Flags().StringVar(&bridge, "bridge", "", "with --smoke: path of libCoreAIBridge.dylib (default: the standard search path, as doctor)")
+	addDaemonFlags(c, &d)
 	asJSON := jsonFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		if (repo == "") == (dir == "") {
-			return errors.New("give exactly one of --repo REPO or --bundle DIR")
+		if repo != "" && dir != "" {
+			return errors.New("give one of --repo REPO or --bundle DIR, not both")
+		}
+		cl, err := d.daemon(cmd)
+		if err != nil {
+			return err
+		}
+		if cl != nil {
+			defer cl.Close()
+			return verifyServed(cmd, cl, d.socket, repo, full, *asJSON)
+		}
+		if repo == "" && dir == "" {
+			return errors.New("give --repo REPO or --bundle DIR (forged is not answering, so there is no served bundle to check)")
 		}
 		if smoke {
 			if err := smokeSupported(runtime.GOOS); err != nil {
@@ -53,7 +72,6 @@ bridge dylib, and elsewhere --smoke fails before anything is read.`,
 			}
 		}
 		var report *verify.Report
-		var err error
 		if repo != "" {
 			s, oerr := f.open(false)
 			if oerr != nil {
@@ -92,6 +110,35 @@ bridge dylib, and elsewhere --smoke fails before anything is read.`,
 		return nil
 	}
 	addCommand(c)
+}
+
+// verifyServed has the daemon verify the snapshot it serves. The JSON is
+// the protocol's verify result (docs/PROTOCOL.md); the exit status is as
+// for a local verify.
+func verifyServed(cmd *cobra.Command, cl *client.Client, socket, repo string, full, asJSON bool) error {
+	if _, err := servedRepo(cl, socket, repo); err != nil {
+		return err
+	}
+	var r wire.VerifyResult
+	if err := cl.Admin(cmd.Context(), wire.OpVerify, wire.VerifyArgs{Full: full}, &r); err != nil {
+		return viaDaemon(socket, err)
+	}
+	w := cmd.OutOrStdout()
+	if asJSON {
+		if err := writeJSON(w, r); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range r.Failures {
+			fmt.Fprintf(w, "FAIL %s\n", f)
+		}
+		fmt.Fprintf(w, "integrity %s: %s@%s served by forged, %d files verified (%s hashed)\n",
+			r.Status, r.Repo, r.Commit, r.VerifiedFiles, units.Bytes(r.HashedBytes))
+	}
+	if r.Status != verify.StatusPass {
+		return &exitError{exitVerifyFailed, fmt.Errorf("integrity FAIL: %d problem(s)", len(r.Failures))}
+	}
+	return nil
 }
 
 // verifyOutput is verify's JSON: the integrity report, plus the smoke

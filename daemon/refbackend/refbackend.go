@@ -1,11 +1,13 @@
-// Package refbackend serves a Hugging Face qwen3_5 checkpoint directory with
-// the pure-Go runtime: ane/tokenizer for tokens, ane/chat for the chat
-// template, ane/ref for the forward pass and ane/sample for sampling. It is
-// the adapter between daemon.Backend and the engine packages.
+// Package refbackend serves a Hugging Face qwen3_5 checkpoint directory (or
+// a bundle's model/ and export/) with the pure-Go runtime: ane/tokenizer
+// for tokens, ane/chat for the chat template, ane/ref for the forward pass
+// and ane/generate — the one generation API, shared with forgectl run — for
+// sampling, speculative decoding and the thinking budget. It is the adapter
+// between daemon.Backend and the engine packages.
 //
-// Not yet wired: the DFlash2 drafter (requests run plain decoding and report
-// an empty acceptance histogram). A thinking budget is enforced with
-// ane/chat's ThinkingGuard.
+// Speculation uses a DFlash2 drafter directory when one is given (checked
+// against the pairing rules; a refused drafter is logged and the backend
+// serves without speculation), and otherwise the prompt-lookup drafter.
 package refbackend
 
 import (
@@ -13,14 +15,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/chat"
+	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/generate"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/sample"
+	"github.com/forgedaemon/forged/ane/spec"
 	"github.com/forgedaemon/forged/ane/tokenizer"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
@@ -35,7 +42,19 @@ type Options struct {
 	TokenizerOnly bool
 	// Ladder is the context ladder (default ane.DefaultLadder).
 	Ladder ane.Ladder
+	// Drafter is a DFlash2 drafter directory (config.json,
+	// model.safetensors, selector.safetensors, the sidecar) to speculate
+	// with; "" speculates with prompt lookup.
+	Drafter string
+	// Log receives the drafter decision (default slog.Default()).
+	Log *slog.Logger
 }
+
+// CPUCycleCost is what a speculative cycle costs in plain steps on this
+// engine: a verify of 8 rows costs about 4.6 single-row steps on the CPU
+// (docs/SAMPLING.md §6), so auto mode drafts only while a drafter averages
+// more than about 3.7 accepted drafts per cycle.
+const CPUCycleCost = 4.7
 
 // Backend implements daemon.Backend.
 type Backend struct {
@@ -44,7 +63,16 @@ type Backend struct {
 	// turnStart is the chat template's turn-start token (<|im_start|>), -1 if none.
 	turnStart int
 	model     *ref.Model // nil when TokenizerOnly
-	info      daemon.ModelInfo
+	// engines makes the sessions: model itself, or a view of it tapping
+	// the drafter's layers.
+	engines *ref.Model
+	// drafter: the DFlash2 weights shared by every session's drafter. Else
+	// perRequest, when set, makes each request's drafter from its prompt
+	// (prompt lookup). Neither: no speculation.
+	drafter    *dflash.Weights
+	perRequest func(prompt []int) spec.Drafter
+	drafting   string // see Speculation
+	info       daemon.ModelInfo
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
@@ -53,17 +81,57 @@ type Backend struct {
 	footprint     *residency.Footprint
 }
 
+// sessionState is one conversation's generation stack: the engine, its
+// drafter (DFlash2 only; a lookup drafter is made per request from the
+// prompt) and the generator that knows what they hold.
 type sessionState struct {
-	engine *ref.Session
-	tokens []int // what the engine state holds, in order
-	// The state before the last prompt's final turn-start token (see prefill).
-	snap       ane.Snapshot
-	snapTokens []int
+	engine  *ref.Session
+	drafter *dflash.Drafter
+	gen     *generate.Generator
+}
+
+func (st *sessionState) close() {
+	if st.drafter != nil {
+		st.drafter.Close()
+	}
+	st.engine.Close()
+}
+
+func (b *Backend) newSession() (*sessionState, error) {
+	st := &sessionState{engine: b.engines.NewSession()}
+	st.gen = &generate.Generator{Engine: st.engine, Vocab: b.model.Config().Vocab, Tokenizer: b.tok,
+		Template: b.tmpl, StopTokens: b.model.EOS, Auto: spec.Auto{CycleCost: CPUCycleCost}}
+	if b.drafter != nil {
+		d, err := dflash.New(b.drafter, b.engines, 0)
+		if err != nil {
+			st.engine.Close()
+			return nil, fmt.Errorf("drafter: %w", err)
+		}
+		st.drafter, st.gen.Drafter = d, d
+	}
+	return st, nil
 }
 
 // Open loads dir: tokenizer.json, tokenizer_config.json (chat template) and,
-// unless opts.TokenizerOnly, the BF16 checkpoint.
+// unless opts.TokenizerOnly, the BF16 checkpoint and the drafter.
 func Open(dir string, opts Options) (*Backend, error) {
+	b, err := openText(dir, opts)
+	if err != nil || opts.TokenizerOnly {
+		return b, err
+	}
+	if opts.Ladder == nil {
+		opts.Ladder = ane.DefaultLadder
+	}
+	m, err := ref.Open(dir, ref.Options{Ladder: opts.Ladder})
+	if err != nil {
+		return nil, err
+	}
+	b.serve(m, opts, dir, "")
+	return b, nil
+}
+
+// openText loads the tokenizer and chat template of a checkpoint directory.
+func openText(dir string, opts Options) (*Backend, error) {
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return nil, err
@@ -84,17 +152,68 @@ func Open(dir string, opts Options) (*Backend, error) {
 		opts.Repo = "local/" + filepath.Base(dir)
 	}
 	b.info = daemon.ModelInfo{Bundle: wire.Bundle{Repo: opts.Repo, Revision: opts.Revision, Model: filepath.Base(dir)}}
-	if !opts.TokenizerOnly {
-		if opts.Ladder == nil {
-			opts.Ladder = ane.DefaultLadder
-		}
-		if b.model, err = ref.Open(dir, ref.Options{Ladder: opts.Ladder}); err != nil {
-			return nil, err
-		}
-		b.info.ContextEntries = append([]int(nil), opts.Ladder...)
-	}
 	return b, nil
 }
+
+// serve installs the loaded model and chooses the drafter: the DFlash2
+// directory in opts if it pairs with the target (modelDir, exportDir),
+// otherwise no speculation; prompt lookup when none is given.
+func (b *Backend) serve(m *ref.Model, opts Options, modelDir, exportDir string) {
+	b.model, b.engines = m, m
+	b.info.ContextEntries = append([]int(nil), opts.Ladder...)
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if opts.Drafter == "" {
+		// The speculative cycle hands every drafter the committed rows'
+		// features; prompt lookup uses only their positions, so one tap
+		// layer keeps that cheap.
+		tapped, err := m.WithTaps([]int{0})
+		if err != nil {
+			b.drafting = "off: " + err.Error()
+			return
+		}
+		b.engines, b.drafting = tapped, "prompt lookup"
+		b.perRequest = func(prompt []int) spec.Drafter { return spec.NewLookupDrafter(prompt) }
+		return
+	}
+	w, engines, err := loadDrafter(m, opts.Drafter, modelDir, exportDir)
+	if err != nil {
+		b.drafting = "off: " + err.Error()
+		log.Warn("serving without speculation: the drafter is refused", "drafter", opts.Drafter, "err", err)
+		return
+	}
+	b.drafter, b.engines, b.drafting = w, engines, "dflash2 "+opts.Drafter
+	log.Info("speculating with the DFlash2 drafter", "drafter", opts.Drafter, "taps", w.Config.DFlash.TargetLayerIDs)
+}
+
+// loadDrafter applies the pairing rules (a *dflash.PairError names each
+// failed rule) and loads the drafter's weights, returning them with a
+// view of m tapping the drafter's layers.
+func loadDrafter(m *ref.Model, dir, modelDir, exportDir string) (*dflash.Weights, *ref.Model, error) {
+	cfg, err := config.LoadDrafter(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	taps := cfg.DFlash.TargetLayerIDs
+	if err := dflash.CheckDirs(dir, modelDir, exportDir, taps); err != nil {
+		return nil, nil, err
+	}
+	w, err := dflash.LoadWeights(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	tapped, err := m.WithTaps(taps)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, tapped, nil
+}
+
+// Speculation says how generations draft: "dflash2 DIR", "prompt lookup",
+// or "off: " and why the drafter was refused ("" without a model).
+func (b *Backend) Speculation() string { return b.drafting }
 
 // Close releases the model.
 func (b *Backend) Close() error {
@@ -143,8 +262,12 @@ func (b *Backend) RenderChat(p daemon.ChatPrompt) (string, error) {
 	return b.tmpl.Render(req)
 }
 
-// Generate runs plain (non-speculative) decoding on a ref session.
-func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit func([]int) error) (_ daemon.Outcome, err error) {
+// Generate runs one generation through ane/generate on the session's
+// engine: speculatively with the backend's drafter when req.Speculative
+// (auto mode: drafting stops where it does not pay), plainly otherwise.
+// Each engine call's tokens (a cycle's accepted drafts plus one, or the
+// thinking budget's forced stop text) reach emit together.
+func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit func([]int) error) (daemon.Outcome, error) {
 	out := daemon.Outcome{Revision: b.info.Bundle.Revision, FinishReason: wire.FinishLength}
 	if b.model == nil {
 		return out, wire.Errorf(wire.CodeUnavailable, "generation: this daemon serves only the tokenizer (no model loaded)")
@@ -154,163 +277,92 @@ func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit
 			return out, wire.Errorf(wire.CodeBadRequest, "prompt token %d (id %d) is outside the model's vocabulary", i, id)
 		}
 	}
-	st, cached := b.session(req.Session, req.Prompt)
-	if req.Session == "" {
-		defer st.engine.Close()
-	} else {
-		defer func() {
-			// A failed engine call may leave the state half-advanced: the next
-			// turn starts over rather than trusting it. (Cancellation and stop
-			// strings keep the state: every fed token is recorded.)
-			if errors.Is(err, errEngine) {
-				st.engine.Reset()
-				st.tokens, st.snap, st.snapTokens = st.tokens[:0], nil, nil
-			}
-		}()
-	}
-	out.CachedTokens = cached
-	if err := st.engine.Fit(len(req.Prompt) + req.MaxTokens); err != nil {
-		return out, wire.Errorf(wire.CodeContextExceeded, "%v", err)
-	}
-	out.ContextEntry = st.engine.Context()
-	logits, err := b.prefill(st, req.Prompt, cached, req.Session != "")
-	if err != nil {
-		return out, engineError(err)
-	}
-	sampler, err := sample.New(sample.Options{Temperature: req.Sampling.Temperature, TopK: int(req.Sampling.TopK),
-		TopP: req.Sampling.TopP, Seed: req.Sampling.Seed, StopTokens: b.model.EOS, MaxTokens: req.MaxTokens})
-	if err != nil {
+	opts := sample.Options{Temperature: req.Sampling.Temperature, TopK: int(req.Sampling.TopK),
+		TopP: req.Sampling.TopP, Seed: req.Sampling.Seed, MaxTokens: req.MaxTokens}
+	if err := opts.Validate(); err != nil {
 		return out, wire.Errorf(wire.CodeBadRequest, "sampling: %v", err)
 	}
-	guard, guardText := b.newThinkingGuard(req), b.tok.NewStreamDecoder()
-	var generated []int
-	for len(generated) < req.MaxTokens {
-		if err := ctx.Err(); err != nil {
-			return out, err
+	st, err := b.session(req.Session)
+	if err != nil {
+		return out, err
+	}
+	if req.Session == "" {
+		defer st.close()
+	}
+	if b.perRequest != nil {
+		st.gen.Drafter = b.perRequest(req.Prompt)
+	}
+	mode := spec.ModeOff
+	if req.Speculative && st.gen.Drafter != nil {
+		mode = spec.ModeAuto
+	}
+	var step []int
+	sum, err := st.gen.Run(ctx, generate.Request{IDs: req.Prompt, Sampling: &opts, Speculative: mode,
+		MaxTokens: req.MaxTokens, ThinkingBudget: req.ThinkingBudget,
+		Continue: req.Session != "", SnapshotAt: b.lastTurnStart(req.Prompt, req.Session != "")},
+		func(e generate.Event) error {
+			if !e.Final {
+				step = append(step, e.ID)
+			}
+			if (!e.StepEnd && !e.Final) || len(step) == 0 {
+				return nil
+			}
+			ids := step
+			step = nil
+			return emit(ids)
+		})
+	switch {
+	case errors.Is(err, generate.ErrContextExceeded):
+		return out, wire.Errorf(wire.CodeContextExceeded, "%v", err)
+	case err != nil:
+		return out, err
+	}
+	out.CachedTokens, out.ContextEntry = sum.CachedTokens, sum.Context
+	if sum.Finish == sample.FinishStop || sum.Finish == sample.FinishLoop {
+		out.FinishReason = wire.FinishStop
+	}
+	if sum.Stats.Cycles > 0 {
+		out.Acceptance = make([]uint64, len(sum.Stats.Histogram))
+		for k, n := range sum.Stats.Histogram {
+			out.Acceptance[k] = uint64(n)
 		}
-		id, err := sampler.Sample(logits, generated)
-		if err != nil {
-			return out, err
-		}
-		step := []int{id}
-		if stop := guard.Observe(guardText.Add(id)); stop != "" {
-			// The thinking budget is spent: close the reasoning in the model's voice.
-			forced := b.tok.Encode(stop)
-			step = append(step, forced[:min(len(forced), req.MaxTokens-len(generated)-1)]...)
-		}
-		generated = append(generated, step...)
-		if err := emit(step); err != nil {
-			return out, err
-		}
-		if isStop(b.model.EOS, id) {
-			out.FinishReason = wire.FinishStop
-			break
-		}
-		if logits, err = st.engine.Feed(step); err != nil {
-			return out, engineError(err)
-		}
-		st.tokens = append(st.tokens, step...)
 	}
 	return out, nil
 }
 
-// newThinkingGuard follows the reasoning of one generation (ane/chat's
-// ThinkingGuard, which forces the published THINK_STOP text at the budget).
-func (b *Backend) newThinkingGuard(req daemon.GenerateRequest) *chat.ThinkingGuard {
-	start := 0
-	for i := len(req.Prompt) - 1; i >= 0; i-- {
-		if req.Prompt[i] == b.turnStart {
-			start = i
-			break
-		}
-	}
-	open := chat.PromptOpensThinking(b.tok.Decode(req.Prompt[start:]))
-	return chat.NewThinkingGuard(req.ThinkingBudget, open)
-}
-
-// prefill feeds prompt[cached:]. For a session it snapshots the state just
-// before the last turn-start token: the next turn's prompt repeats the
+// lastTurnStart is where a session keeps a snapshot: just before the
+// prompt's last turn-start token. The next turn's prompt repeats the
 // conversation up to there, while the generation prompt after it (e.g.
 // "assistant\n<think>\n") is re-rendered differently once answered.
-func (b *Backend) prefill(st *sessionState, prompt []int, cached int, keep bool) ([]float32, error) {
-	cut := -1
-	if keep && b.turnStart >= 0 {
-		for i := len(prompt) - 1; i > cached; i-- {
-			if prompt[i] == b.turnStart {
-				cut = i
-				break
-			}
+func (b *Backend) lastTurnStart(prompt []int, session bool) int {
+	if !session || b.turnStart < 0 {
+		return 0
+	}
+	for i := len(prompt) - 1; i > 0; i-- {
+		if prompt[i] == b.turnStart {
+			return i
 		}
 	}
-	if cut > cached {
-		if _, err := st.engine.Feed(prompt[cached:cut]); err != nil {
-			return nil, err
-		}
-		if snap, err := st.engine.Snapshot(); err == nil {
-			st.snap, st.snapTokens = snap, append(st.snapTokens[:0], prompt[:cut]...)
-		}
-		cached = cut
-	}
-	logits, err := st.engine.Feed(prompt[cached:])
-	if err != nil {
-		return nil, err
-	}
-	st.tokens = append(st.tokens[:0], prompt...)
-	return logits, nil
+	return 0
 }
 
-// session returns the engine to run on and how many prompt tokens its state
-// already holds. A stateless request gets a fresh engine; a session reuses
-// its state when the prompt extends it (or extends the last prompt, via the
-// snapshot), and starts over otherwise.
-func (b *Backend) session(id string, prompt []int) (*sessionState, int) {
+// session returns the generation stack to run on: a fresh one for a
+// stateless request, else the session's (created on first use), whose
+// generator reuses what its engine holds when the prompt extends it.
+func (b *Backend) session(id string) (*sessionState, error) {
 	if id == "" {
-		return &sessionState{engine: b.model.NewSession()}, 0
+		return b.newSession()
 	}
 	b.mu.Lock()
-	st, ok := b.sessions[id]
-	if !ok {
-		st = &sessionState{engine: b.model.NewSession()}
+	defer b.mu.Unlock()
+	if st, ok := b.sessions[id]; ok {
+		return st, nil
+	}
+	st, err := b.newSession()
+	if err == nil {
 		b.sessions[id] = st
 	}
-	b.mu.Unlock()
-	switch {
-	case isPrefix(st.tokens, prompt):
-		return st, len(st.tokens)
-	case st.snap != nil && isPrefix(st.snapTokens, prompt) && st.engine.Restore(st.snap) == nil:
-		st.tokens = append(st.tokens[:0], st.snapTokens...)
-		return st, len(st.tokens)
-	}
-	st.engine.Reset()
-	st.tokens = st.tokens[:0]
-	return st, 0
-}
-
-// isPrefix reports whether p is a proper prefix of s (at least one token of
-// s must be left to feed, for its logits).
-func isPrefix(p, s []int) bool {
-	if len(p) >= len(s) {
-		return false
-	}
-	for i := range p {
-		if p[i] != s[i] {
-			return false
-		}
-	}
-	return true
-}
-
-var errEngine = errors.New("engine")
-
-func engineError(err error) error { return fmt.Errorf("%w: %w", errEngine, err) }
-
-func isStop(eos []int, id int) bool {
-	for _, e := range eos {
-		if e == id {
-			return true
-		}
-	}
-	return false
+	return st, err
 }
 
 // CloseSession implements daemon.Backend.
@@ -320,7 +372,7 @@ func (b *Backend) CloseSession(id string) {
 	delete(b.sessions, id)
 	b.mu.Unlock()
 	if st != nil {
-		st.engine.Close()
+		st.close()
 	}
 }
 

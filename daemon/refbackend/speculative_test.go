@@ -1,0 +1,292 @@
+package refbackend_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/client"
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/refbackend"
+)
+
+// streamed is one generation as a client sees it over the socket.
+type streamed struct {
+	ids    []uint32
+	events int // token events that carry ids: one per engine call
+	multi  int // of which carried more than one id
+	res    *wire.GenerationResult
+}
+
+func generateOver(t *testing.T, c *client.Client, prompt []uint32, max uint64, speculative bool) streamed {
+	t.Helper()
+	args := greedy(prompt, max, "")
+	args.Speculative = &speculative
+	st := c.Generate(context.Background(), args)
+	var out streamed
+	for ev, err := range st.Tokens() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ev.IDs) > 0 {
+			out.events++
+			if len(ev.IDs) > 1 {
+				out.multi++
+			}
+		}
+		out.ids = append(out.ids, ev.IDs...)
+	}
+	res, err := st.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.res = res
+	return out
+}
+
+func sum(h []uint64) (n uint64) {
+	for _, v := range h {
+		n += v
+	}
+	return n
+}
+
+// repetitive is a prompt that repeats a 12-token phrase, the case prompt
+// lookup drafts for.
+func repetitive() []uint32 {
+	phrase := promptIDs(12, 3)
+	var p []uint32
+	for range 4 {
+		p = append(p, phrase...)
+	}
+	return p
+}
+
+// checkSpeculative compares speculative: true with false on one prompt:
+// same text and ids; the histogram has k = 0..7 and one count per draft
+// cycle (each engine call is one token event; the first comes from the
+// prefill, and 24 tokens are too few for auto mode to pause).
+func checkSpeculative(t *testing.T, c *client.Client, prompt []uint32) (on streamed) {
+	t.Helper()
+	const max = 24
+	off := generateOver(t, c, prompt, max, false)
+	on = generateOver(t, c, prompt, max, true)
+	if on.res.Text != off.res.Text || !slices.Equal(on.ids, off.ids) || on.res.FinishReason != off.res.FinishReason {
+		t.Fatalf("speculative %v %q (%s) != plain %v %q (%s)", on.ids, on.res.Text, on.res.FinishReason, off.ids, off.res.Text, off.res.FinishReason)
+	}
+	if len(off.res.Usage.Acceptance) != 0 || off.events != len(off.ids) {
+		t.Fatalf("plain decoding: acceptance %v, %d events for %d ids", off.res.Usage.Acceptance, off.events, len(off.ids))
+	}
+	acc := on.res.Usage.Acceptance
+	if len(acc) != spec.MaxDrafts+1 || sum(acc) == 0 || sum(acc) != uint64(on.events-1) {
+		t.Fatalf("acceptance %v (sum %d): want 8 counts summing to the %d draft cycles", acc, sum(acc), on.events-1)
+	}
+	accepted := 0
+	for k, n := range acc {
+		accepted += k * int(n)
+	}
+	if len(on.ids) != on.events+accepted {
+		t.Fatalf("%d ids over %d events with %d accepted drafts: the histogram does not account for the output", len(on.ids), on.events, accepted)
+	}
+	if on.multi > 0 != (accepted > 0) {
+		t.Fatalf("%d events carried several ids, %d drafts accepted", on.multi, accepted)
+	}
+	return on
+}
+
+// Over the socket with the prompt-lookup drafter: speculative greedy
+// output equals plain greedy output, and the acceptance histogram counts
+// every draft cycle.
+func TestSpeculativeLookupOverSocket(t *testing.T) {
+	b, err := refbackend.Open(tinyDir(t), refbackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Speculation() != "prompt lookup" {
+		t.Fatalf("speculation %q, want prompt lookup", b.Speculation())
+	}
+	c := serve(t, b)
+	on := checkSpeculative(t, c, repetitive())
+	t.Logf("prompt lookup: acceptance %v over %d tokens", on.res.Usage.Acceptance, len(on.ids))
+}
+
+// replayDrafter proposes the plain greedy continuation it was given, with
+// one wrong draft every third cycle: drafts get accepted, and rejected.
+type replayDrafter struct {
+	trace []int // prompt + plain greedy output, by position
+	n     int
+}
+
+func (d *replayDrafter) Propose(_, pos int) (spec.Proposal, error) {
+	var drafts []int
+	for i := pos + 1; i < len(d.trace) && len(drafts) < spec.MaxDrafts; i++ {
+		drafts = append(drafts, d.trace[i])
+	}
+	if d.n++; d.n%3 == 0 && len(drafts) > 3 {
+		drafts[3] = (drafts[3] + 1) % 512
+	}
+	return spec.Proposal{Tokens: drafts}, nil
+}
+func (*replayDrafter) AddContext([]float32, []int) error { return nil }
+
+// A drafter that is mostly right: events carry several ids, the
+// histogram has counts above k = 0, and the output is still the plain one.
+func TestSpeculativeAcceptedDraftsOverSocket(t *testing.T) {
+	b, err := refbackend.Open(tinyDir(t), refbackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := serve(t, b)
+	prompt := promptIDs(20, 2)
+	plain := generateOver(t, c, prompt, 24, false)
+	var trace []int
+	for _, id := range append(slices.Clone(prompt), plain.ids...) {
+		trace = append(trace, int(id))
+	}
+	refbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return &replayDrafter{trace: trace} })
+	on := checkSpeculative(t, c, prompt)
+	if acc := on.res.Usage.Acceptance; acc[0] == sum(acc) || on.multi == 0 {
+		t.Fatalf("acceptance %v, %d multi-token events: the replayed drafts were not accepted", acc, on.multi)
+	}
+	t.Logf("replay: acceptance %v, %d events for %d tokens", on.res.Usage.Acceptance, on.events, len(on.ids))
+}
+
+// neverDrafter proposes seven copies of one id the greedy target never
+// picks here (the test checks that every cycle accepted nothing).
+type neverDrafter struct{ id int }
+
+func (d neverDrafter) Propose(int, int) (spec.Proposal, error) {
+	return spec.Proposal{Tokens: slices.Repeat([]int{d.id}, spec.MaxDrafts)}, nil
+}
+func (neverDrafter) AddContext([]float32, []int) error { return nil }
+
+// A drafter whose drafts are never accepted leaves the output identical;
+// every cycle lands in acceptance[0].
+func TestSpeculativeZeroAcceptance(t *testing.T) {
+	b, err := refbackend.Open(tinyDir(t), refbackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	refbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return neverDrafter{id: 511} })
+	c := serve(t, b)
+	on := checkSpeculative(t, c, repetitive())
+	if acc := on.res.Usage.Acceptance; acc[0] != sum(acc) {
+		t.Fatalf("acceptance %v: the never-right drafter had drafts accepted", acc)
+	}
+}
+
+// synthDrafter writes the synthetic DFlash2 drafter of the tiny target.
+func synthDrafter(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "drafter")
+	if _, err := dflash.GenerateSynthetic(tinyDir(t), "", dir, 3); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// The synthetic DFlash2 drafter given with Options.Drafter: it pairs, the
+// engine taps its layers, and speculative output equals plain output.
+func TestSpeculativeDFlashDrafter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates a drafter")
+	}
+	target, dir := tinyDir(t), synthDrafter(t)
+	b, err := refbackend.Open(target, refbackend.Options{Drafter: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Speculation() != "dflash2 "+dir {
+		t.Fatalf("speculation %q", b.Speculation())
+	}
+	c := serve(t, b)
+	on := checkSpeculative(t, c, promptIDs(20, 1))
+	t.Logf("dflash2: acceptance %v", on.res.Usage.Acceptance)
+
+	// A session's second turn continues the engine and its drafter (only
+	// the new tokens prefilled) and generates what a stateless request for
+	// the whole conversation generates.
+	ctx := context.Background()
+	sess, err := c.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := promptIDs(20, 4)
+	var turns [2]streamed
+	for i := range turns {
+		args := greedy(history, 10, sess)
+		st := c.Generate(ctx, args)
+		for ev, err := range st.Tokens() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			turns[i].ids = append(turns[i].ids, ev.IDs...)
+		}
+		if turns[i].res, err = st.Result(); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			history = append(append(history, turns[0].ids...), promptIDs(7, 5)...)
+		}
+	}
+	if want := uint64(20 + len(turns[0].ids) - 1); turns[1].res.Usage.CachedTokens != want || len(turns[1].res.Usage.Acceptance) == 0 {
+		t.Fatalf("second turn: %d cached tokens (want %d), acceptance %v", turns[1].res.Usage.CachedTokens, want, turns[1].res.Usage.Acceptance)
+	}
+	if stateless := generateOver(t, c, history, 10, true); !slices.Equal(stateless.ids, turns[1].ids) {
+		t.Fatalf("session turn %v, stateless %v", turns[1].ids, stateless.ids)
+	}
+}
+
+// A drafter that does not pair is refused with the rule named, in the log
+// and in Speculation; the backend still loads and serves, plainly.
+func TestUnpairedDrafterServesWithoutSpeculation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates a drafter")
+	}
+	target, dir := tinyDir(t), synthDrafter(t)
+	cfgPath := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["hidden_size"] = cfg["hidden_size"].(float64) * 2
+	data, _ = json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	b, err := refbackend.Open(target, refbackend.Options{Drafter: dir, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("an unpaired drafter failed the whole load: %v", err)
+	}
+	defer b.Close()
+	for what, s := range map[string]string{"speculation": b.Speculation(), "log": logs.String()} {
+		if !strings.Contains(s, "drafter.config") || !strings.Contains(s, "hidden_size") {
+			t.Errorf("%s %q does not name the failed rule drafter.config (hidden_size)", what, s)
+		}
+	}
+	if !strings.HasPrefix(b.Speculation(), "off: ") {
+		t.Errorf("speculation %q, want off", b.Speculation())
+	}
+	c := serve(t, b)
+	res := generateOver(t, c, promptIDs(20, 1), 8, true)
+	if len(res.res.Usage.Acceptance) != 0 || len(res.ids) == 0 {
+		t.Fatalf("without a drafter: acceptance %v, %d ids", res.res.Usage.Acceptance, len(res.ids))
+	}
+}

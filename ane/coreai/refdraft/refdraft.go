@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/forgedaemon/forged/ane/config"
 	"github.com/forgedaemon/forged/ane/coreai/refchunk"
 	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/half"
@@ -42,7 +43,18 @@ type Program struct {
 // feature scale (the host multiplies features by it; the graph divides
 // them back out — the RMSNorm after fc makes that immaterial up to eps).
 func New(net *dflash.Net, meta *dflash.Metadata) (*Program, error) {
-	cfg := net.Config()
+	p, err := NewLayout(net.Config(), net.Features(), meta)
+	if err != nil {
+		return nil, err
+	}
+	p.net = net
+	return p, nil
+}
+
+// NewLayout describes the entries of a drafter with cfg and features
+// values per context row without weights: Tensors works (for laying out
+// functions at any scale), Run does not.
+func NewLayout(cfg *config.Drafter, features int, meta *dflash.Metadata) (*Program, error) {
 	if meta.W != cfg.SlidingWindow || meta.R < 1 || meta.RP < 1 {
 		return nil, fmt.Errorf("refdraft: sidecar W=%d R=%d RP=%d against sliding_window %d", meta.W, meta.R, meta.RP, cfg.SlidingWindow)
 	}
@@ -50,8 +62,8 @@ func New(net *dflash.Net, meta *dflash.Metadata) (*Program, error) {
 	if fs == 0 {
 		fs = 1
 	}
-	return &Program{net: net, W: meta.W, R: meta.R, RP: meta.RP, T: cfg.DFlash.BlockSize, featScale: fs,
-		H: cfg.HiddenSize, F: net.Features(), hd: cfg.HeadDim, nkv: cfg.NumKeyValueHeads,
+	return &Program{W: meta.W, R: meta.R, RP: meta.RP, T: cfg.DFlash.BlockSize, featScale: fs,
+		H: cfg.HiddenSize, F: features, hd: cfg.HeadDim, nkv: cfg.NumKeyValueHeads,
 		rank: cfg.DFlash.SelectorRank, vocab: cfg.VocabSize, layers: cfg.NumHiddenLayers}, nil
 }
 
@@ -89,6 +101,9 @@ func (p *Program) Tensors(entry string) ([]refchunk.Spec, error) {
 
 // Run computes entry over the bound tensors (name → packed memory).
 func (p *Program) Run(entry string, tensors map[string][]byte) error {
+	if p.net == nil {
+		return fmt.Errorf("refdraft: %s: a layout without weights cannot run", entry)
+	}
 	specs, err := p.Tensors(entry)
 	if err != nil {
 		return err

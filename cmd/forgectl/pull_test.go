@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hubtest"
 	"github.com/forgedaemon/forged/bundle/synthbundle"
 )

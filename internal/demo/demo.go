@@ -32,6 +32,7 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/internal/units"
 )
 
 // Repo is the repository name the demo hub serves the bundle under.
@@ -286,7 +287,7 @@ func (r *run) assemble() (string, error) {
 	}
 	return fmt.Sprintf("%d files, %s: model/ (embed_tokens_fp16.npy), export/ (+ small.safetensors, %d tensors), "+
 		"coreai/ manifest for %d layers in %d chunks (placeholder packages), release.json verified %s",
-		rep.Files, human(rep.Bytes), rep.SmallTensor, rep.Layers, rep.Chunks, rep.Verify.Status), nil
+		rep.Files, units.Bytes(rep.Bytes), rep.SmallTensor, rep.Layers, rep.Chunks, rep.Verify.Status), nil
 }
 
 func (r *run) publish() (string, error) {
@@ -392,7 +393,7 @@ func (r *run) pull(ctx context.Context) (string, error) {
 		}
 	}
 	return fmt.Sprintf("%d files, %s downloaded over HTTP into the store (%d large ones through the CDN redirect); full verify %s (%d files hashed)",
-		res.DownloadedFiles, human(res.DownloadedBytes), r.rep.CDNFiles, vr.Status, vr.VerifiedFiles), nil
+		res.DownloadedFiles, units.Bytes(res.DownloadedBytes), r.rep.CDNFiles, vr.Status, vr.VerifiedFiles), nil
 }
 
 func (r *run) load() (string, error) {
@@ -529,14 +530,4 @@ func (r *run) cleanup() (string, error) {
 		detail = "daemon stopped, hub closed; artefacts kept in " + r.o.Keep
 	}
 	return detail, nil
-}
-
-func human(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

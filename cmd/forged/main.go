@@ -69,6 +69,7 @@ type runFlags struct {
 	keepAlive                                                 time.Duration
 	memoryReserve                                             string
 	drafter                                                   string // config drafter: "off" pulls without the drafter
+	drafterDir                                                string // with --model: a DFlash2 drafter directory
 	contextMax                                                int    // config context.max: 0 = the whole ladder
 	allowedUIDs                                               []uint32
 	// changed reports whether a flag was given on the command line (it
@@ -112,6 +113,7 @@ configuration stays in force. The installed services run forged run --config FIL
 	fl.StringVar(&f.repo, "repo", "", "serve this bundle repository from the bundle store in --data")
 	fl.StringVar(&f.revision, "revision", "", "with --repo: the revision pull and updates track (default main); with --model: the revision reported (default \"local\")")
 	fl.BoolVar(&f.tokenizerOnly, "tokenizer-only", false, "with --model: load only the tokenizer and chat template")
+	fl.StringVar(&f.drafterDir, "drafter-dir", "", "with --model: speculate with this DFlash2 drafter directory if it pairs (default: prompt lookup)")
 	fl.StringVar(&f.adminGroup, "admin-group", "", "group (name or gid) whose members may use admin operations")
 	fl.IntVar(&f.maxFrame, "max-frame", wire.DefaultLimits.MaxFrame, "largest request frame in bytes")
 	fl.DurationVar(&f.frameTimeout, "frame-timeout", 10*time.Second, "a started frame must complete within this")
@@ -143,6 +145,9 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: &level}))
 	if f.model == "" && f.repo == "" {
 		return errors.New("nothing to serve: give --model DIR or --repo REPO")
+	}
+	if f.drafterDir != "" && f.model == "" {
+		return errors.New("--drafter-dir goes with --model (a bundle speculates with its own drafter/)")
 	}
 	if f.data == "" {
 		return errors.New("no data directory: give --data DIR or --config FILE")
@@ -192,7 +197,8 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		res = srv.EnableResidency(daemon.ResidencyOptions{
 			Bundle: f.model, KeepAlive: f.keepAlive, Budget: budget,
 			Load: func(context.Context) (daemon.Backend, error) {
-				return refbackend.Open(f.model, refbackend.Options{Revision: f.revision, TokenizerOnly: f.tokenizerOnly, Ladder: cappedLadder(f.contextMax)})
+				return refbackend.Open(f.model, refbackend.Options{Revision: f.revision, TokenizerOnly: f.tokenizerOnly,
+					Ladder: cappedLadder(f.contextMax), Drafter: f.drafterDir, Log: log})
 			},
 		})
 	}

@@ -121,3 +121,10 @@ func TestRunNeedsSomethingToServe(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestRunDrafterDirNeedsModel(t *testing.T) {
+	err := runDaemon(context.Background(), runFlags{repo: "o/n", drafterDir: t.TempDir(), data: t.TempDir(), logLevel: "info"})
+	if err == nil || !strings.Contains(err.Error(), "--drafter-dir goes with --model") {
+		t.Fatalf("got %v", err)
+	}
+}

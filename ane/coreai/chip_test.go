@@ -1,6 +1,7 @@
 package coreai
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,22 +45,89 @@ func TestPickPackage(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "chunk.aimodel"), 0o755)
 	versions := map[string]string{}
 	pv := func(p string) (string, error) { return versions[filepath.Base(p)], nil }
-	if p, c := PickPackage(dir, "chunk.aimodel", "", "7.0.80", pv); c || filepath.Base(p) != "chunk.aimodel" {
+	if p, c := PickPackage(dir, "chunk.aimodel", "", "7.0.80", 0, pv); c || filepath.Base(p) != "chunk.aimodel" {
 		t.Fatalf("no compiled package: %s %v", p, c)
 	}
 	os.MkdirAll(filepath.Join(dir, "chunk.aimodelc"), 0o755)
 	versions["chunk.aimodelc"] = "7.0.9"
-	if p, c := PickPackage(dir, "chunk.aimodel", "", "7.0.80", pv); !c || filepath.Base(p) != "chunk.aimodelc" {
+	if p, c := PickPackage(dir, "chunk.aimodel", "", "7.0.80", 0, pv); !c || filepath.Base(p) != "chunk.aimodelc" {
 		t.Fatalf("older compiled package (7.0.9 ≤ 7.0.80 numerically) not picked: %s", p)
 	}
 	versions["chunk.aimodelc"] = "7.1.0"
-	if p, c := PickPackage(dir, "chunk.aimodel", "", "7.0.80", pv); c {
+	if p, c := PickPackage(dir, "chunk.aimodel", "", "7.0.80", 0, pv); c {
 		t.Fatalf("compiled package newer than the OS picked: %s", p)
 	}
 	os.MkdirAll(filepath.Join(dir, "other.aimodelc"), 0o755)
 	versions["other.aimodelc"] = "7.0.0"
-	if p, _ := PickPackage(dir, "chunk.aimodel", "other.aimodelc", "7.0.80", pv); filepath.Base(p) != "other.aimodelc" {
+	if p, _ := PickPackage(dir, "chunk.aimodel", "other.aimodelc", "7.0.80", 0, pv); filepath.Base(p) != "other.aimodelc" {
 		t.Fatalf("manifest 'compiled' name ignored: %s", p)
+	}
+	// With a known chip the compiled package must record its compile mode.
+	if p, c := PickPackage(dir, "chunk.aimodel", "other.aimodelc", "7.0.80", 2, pv); c {
+		t.Fatalf("compiled package without a recorded compile mode picked for mode 2: %s", p)
+	}
+	writeModeManifest(t, filepath.Join(dir, "other.aimodelc", "main.mpsgraphpackage", "manifest.plist"), 1)
+	if p, c := PickPackage(dir, "chunk.aimodel", "other.aimodelc", "7.0.80", 2, pv); c {
+		t.Fatalf("compiled package of mode 1 picked for mode 2: %s", p)
+	}
+	if p, c := PickPackage(dir, "chunk.aimodel", "other.aimodelc", "7.0.80", 1, pv); !c {
+		t.Fatalf("compiled package of mode 1 not picked for mode 1: %s", p)
+	}
+}
+
+// writeModeManifest writes an MPSGraph package manifest recording a
+// bonded compile mode. The real manifest's layout is undocumented; this
+// text is one the published tools' byte search (and CompileModes) reads.
+func writeModeManifest(t *testing.T, path string, mode int) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf("{\n  \"Package Version\" = {};\n  \"aneBondedCompileMode\" = %d;\n}\n", mode)
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CompileModes reads only manifests inside an .mpsgraphpackage;
+// PurgeOtherModes deletes the package's cached specializations built in
+// another mode and keeps those of the wanted mode, those without a
+// recorded mode, and other packages' entries.
+func TestCompileModesAndPurge(t *testing.T) {
+	cache, pkgDir := t.TempDir(), t.TempDir()
+	pkg := filepath.Join(pkgDir, "chunk.aimodel")
+	os.MkdirAll(pkg, 0o755)
+	os.WriteFile(filepath.Join(pkg, "main.hash"), []byte{0xbe, 0xef}, 0o644)
+	base := filepath.Join(cache, "25A100", "forged")
+	entry := func(key, name string, mode int) string {
+		d := filepath.Join(base, key, name)
+		if mode >= 0 {
+			writeModeManifest(t, filepath.Join(d, "model.aimodelx", "x.mpsgraphpackage", "manifest.plist"), mode)
+		} else {
+			os.MkdirAll(d, 0o755)
+		}
+		return d
+	}
+	m0, m2, none := entry("beef", "a", 0), entry("beef", "b", 2), entry("beef", "c", -1)
+	other := entry("cafe", "a", 0)
+	writeModeManifest(t, filepath.Join(none, "manifest.plist"), 1) // not inside an mpsgraphpackage: ignored
+	if got := CompileModes(m2); fmt.Sprint(got) != "[2]" {
+		t.Fatalf("CompileModes = %v, want [2]", got)
+	}
+	if got := CompileModes(none); len(got) != 0 {
+		t.Fatalf("a manifest outside an .mpsgraphpackage was read: %v", got)
+	}
+	purged, err := PurgeOtherModes(cache, pkg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(purged) != 1 || purged[0] != m0 {
+		t.Fatalf("purged %v, want [%s]", purged, m0)
+	}
+	for _, d := range []string{m2, none, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Fatalf("%s was purged", d)
+		}
 	}
 }
 

@@ -27,6 +27,7 @@ type DrafterOptions struct {
 	// takes the anchor's row from the host.
 	Embedding Embedding
 	Compute   Compute
+	Chip      Chip   // 0 = DetectChip (as Options.Chip)
 	CacheDir  string // "" = DefaultCacheDir()
 }
 
@@ -87,9 +88,9 @@ func OpenDrafter(dir string, opts DrafterOptions) (*Drafter, error) {
 	if err != nil {
 		return nil, err
 	}
-	cacheDir := opts.CacheDir
-	if cacheDir == "" {
-		cacheDir = DefaultCacheDir()
+	lo, err := newLoadOptions(opts.Chip, opts.Compute, opts.CacheDir)
+	if err != nil {
+		return nil, err
 	}
 	fs := float32(meta.FeatScale)
 	if fs == 0 {
@@ -100,7 +101,7 @@ func OpenDrafter(dir string, opts DrafterOptions) (*Drafter, error) {
 		bufs: map[string]*Buffer{}, plans: map[string][]*Binding{}}
 	d.ring = dflash.NewRing(d.W, d.F)
 	fail := func(err error) (*Drafter, error) { d.Close(); return nil, err }
-	if d.pkg, err = loadPackage(lib, dir, bundle.DrafterModel, "", opts.Compute, cacheDir); err != nil {
+	if d.pkg, err = loadPackage(lib, dir, bundle.DrafterModel, "", lo); err != nil {
 		return fail(err)
 	}
 	for _, name := range []string{draftEntry, ctxEntry} {

@@ -3,7 +3,6 @@ package coreai
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -141,24 +140,13 @@ func Open(runtimeDir string, opts Options) (*Engine, error) {
 	if e.ladder, err = ane.NewLadder(ctxs); err != nil {
 		return nil, fmt.Errorf("coreai: requested contexts %v against manifest %v: %w", opts.Ladder, man.Ctxs, err)
 	}
-	chip := opts.Chip
-	if chip == 0 {
-		chip, _ = DetectChip()
+	lo, err := newLoadOptions(opts.Chip, opts.Compute, opts.CacheDir)
+	if err != nil {
+		return nil, err
 	}
-	if chip != 0 {
-		mode, err := CompileMode(chip)
-		if err != nil {
-			return nil, err
-		}
-		os.Setenv(CompileModeEnv, strconv.Itoa(mode)) // read by MPSGraph when it specializes
-		e.prefer = chip.SoC()
-	}
-	cacheDir := opts.CacheDir
-	if cacheDir == "" {
-		cacheDir = DefaultCacheDir()
-	}
+	e.prefer = lo.soc
 	load := func(file, compiled string, spec *bundle.Chunk) (*pkg, error) {
-		p, err := loadPackage(lib, runtimeDir, file, compiled, opts.Compute, cacheDir)
+		p, err := loadPackage(lib, runtimeDir, file, compiled, lo)
 		if p != nil {
 			p.spec = spec
 		}

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,11 +43,12 @@ func versionLE(a, b string) bool {
 }
 
 // PickPackage chooses what to load for a manifest file: the compiled
-// package (manifest "compiled", else <file>c) when it exists and was built
-// for an MPSGraph no newer than the OS's, otherwise the source .aimodel
-// (Core AI specializes it on first load). pkgVersion reads a package's
+// package (manifest "compiled", else <file>c) when it exists, was built
+// for an MPSGraph no newer than the OS's and — when mode > 0 — records
+// that bonded compile mode (CompileModes); otherwise the source .aimodel,
+// which Core AI specializes on first load. pkgVersion reads a package's
 // MPSGraph version.
-func PickPackage(runtimeDir, file, compiled, osVersion string, pkgVersion func(string) (string, error)) (path string, isCompiled bool) {
+func PickPackage(runtimeDir, file, compiled, osVersion string, mode int, pkgVersion func(string) (string, error)) (path string, isCompiled bool) {
 	src := filepath.Join(runtimeDir, file)
 	if compiled == "" {
 		compiled = file + "c"
@@ -58,7 +61,65 @@ func PickPackage(runtimeDir, file, compiled, osVersion string, pkgVersion func(s
 	if err != nil || osVersion == "" || !versionLE(v, osVersion) {
 		return src, false
 	}
+	if mode > 0 && !slices.Contains(CompileModes(cp), mode) {
+		return src, false
+	}
 	return cp, true
+}
+
+var bondedModeRe = regexp.MustCompile(`aneBondedCompileMode\W+(\d+)`)
+
+// CompileModes lists the ANE bonded compile modes recorded in the MPSGraph
+// package manifests under dir (manifest.plist files inside a
+// *.mpsgraphpackage), found, as the published tools find them, by a byte
+// search for aneBondedCompileMode and the number after it. The manifest
+// format is undocumented; this reading has not been checked on a Mac.
+func CompileModes(dir string) []int {
+	var modes []int
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "manifest.plist" || !strings.Contains(p, ".mpsgraphpackage") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		for _, m := range bondedModeRe.FindAllSubmatch(data, -1) {
+			if n, err := strconv.Atoi(string(m[1])); err == nil && !slices.Contains(modes, n) {
+				modes = append(modes, n)
+			}
+		}
+		return nil
+	})
+	slices.Sort(modes)
+	return modes
+}
+
+// PurgeOtherModes deletes the package's cached specializations
+// (cacheDir/*/*/<key>/<entry>) whose manifests record only compile modes
+// other than mode, and returns them. Entries without a recorded mode stay.
+func PurgeOtherModes(cacheDir, pkg string, mode int) ([]string, error) {
+	if cacheDir == "" {
+		return nil, nil
+	}
+	key, err := CacheKey(pkg)
+	if err != nil {
+		return nil, nil // no main.hash: nothing of this package can be cached under its key
+	}
+	entries, err := filepath.Glob(filepath.Join(cacheDir, "*", "*", key, "*"))
+	if err != nil {
+		return nil, err
+	}
+	var purged []string
+	for _, e := range entries {
+		if modes := CompileModes(e); len(modes) > 0 && !slices.Contains(modes, mode) {
+			if err := os.RemoveAll(e); err != nil {
+				return purged, fmt.Errorf("coreai: purge %s (compile modes %v, want %d): %w", e, modes, mode, err)
+			}
+			purged = append(purged, e)
+		}
+	}
+	return purged, nil
 }
 
 // CacheKey names a package's specialization cache entries: the hex of the
@@ -112,12 +173,50 @@ func loadWithRetry(lib *Library, pkg string, compute Compute, cacheDir string) (
 	return m, nil
 }
 
+// loadOptions are how every package of a session is loaded.
+type loadOptions struct {
+	compute  Compute
+	cacheDir string
+	mode     int    // ANE bonded compile mode (0: chip unknown, not set)
+	soc      string // manifest entries_by_soc key ("" when the chip is unknown)
+}
+
+// newLoadOptions resolves the chip (0: DetectChip; a failed detection only
+// skips the compile mode and per-chip aliases), sets the compile mode for
+// MPSGraph, and picks the cache directory ("" = DefaultCacheDir()).
+func newLoadOptions(chip Chip, compute Compute, cacheDir string) (loadOptions, error) {
+	lo := loadOptions{compute: compute, cacheDir: cacheDir}
+	if lo.cacheDir == "" {
+		lo.cacheDir = DefaultCacheDir()
+	}
+	if chip == 0 {
+		chip, _ = DetectChip()
+	}
+	if chip != 0 {
+		mode, err := CompileMode(chip)
+		if err != nil {
+			return lo, err
+		}
+		os.Setenv(CompileModeEnv, strconv.Itoa(mode)) // read by MPSGraph when it specializes
+		lo.mode, lo.soc = mode, chip.SoC()
+	}
+	return lo, nil
+}
+
 // loadPackage picks (PickPackage) and loads one package of a runtime
-// directory, purging its compile cache and retrying once on failure.
-func loadPackage(lib *Library, dir, file, compiled string, compute Compute, cacheDir string) (*pkg, error) {
+// directory. Before loading a source package it deletes that package's
+// cached specializations built in another compile mode (MPSGraph aborts
+// the process on them); on a load failure it purges the package's cache
+// and retries once.
+func loadPackage(lib *Library, dir, file, compiled string, lo loadOptions) (*pkg, error) {
 	osVersion, _ := lib.OSMPSGraphVersion()
-	path, _ := PickPackage(dir, file, compiled, osVersion, lib.PackageMPSGraphVersion)
-	m, err := loadWithRetry(lib, path, compute, cacheDir)
+	path, isCompiled := PickPackage(dir, file, compiled, osVersion, lo.mode, lib.PackageMPSGraphVersion)
+	if !isCompiled && lo.mode > 0 {
+		if _, err := PurgeOtherModes(lo.cacheDir, path, lo.mode); err != nil {
+			return nil, err
+		}
+	}
+	m, err := loadWithRetry(lib, path, lo.compute, lo.cacheDir)
 	if err != nil {
 		return nil, err
 	}

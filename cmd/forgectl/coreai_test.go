@@ -12,7 +12,7 @@ import (
 
 func TestCoreAIChipJSON(t *testing.T) {
 	t.Setenv("COREAI_ARCH", "h17")
-	out, err := runForgectlCapture(t, "coreai", "chip", "--json")
+	out, _, err := runCtl(t, "", "coreai", "chip", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,20 +24,20 @@ func TestCoreAIChipJSON(t *testing.T) {
 		t.Fatalf("chip report %v", got)
 	}
 	t.Setenv("COREAI_ARCH", "h16")
-	if _, err := runForgectlCapture(t, "coreai", "chip"); err == nil || !strings.Contains(err.Error(), "older than M5") {
+	if _, _, err := runCtl(t, "", "coreai", "chip"); err == nil || !strings.Contains(err.Error(), "older than M5") {
 		t.Fatalf("M4: %v", err)
 	}
 }
 
 func TestCoreAISmokeNeedsBridge(t *testing.T) {
-	if _, err := runForgectlCapture(t, "coreai", "smoke"); err == nil || !strings.Contains(err.Error(), "--bundle is required") {
+	if _, _, err := runCtl(t, "", "coreai", "smoke"); err == nil || !strings.Contains(err.Error(), "--bundle is required") {
 		t.Fatalf("no bundle: %v", err)
 	}
 	// Without --bridge the standard search path is used; here it holds
 	// nothing, and the error lists where it looked.
 	missing := filepath.Join(t.TempDir(), "nowhere", coreai.BridgeName)
 	t.Setenv(coreai.BridgeEnv, missing)
-	_, err := runForgectlCapture(t, "coreai", "smoke", "--bundle", t.TempDir())
+	_, _, err := runCtl(t, "", "coreai", "smoke", "--bundle", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "not found") || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "--bridge") {
 		t.Fatalf("no bridge found: %v", err)
 	}
@@ -46,10 +46,10 @@ func TestCoreAISmokeNeedsBridge(t *testing.T) {
 	found := filepath.Join(t.TempDir(), coreai.BridgeName)
 	os.WriteFile(found, nil, 0o644)
 	t.Setenv(coreai.BridgeEnv, found)
-	if _, err := runForgectlCapture(t, "coreai", "smoke", "--bundle", t.TempDir()); err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
+	if _, _, err := runCtl(t, "", "coreai", "smoke", "--bundle", t.TempDir()); err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
 		t.Fatalf("bridge from %s, empty bundle: %v", coreai.BridgeEnv, err)
 	}
-	_, err = runForgectlCapture(t, "coreai", "smoke", "--bundle", t.TempDir(), "--bridge", filepath.Join(t.TempDir(), "lib.dylib"))
+	_, _, err = runCtl(t, "", "coreai", "smoke", "--bundle", t.TempDir(), "--bridge", filepath.Join(t.TempDir(), "lib.dylib"))
 	if err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
 		t.Fatalf("empty bundle: %v", err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/signal"
@@ -19,19 +18,6 @@ import (
 // jsonCommit is the bundle commit of the JSON demo run (seed 1).
 var jsonCommit string
 
-// runDemoCLI runs forgectl in-process; callers give every flag explicitly
-// (cobra keeps flag values between runs).
-func runDemoCLI(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(args)
-	defer rootCmd.SetArgs(nil)
-	err := rootCmd.Execute()
-	return out.String(), err
-}
-
 // TestDemoJSONThenRebuildBundle runs `forgectl demo --json --keep DIR`, checks
 // the step report, then assembles a second bundle from the kept checkpoint
 // and export with `forgectl rebuild bundle` and checks `forgectl verify`
@@ -44,7 +30,7 @@ func TestDemoJSONThenRebuildBundle(t *testing.T) {
 	signal.Notify(sig, os.Interrupt)
 	signal.Stop(sig)
 	before := runtime.NumGoroutine()
-	out, err := runDemoCLI(t, "demo", "--json=true", "--keep", keep, "--prompt", "Hello there", "--max-tokens", "12", "--seed", "1")
+	out, _, err := runCtl(t, "", "demo", "--json=true", "--keep", keep, "--prompt", "Hello there", "--max-tokens", "12", "--seed", "1")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -84,7 +70,7 @@ func TestDemoJSONThenRebuildBundle(t *testing.T) {
 	}
 
 	b := filepath.Join(t.TempDir(), "b")
-	out, err = runDemoCLI(t, "rebuild", "bundle", "--model", filepath.Join(keep, "checkpoint"), "--export", filepath.Join(keep, "export"),
+	out, _, err = runCtl(t, "", "rebuild", "bundle", "--model", filepath.Join(keep, "checkpoint"), "--export", filepath.Join(keep, "export"),
 		"--out", b, "--ctx", "8192,16384", "--chunk-layers", "4", "--model-id", rebuild.DefaultModelID,
 		"--model-revision", rebuild.DefaultModelRevision, "--json=true")
 	if err != nil {
@@ -94,7 +80,7 @@ func TestDemoJSONThenRebuildBundle(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ar); err != nil || !ar.Verify.Passed() || len(ar.Contexts) != 2 || ar.Layers != 4 {
 		t.Fatalf("rebuild bundle report: %v %+v", err, ar)
 	}
-	out, err = runDemoCLI(t, "verify", "--bundle", b, "--repo", "", "--data", "", "--plain=true", "--include-export=true", "--full=true", "--ctx", "16384", "--json=true")
+	out, _, err = runCtl(t, "", "verify", "--bundle", b, "--repo", "", "--data", "", "--plain=true", "--include-export=true", "--full=true", "--ctx", "16384", "--json=true")
 	if err != nil {
 		t.Fatalf("verify: %v\n%s", err, out)
 	}
@@ -114,7 +100,7 @@ func TestDemoJSONThenRebuildBundle(t *testing.T) {
 		{[]string{"--model", keep + "/checkpoint", "--export", keep + "/export", "--out", b + "4", "--ctx", "16384,8192"}, "ascending"},
 	} {
 		args := append([]string{"rebuild", "bundle", "--chunk-layers", "4", "--json=false"}, c.args...)
-		if _, err := runDemoCLI(t, args...); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := runCtl(t, "", args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
 		}
 	}
@@ -129,7 +115,7 @@ func TestDemoJSONThenRebuildBundle(t *testing.T) {
 // step with its time, and shows the answer. The bundle is reproducible: the
 // hub's content-derived commit equals the one of the JSON run (same seed).
 func TestDemoHumanOutput(t *testing.T) {
-	out, err := runDemoCLI(t, "demo", "--json=false", "--keep", "", "--prompt", "Hi", "--max-tokens", "8", "--seed", "1")
+	out, _, err := runCtl(t, "", "demo", "--json=false", "--keep", "", "--prompt", "Hi", "--max-tokens", "8", "--seed", "1")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -158,7 +144,7 @@ func TestDemoRefusesBadFlags(t *testing.T) {
 		{[]string{"--max-tokens", "5000", "--prompt", "x"}, "--max-tokens 5000"},
 		{[]string{"--max-tokens", "8", "--prompt", " "}, "--prompt is empty"},
 	} {
-		out, err := runDemoCLI(t, append([]string{"demo", "--json=false", "--keep", "", "--seed", "1"}, c.args...)...)
+		out, _, err := runCtl(t, "", append([]string{"demo", "--json=false", "--keep", "", "--seed", "1"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(out, "synth") {
 			t.Errorf("%v: got %v (output %q), want %q before any step", c.args, err, out, c.want)
 		}

@@ -111,7 +111,7 @@ func TestDoctorOnLinuxReportsReferenceBackendAndMachine(t *testing.T) {
 
 func TestDoctorCommandJSONAndExitStatus(t *testing.T) {
 	dir := shortDir(t)
-	out, err := runForgectlCapture(t, "doctor", "--json", "--config", filepath.Join(dir, "c.json"), "--socket", filepath.Join(dir, "none.sock"), "--data", filepath.Join(dir, "d"))
+	out, _, err := runCtl(t, "", "doctor", "--json", "--config", filepath.Join(dir, "c.json"), "--socket", filepath.Join(dir, "none.sock"), "--data", filepath.Join(dir, "d"))
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "1 check(s) failed") {
 		t.Fatalf("want exit status 2 for the missing socket, got %v", err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"os"
@@ -12,27 +11,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane/config"
 	"github.com/forgedaemon/forged/ane/tensor"
-	"github.com/spf13/pflag"
 )
-
-// runForgectlCapture runs forgectl in-process with flags of the target
-// command reset to their defaults (cobra keeps values between Execute calls).
-func runForgectlCapture(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	if c, _, err := rootCmd.Find(args); err == nil {
-		c.Flags().VisitAll(func(f *pflag.Flag) {
-			f.Value.Set(f.DefValue)
-			f.Changed = false
-		})
-	}
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(args)
-	defer rootCmd.SetArgs(nil)
-	err := rootCmd.Execute()
-	return out.String(), err
-}
 
 func TestInspectSafetensors(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.safetensors")
@@ -43,7 +22,7 @@ func TestInspectSafetensors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := runForgectlCapture(t, "inspect", path, "--json")
+	out, _, err := runCtl(t, "", "inspect", path, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +54,7 @@ func TestInspectSafetensors(t *testing.T) {
 	if got.Tensors[1].FileOffsets[1] != st.Size() {
 		t.Errorf("last tensor ends at %d, file is %d bytes", got.Tensors[1].FileOffsets[1], st.Size())
 	}
-	text, err := runForgectlCapture(t, "inspect", path)
+	text, _, err := runCtl(t, "", "inspect", path)
 	if err != nil || !strings.Contains(text, "format = pt") || !strings.Contains(text, "BF16") ||
 		!strings.Contains(text, "[2 3]") || strings.HasPrefix(text, "{") {
 		t.Errorf("text output:\n%s (%v)", text, err)
@@ -87,7 +66,7 @@ func TestInspectNPY(t *testing.T) {
 	if err := tensor.WriteNPY(path, "<f2", []int{4, 2}, make([]byte, 16)); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runForgectlCapture(t, "inspect", "--json", path)
+	out, _, err := runCtl(t, "", "inspect", "--json", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +90,7 @@ func TestInspectConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "config.json"), data, 0o644)
-	out, err := runForgectlCapture(t, "inspect", dir, "--json")
+	out, _, err := runCtl(t, "", "inspect", dir, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +112,7 @@ func TestInspectConfigs(t *testing.T) {
 	data, _ = d.MarshalHF()
 	dpath := filepath.Join(dir, "drafter.json")
 	os.WriteFile(dpath, data, 0o644)
-	text, err := runForgectlCapture(t, "inspect", dpath)
+	text, _, err := runCtl(t, "", "inspect", dpath)
 	if err != nil || !strings.Contains(text, "DFlash drafter") || !strings.Contains(text, "target layers [1 3] of 4") {
 		t.Errorf("drafter text:\n%s (%v)", text, err)
 	}
@@ -153,7 +132,7 @@ func TestInspectMalformedNamesRule(t *testing.T) {
 	for _, c := range cases {
 		p := filepath.Join(dir, c.name)
 		os.WriteFile(p, []byte(c.content), 0o644)
-		out, err := runForgectlCapture(t, "inspect", p, "--json")
+		out, _, err := runCtl(t, "", "inspect", p, "--json")
 		if err == nil {
 			t.Errorf("%s: inspect succeeded:\n%s", c.name, out)
 			continue

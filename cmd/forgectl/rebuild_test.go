@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,21 +11,9 @@ import (
 	"github.com/forgedaemon/forged/ane/synth"
 )
 
-// runRebuild runs the real command in-process; every flag is given
-// explicitly because cobra keeps flag values between runs.
-func runRebuild(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(append([]string{"rebuild"}, args...))
-	err := rootCmd.Execute()
-	return out.String(), err
-}
-
 func TestRebuildSynthJSON(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tiny")
-	out, err := runRebuild(t, "synth", "--preset", "tiny", "--seed", "3", "--out", dir, "--force=false", "--json=true")
+	out, _, err := runCtl(t, "", "rebuild", "synth", "--preset", "tiny", "--seed", "3", "--out", dir, "--force=false", "--json=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +43,7 @@ func TestRebuildSynthRefusesNonEmptyOut(t *testing.T) {
 	dir := t.TempDir()
 	keep := filepath.Join(dir, "notes.txt")
 	os.WriteFile(keep, []byte("mine"), 0o644)
-	_, err := runRebuild(t, "synth", "--preset", "tiny", "--seed", "1", "--out", dir, "--force=false", "--json=false")
+	_, _, err := runCtl(t, "", "rebuild", "synth", "--preset", "tiny", "--seed", "1", "--out", dir, "--force=false", "--json=false")
 	if err == nil || !strings.Contains(err.Error(), "not empty") || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("error = %v, want a refusal naming --force", err)
 	}
@@ -64,7 +51,7 @@ func TestRebuildSynthRefusesNonEmptyOut(t *testing.T) {
 		t.Errorf("refused run still wrote %d entries", len(entries))
 	}
 	// --force writes, keeps unrelated files, and prints a text summary.
-	out, err := runRebuild(t, "synth", "--preset", "tiny", "--seed", "1", "--out", dir, "--force=true", "--json=false")
+	out, _, err := runCtl(t, "", "rebuild", "synth", "--preset", "tiny", "--seed", "1", "--out", dir, "--force=true", "--json=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +72,8 @@ func TestRebuildSynthBadFlags(t *testing.T) {
 		{[]string{"--preset", "huge", "--out", t.TempDir()}, `unknown preset "huge"`},
 		{[]string{"--preset", "tiny", "--out", ""}, "--out is required"},
 	} {
-		args := append([]string{"synth", "--seed", "0", "--force=false", "--json=false"}, tc.args...)
-		if _, err := runRebuild(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+		args := append([]string{"rebuild", "synth", "--seed", "0", "--force=false", "--json=false"}, tc.args...)
+		if _, _, err := runCtl(t, "", args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error = %v, want %q", tc.args, err, tc.want)
 		}
 	}

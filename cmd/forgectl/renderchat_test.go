@@ -10,18 +10,6 @@ import (
 	"testing"
 )
 
-// runRenderChat runs the real command in-process; every flag is given
-// explicitly because cobra keeps flag values between runs.
-func runRenderChat(t *testing.T, stdin string, args ...string) (string, error) {
-	t.Helper()
-	var out bytes.Buffer
-	rootCmd.SetIn(strings.NewReader(stdin))
-	rootCmd.SetOut(&out)
-	rootCmd.SetArgs(append([]string{"render-chat"}, args...))
-	err := rootCmd.Execute()
-	return out.String(), err
-}
-
 func qwen3Testdata(t *testing.T, name string) string {
 	t.Helper()
 	p := filepath.Join("..", "..", "..", "shared", "testdata", "qwen3", name)
@@ -37,7 +25,7 @@ func TestRenderChatJSONLinesMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Dir(qwen3Testdata(t, "tokenizer_config.json"))
-	out, err := runRenderChat(t, string(in), "--tokenizer-config", dir, "--jsonl=true", "--json=false")
+	out, _, err := runCtl(t, string(in), "render-chat", "--tokenizer-config", dir, "--jsonl=true", "--json=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,14 +57,14 @@ func TestRenderChatJSONLinesMatchesReference(t *testing.T) {
 func TestRenderChatBadLineNamesIt(t *testing.T) {
 	cfg := qwen3Testdata(t, "tokenizer_config.json")
 	in := `{"messages":[{"role":"user","content":"ok"}]}` + "\n\n" + `{"messages":"nope"}` + "\n"
-	out, err := runRenderChat(t, in, "--tokenizer-config", cfg, "--jsonl=true", "--json=false")
+	out, _, err := runCtl(t, in, "render-chat", "--tokenizer-config", cfg, "--jsonl=true", "--json=false")
 	if err == nil || !strings.Contains(err.Error(), "line 3: messages: must be a list") {
 		t.Fatalf("got %v", err)
 	}
 	if !strings.Contains(out, `"text":"<|im_start|>user\nok<|im_end|>\n"`) {
 		t.Fatalf("the good line before the bad one was lost: %q", out)
 	}
-	if _, err := runRenderChat(t, "{not json", "--tokenizer-config", cfg, "--jsonl=true", "--json=false"); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, _, err := runCtl(t, "{not json", "render-chat", "--tokenizer-config", cfg, "--jsonl=true", "--json=false"); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("bad JSON: %v", err)
 	}
 }
@@ -85,11 +73,11 @@ func TestRenderChatSingleDocument(t *testing.T) {
 	cfg := qwen3Testdata(t, "tokenizer_config.json")
 	req := `{"messages":[{"role":"user","content":"Quick answer please."}],"add_generation_prompt":true,"enable_thinking":false}`
 	want := "<|im_start|>user\nQuick answer please.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
-	out, err := runRenderChat(t, req, "--tokenizer-config", cfg, "--jsonl=false", "--json=false")
+	out, _, err := runCtl(t, req, "render-chat", "--tokenizer-config", cfg, "--jsonl=false", "--json=false")
 	if err != nil || out != want {
 		t.Fatalf("text: %q, %v", out, err)
 	}
-	out, err = runRenderChat(t, req, "--tokenizer-config", cfg, "--jsonl=false", "--json=true")
+	out, _, err = runCtl(t, req, "render-chat", "--tokenizer-config", cfg, "--jsonl=false", "--json=true")
 	var got struct{ Text string }
 	if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.Text != want {
 		t.Fatalf("--json: %q, %v", out, err)

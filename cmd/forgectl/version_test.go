@@ -14,7 +14,7 @@ func TestVersionJSON(t *testing.T) {
 	defer func() { version.Version, version.Commit, version.Date = saved[0], saved[1], saved[2] }()
 	version.Version, version.Commit, version.Date = "v1.2.3-test", "0123abcd", "2026-11-29T19:00:00Z"
 
-	out, err := runForgectlCapture(t, "version", "--json")
+	out, _, err := runCtl(t, "", "version", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestVersionJSON(t *testing.T) {
 	if got != want {
 		t.Errorf("version --json = %+v, want %+v", got, want)
 	}
-	text, err := runForgectlCapture(t, "version")
+	text, _, err := runCtl(t, "", "version")
 	if err != nil || !strings.HasPrefix(text, "forgectl v1.2.3-test (commit 0123abcd") {
 		t.Errorf("version text = %q, %v", text, err)
 	}

@@ -271,7 +271,8 @@ func (e *Engine) Snapshot() (ane.Snapshot, error) {
 	return s, nil
 }
 
-// Restore implements ane.Engine.
+// Restore implements ane.Engine, shrinking the context to the smallest
+// entry that holds the snapshot's position.
 func (e *Engine) Restore(snap ane.Snapshot) error {
 	s, ok := snap.(*snapshot)
 	if !ok || s.e != e {
@@ -292,6 +293,16 @@ func (e *Engine) Restore(snap ane.Snapshot) error {
 		copy(b.data, s.state[k])
 	}
 	e.pos, e.pending, e.last = s.pos, s.pending, lastCall{}
+	// Like the published runtime, move to the smallest entry that holds the
+	// restored position; history past it is dropped (a later Restore of a
+	// snapshot beyond it is refused). If the smaller buffers cannot be
+	// allocated now, the session stays valid at its larger context.
+	for _, c := range e.ladder {
+		if c < e.ctx && e.kvLen(c) >= s.pos {
+			_ = e.resize(c)
+			break
+		}
+	}
 	return nil
 }
 

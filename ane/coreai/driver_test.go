@@ -450,3 +450,55 @@ func TestRunFailureLeavesSessionIntact(t *testing.T) {
 		p.feed(randIDs(r, 12, 400))
 	}
 }
+
+// Restore moves back to the smallest context entry holding the snapshot's
+// position, and the session continues with the reference's logits; a
+// snapshot past the rows the shrink dropped is refused.
+func TestRestoreShrinksContext(t *testing.T) {
+	e, s := openPair(t, bundleSpec{})
+	_, w := tinyModel(t)
+	p := &pair{t: t, e: e, s: s, vocab: w.Cfg.VocabSize}
+	r := rand.New(rand.NewPCG(11, 12))
+	p.feed(randIDs(r, 100, 400))
+	early, err := e.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rEarly, _ := s.Snapshot()
+	p.feed(randIDs(r, 940, 400))
+	late, err := e.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Context() != 2048 {
+		t.Fatalf("context %d at position %d", e.Context(), e.Position())
+	}
+	if err := e.Restore(early); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restore(rEarly); err != nil {
+		t.Fatal(err)
+	}
+	if e.Context() != 1024 || e.Position() != 100 {
+		t.Fatalf("after Restore: context %d, position %d; want 1024, 100", e.Context(), e.Position())
+	}
+	ids := randIDs(r, 8, 400)
+	got, err := e.Verify(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.Verify(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeLogits(t, "Verify after a shrinking Restore", got.Data, want.Data, p.vocab)
+	if err := e.Accept(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Accept(5); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, e.Restore(late), "only 1024 history rows are held")
+	p.feed(randIDs(r, 930, 400)) // grows again: both engines at 2048
+	p.verify(randIDs(r, 8, 400), 3)
+}

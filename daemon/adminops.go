@@ -88,10 +88,11 @@ func (c *conn) opRollback(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	if src := c.s.bundleStore(); src != nil {
-		if _, err := src.rollback(ctx); err != nil {
+		pr, err := src.rollback(ctx)
+		if err != nil {
 			return nil, err
 		}
-		return src.res.result(), nil
+		return rollbackResult(src.res.result(), pr.Serving, pr.Previous), nil
 	}
 	r, err := c.residency(req.Op)
 	if err != nil {
@@ -100,7 +101,13 @@ func (c *conn) opRollback(ctx context.Context, req wire.Request) (any, error) {
 	if err := r.Rollback(ctx); err != nil {
 		return nil, err
 	}
-	return r.result(), nil
+	return rollbackResult(r.result(), c.s.Backend().Model().Bundle.Revision, ""), nil
+}
+
+// rollbackResult is where the model is after update.rollback, and which
+// revision it serves now (and, with a bundle store, the one it replaced).
+func rollbackResult(r residencyResult, revision, previous string) wire.RollbackResult {
+	return wire.RollbackResult{State: r.State, Reason: r.Reason, Pinned: r.Pinned, Revision: revision, Previous: previous}
 }
 
 func (s *Server) bundleStore() *storeSource {

@@ -61,7 +61,7 @@ func TestSwitchWaitsForStreamsAndRollsBack(t *testing.T) {
 	}
 
 	var res2 map[string]any
-	if err := rig.c.Admin(ctx, wire.OpUpdateRollback, map[string]any{}, &res2); err != nil || res2["state"] != wire.StateReady {
+	if err := rig.c.Admin(ctx, wire.OpUpdateRollback, map[string]any{}, &res2); err != nil || res2["state"] != wire.StateReady || res2["revision"] != "rev-a" {
 		t.Fatalf("update.rollback: %v %v", res2, err)
 	}
 	back, err := rig.c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{104}, MaxTokens: max64(2)}).Result()

@@ -436,6 +436,17 @@ type UpdateCheckResult struct {
 	TotalBytes    uint64   `msgpack:"total_bytes" json:"total_bytes"`
 }
 
+// RollbackResult is the result of update.rollback: where the model is, the
+// revision served now, and (with a bundle store) the one it replaced,
+// which a second rollback returns to.
+type RollbackResult struct {
+	State    string `msgpack:"state" json:"state"`
+	Reason   string `msgpack:"reason,omitempty" json:"reason,omitempty"`
+	Pinned   bool   `msgpack:"pinned" json:"pinned"`
+	Revision string `msgpack:"revision" json:"revision"`
+	Previous string `msgpack:"previous,omitempty" json:"previous,omitempty"`
+}
+
 // GCArgs: partials also drops interrupted downloads.
 type GCArgs struct {
 	Partials bool `msgpack:"partials"`

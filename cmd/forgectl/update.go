@@ -156,8 +156,8 @@ func updateCheck(cmd *cobra.Command, f *storeFlags, d *daemonFlags, o store.Pull
 		ChangedFiles: r.ChangedFiles, DownloadBytes: int64(r.DownloadBytes), TotalBytes: int64(r.TotalBytes)}, nil
 }
 
-// rollBack serves the previous revision through the daemon (which reports
-// the served revision before and after) or on the store directly.
+// rollBack serves the previous revision through the daemon or on the store
+// directly; both say which revision serves now and which it replaced.
 func rollBack(cmd *cobra.Command, f *storeFlags, d *daemonFlags, args []string) (string, store.State, error) {
 	cl, err := d.daemon(cmd)
 	if err != nil {
@@ -180,19 +180,11 @@ func rollBack(cmd *cobra.Command, f *storeFlags, d *daemonFlags, args []string) 
 	if err != nil {
 		return "", store.State{}, err
 	}
-	ctx := cmd.Context()
-	before, err := cl.Status(ctx)
-	if err != nil {
-		return "", store.State{}, err
-	}
-	if err := cl.Admin(ctx, wire.OpUpdateRollback, nil, nil); err != nil {
+	var r wire.RollbackResult
+	if err := cl.Admin(cmd.Context(), wire.OpUpdateRollback, nil, &r); err != nil {
 		return "", store.State{}, viaDaemon(d.socket, err)
 	}
-	after, err := cl.Status(ctx)
-	if err != nil {
-		return "", store.State{}, err
-	}
-	return repo, store.State{Commit: after.Bundle.Revision, Previous: before.Bundle.Revision}, nil
+	return repo, store.State{Commit: r.Revision, Previous: r.Previous}, nil
 }
 
 // daemonRevision is --revision for the daemon: "" (the revision it tracks)

@@ -47,7 +47,7 @@ func (b *Backend) measureFootprint() *residency.Footprint {
 // scores, sized by the context entry) and a fixed part, by measuring a
 // fresh session at the two smallest entries.
 func (b *Backend) measureScratch(ladder []int) (perRow, fixed int64) {
-	probe := b.model.NewSession()
+	probe := b.engines.NewSession() // as served: tapped when speculating
 	defer probe.Close()
 	small := probe.Memory().Scratch
 	if len(ladder) < 2 || probe.Resize(ladder[1]) != nil {

@@ -27,7 +27,7 @@ var tinyOnce struct {
 }
 
 // tinyDir is the tiny synthetic checkpoint, generated once per test binary.
-func tinyDir(t *testing.T) string {
+func tinyDir(t testing.TB) string {
 	t.Helper()
 	tinyOnce.Do(func() {
 		tinyOnce.dir, tinyOnce.err = os.MkdirTemp("", "forged-tiny")

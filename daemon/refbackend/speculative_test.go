@@ -120,19 +120,21 @@ func TestSpeculativeLookupOverSocket(t *testing.T) {
 }
 
 // replayDrafter proposes the plain greedy continuation it was given, with
-// one wrong draft every third cycle: drafts get accepted, and rejected.
+// every wrongEvery-th draft wrong: drafts get accepted, and rejected.
 type replayDrafter struct {
-	trace []int // prompt + plain greedy output, by position
-	n     int
+	trace      []int // prompt + plain greedy output, by position
+	wrongEvery int
+	n          int
 }
 
 func (d *replayDrafter) Propose(_, pos int) (spec.Proposal, error) {
 	var drafts []int
 	for i := pos + 1; i < len(d.trace) && len(drafts) < spec.MaxDrafts; i++ {
-		drafts = append(drafts, d.trace[i])
-	}
-	if d.n++; d.n%3 == 0 && len(drafts) > 3 {
-		drafts[3] = (drafts[3] + 1) % 512
+		t := d.trace[i]
+		if d.n++; d.n%d.wrongEvery == 0 {
+			t = (t + 1) % 512
+		}
+		drafts = append(drafts, t)
 	}
 	return spec.Proposal{Tokens: drafts}, nil
 }
@@ -153,7 +155,7 @@ func TestSpeculativeAcceptedDraftsOverSocket(t *testing.T) {
 	for _, id := range append(slices.Clone(prompt), plain.ids...) {
 		trace = append(trace, int(id))
 	}
-	refbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return &replayDrafter{trace: trace} })
+	refbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return &replayDrafter{trace: trace, wrongEvery: 4} })
 	on := checkSpeculative(t, c, prompt)
 	if acc := on.res.Usage.Acceptance; acc[0] == sum(acc) || on.multi == 0 {
 		t.Fatalf("acceptance %v, %d multi-token events: the replayed drafts were not accepted", acc, on.multi)

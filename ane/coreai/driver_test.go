@@ -65,6 +65,16 @@ type bundleSpec struct {
 	taps     []int // nil: testTaps
 }
 
+func (s bundleSpec) format() ane.KVFormat {
+	switch {
+	case s.kv.K8:
+		return KVKV8
+	case s.kv.V8:
+		return ane.KVV8
+	}
+	return ane.KVFP16
+}
+
 func (s bundleSpec) tapList() []int {
 	if s.taps == nil {
 		return testTaps
@@ -121,8 +131,8 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 				name := kind + "_" + strconv.Itoa(ctx/1024) + "k"
 				canonical = append(canonical, name)
 				phys := name
-				if spec.aliasKV && spec.kv.V8 {
-					phys = name + "_kvv8"
+				if spec.aliasKV && spec.format() != ane.KVFP16 {
+					phys = name + "_kv" + string(spec.format())
 					byKV[name] = phys
 				}
 				entries[phys] = refchunk.Entry{Name: phys, Rows: map[string]int{"v8": 8, "p64": 64}[kind], Prefill: kind == "p64", KVLen: ctx}
@@ -150,7 +160,7 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 			for _, n := range canonical {
 				fp[n] = n
 			}
-			ch["entries_by_kv"] = map[string]any{"fp16": fp, "v8": byKV}
+			ch["entries_by_kv"] = map[string]any{"fp16": fp, string(spec.format()): byKV}
 		}
 		chunks = append(chunks, ch)
 	}
@@ -172,10 +182,13 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 	}
 	f16 := "float16"
 	tok := "token_head"
-	layout := func(v8 bool) map[string]any {
+	layout := func(f ane.KVFormat) map[string]any {
 		l := map[string]any{"format": "fp16", "keys": "float16", "values": "float16", "scales": nil}
-		if v8 {
+		switch f {
+		case ane.KVV8:
 			l = map[string]any{"format": "v8", "keys": "float16", "values": "int8", "scales": f16, "scale_granularity": tok}
+		case KVKV8:
+			l = map[string]any{"format": "kv8", "keys": "int8", "values": "int8", "scales": f16, "scale_granularity": tok}
 		}
 		if spec.kv.KeysT {
 			l["key_layout"] = "dim_token"
@@ -184,13 +197,13 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 	}
 	man := map[string]any{"version": "coreai1", "T": 8, "TP": 64, "pend": 8, "taps": taps,
 		"ctxs": testCtxs, "pctxs": testCtxs, "kv_len": kvLen, "pkv_len": kvLen, "export": "tiny",
-		"kv_cache": layout(spec.kv.V8), "chunks": chunks, "head": map[string]any{"file": "head_T8.aimodel"}}
+		"kv_cache": layout(spec.format()), "chunks": chunks, "head": map[string]any{"file": "head_T8.aimodel"}}
 	if spec.noPrefix {
 		man["pctxs"], man["pkv_len"], man["TP"] = []int{}, map[string]int{}, 0
 	}
 	if spec.aliasKV {
 		man["kv_cache"] = map[string]any{"format": "selectable", "default": "fp16",
-			"formats": map[string]any{"fp16": layout(false), "v8": layout(true)}}
+			"formats": map[string]any{"fp16": layout(ane.KVFP16), string(spec.format()): layout(spec.format())}}
 	}
 	data, err := json.MarshalIndent(man, "", " ")
 	if err != nil {
@@ -207,16 +220,16 @@ func openPair(t *testing.T, spec bundleSpec) (*Engine, *ref.Session) {
 	bridge := testBridge(t)
 	dir, w := tinyModel(t)
 	rt := writeRuntime(t, w, spec)
-	kv := ane.KVFP16
-	if spec.kv.V8 {
-		kv = ane.KVV8
-	}
-	e, err := Open(rt, Options{Bridge: bridge, Embedding: embedding{w}, KV: kv, CacheDir: t.TempDir()})
+	e, err := Open(rt, Options{Bridge: bridge, Embedding: embedding{w}, KV: spec.format(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
 	e.SetRoPE(w.Cfg.RopeTheta)
+	kv := ane.KVFP16 // ane/ref has no kv8: int8 keys are compared against fp16 keys
+	if spec.format() != ane.KVFP16 {
+		kv = ane.KVV8
+	}
 	m, err := ref.Open(dir, ref.Options{Numerics: ane.Numerics{TanhSiLU: true, StableSoftplus: true},
 		Ladder: testCtxs, KV: kv, Threads: 1, Taps: spec.tapList()})
 	if err != nil {
@@ -372,6 +385,8 @@ func TestDriverMatchesReference(t *testing.T) {
 		{"fp16", bundleSpec{}},
 		{"v8-keysT-selectable", bundleSpec{kv: refchunk.KV{V8: true, KeysT: true}, aliasKV: true}},
 		{"fp16-no-prefill", bundleSpec{noPrefix: true}}, // every prompt row through 8-row verify calls
+		{"kv8-keysT-selectable", bundleSpec{kv: refchunk.KV{K8: true, KeysT: true}, aliasKV: true}},
+		{"kv8", bundleSpec{kv: refchunk.KV{K8: true}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e, s := openPair(t, c.spec)

@@ -438,39 +438,52 @@ func (e *Engine) readLogits(rows int) {
 }
 
 // appendRows writes rows [0, k) of every attention layer's new K/V at the
-// current position (V8: values quantized per kv head and token).
+// current position (v8: values quantized per kv head and token; kv8: keys
+// too, with their own scales).
 func (e *Engine) appendRows(kind string, k int) {
 	e.gen++
 	for i, c := range e.chunks {
 		for _, j := range c.attJ {
 			js := strconv.Itoa(j)
 			kn, vn := e.bufs[e.outKey(kind, i, "k"+js+"_new")], e.bufs[e.outKey(kind, i, "v"+js+"_new")]
-			kb, vb := e.kvBufs["c"+strconv.Itoa(i)+"/k"+js], e.kvBufs["c"+strconv.Itoa(i)+"/v"+js]
-			vs := e.kvBufs["c"+strconv.Itoa(i)+"/vs"+js]
+			c := "c" + strconv.Itoa(i) + "/"
+			kb, vb := e.kvBufs[c+"k"+js], e.kvBufs[c+"v"+js]
+			vs, ks := e.kvBufs[c+"vs"+js], e.kvBufs[c+"ks"+js]
 			nkv, hd := int(kn.Shape[0]), int(kn.Shape[2])
 			vals := make([]float32, hd)
 			codes := make([]int8, hd)
+			codeBytes := unsafe.Slice((*byte)(unsafe.Pointer(&codes[0])), hd)
 			for g := 0; g < nkv; g++ {
 				for t := 0; t < k; t++ {
 					p := e.pos + t
 					// Rows are contiguous (last stride 1): copy them whole.
 					krow := kn.data[kn.off(g, t, 0) : kn.off(g, t, 0)+2*hd]
-					if e.keysT {
+					switch {
+					case e.kv == KVKV8:
+						half.F16ToF32(vals, u16s(krow))
+						ks.putU16(QuantizeV8(codes, vals), g, p)
+						if e.keysT {
+							for d, b := range codeBytes {
+								kb.data[kb.off(g, d, p)] = b
+							}
+						} else {
+							copy(kb.data[kb.off(g, p, 0):], codeBytes)
+						}
+					case e.keysT:
 						for d := 0; d < hd; d++ {
 							kb.putU16(binary.LittleEndian.Uint16(krow[2*d:]), g, d, p)
 						}
-					} else {
+					default:
 						copy(kb.data[kb.off(g, p, 0):], krow)
 					}
 					vrow := vn.data[vn.off(g, t, 0) : vn.off(g, t, 0)+2*hd]
-					if e.kv != ane.KVV8 {
+					if e.kv == ane.KVFP16 {
 						copy(vb.data[vb.off(g, p, 0):], vrow)
 						continue
 					}
 					half.F16ToF32(vals, u16s(vrow))
-					scale := QuantizeV8(codes, vals)
-					copy(vb.data[vb.off(g, p, 0):vb.off(g, p, 0)+hd], unsafe.Slice((*byte)(unsafe.Pointer(&codes[0])), hd))
-					vs.putU16(scale, g, p)
+					vs.putU16(QuantizeV8(codes, vals), g, p)
+					copy(vb.data[vb.off(g, p, 0):], codeBytes)
 				}
 			}
 		}

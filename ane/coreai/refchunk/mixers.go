@@ -405,11 +405,11 @@ func (k *call) attention(j int, L *layerW, h []float32) ([]float32, error) {
 	}
 	half.F16ToF32(kNew, u16(k.b["k"+js+"_new"]))
 	half.F16ToF32(vNew, u16(k.b["v"+js+"_new"]))
-	hk, err := k.b.Floats("k" + js)
+	hk, err := k.history("k"+js, "ks"+js, k.c.KV.K8, k.c.KV.KeysT)
 	if err != nil {
 		return nil, err
 	}
-	hv, err := k.historyValues(js)
+	hv, err := k.history("v"+js, "vs"+js, k.c.KV.V8 || k.c.KV.K8, false)
 	if err != nil {
 		return nil, err
 	}
@@ -465,23 +465,29 @@ func (k *call) attention(j int, L *layerW, h []float32) ([]float32, error) {
 	return matmul(att, L.o, T, d.nh*d.hd, d.H), nil
 }
 
-// historyValues decodes the value history: fp16, or int8 codes × fp16 scale.
-func (k *call) historyValues(js string) ([]float32, error) {
-	if !k.c.KV.V8 {
-		return k.b.Floats("v" + js)
+// history decodes a key or value history: fp16, or int8 codes × the fp16
+// scale of their (kv head, token) — (nkv, L, hd), or (nkv, hd, L) for
+// transposed keys.
+func (k *call) history(name, scaleName string, quantized, transposed bool) ([]float32, error) {
+	if !quantized {
+		return k.b.Floats(name)
 	}
-	codes, ok := k.b["v"+js]
+	codes, ok := k.b[name]
 	if !ok {
-		return nil, fmt.Errorf("refchunk: tensor v%s is not bound", js)
+		return nil, fmt.Errorf("refchunk: tensor %s is not bound", name)
 	}
-	scales, err := k.b.Floats("vs" + js)
+	scales, err := k.b.Floats(scaleName)
 	if err != nil {
 		return nil, err
 	}
-	hd := k.d.hd
+	hd, L := k.d.hd, len(scales)/k.d.nkv
 	v := make([]float32, len(codes))
 	for i, c := range i8(codes) {
-		v[i] = float32(c) * scales[i/hd]
+		tok := i / hd // (g, p) flattened
+		if transposed {
+			tok = i/(hd*L)*L + i%L
+		}
+		v[i] = float32(c) * scales[tok]
 	}
 	return v, nil
 }

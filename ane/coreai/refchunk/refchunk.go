@@ -57,6 +57,7 @@ type Entry struct {
 // KV is the host-owned history layout.
 type KV struct {
 	V8    bool // int8 values with one fp16 scale per (kv head, token)
+	K8    bool // kv8: int8 keys too, with their own scales ks{j} (implies V8)
 	KeysT bool // keys stored (kv heads, head_dim, L) ("dim_token")
 }
 
@@ -166,18 +167,23 @@ func (c *Chunk) Tensors(e Entry) []Spec {
 	}
 	for _, j := range c.AttJ() {
 		js := strconv.Itoa(j)
+		k := in("k"+js, d.nkv, L, d.hd)
 		if c.KV.KeysT {
-			s = append(s, in("k"+js, d.nkv, d.hd, L))
-		} else {
-			s = append(s, in("k"+js, d.nkv, L, d.hd))
+			k.Shape = []int{d.nkv, d.hd, L}
 		}
 		v := in("v"+js, d.nkv, L, d.hd)
-		if c.KV.V8 {
+		if c.KV.K8 {
+			k.DType = "i8"
+		}
+		if c.KV.V8 || c.KV.K8 {
 			v.DType = "i8"
 		}
-		s = append(s, v)
-		if c.KV.V8 {
+		s = append(s, k, v)
+		if c.KV.V8 || c.KV.K8 {
 			s = append(s, in("vs"+js, d.nkv, L))
+		}
+		if c.KV.K8 {
+			s = append(s, in("ks"+js, d.nkv, L))
 		}
 	}
 	s = append(s, out("y", 1, d.H, 1, T))

@@ -48,6 +48,17 @@ func TestPublishedShapes(t *testing.T) {
 			t.Errorf("transposed keys: %v", s.Shape)
 		}
 	}
+	// kv8 (§3.2): int8 keys and values, vs{j} then ks{j} scales (4, L).
+	c.KV = KV{K8: true, KeysT: true}
+	kv8 := ""
+	for _, s := range c.Tensors(Entry{Name: "v8_8k", Rows: 8, KVLen: 8192}) {
+		if s.Name == "k3" || s.Name == "v3" || s.Name == "vs3" || s.Name == "ks3" {
+			kv8 += fmt.Sprintf("%s %s %v; ", s.Name, s.DType, s.Shape)
+		}
+	}
+	if want := "k3 i8 [4 256 8192]; v3 i8 [4 8192 256]; vs3 f16 [4 8192]; ks3 f16 [4 8192]; "; kv8 != want {
+		t.Errorf("kv8 history: %s, want %s", kv8, want)
+	}
 	h := NewHeadLayout(cfg, 8)
 	if err := c.Run(Entry{Name: "v8_8k", Rows: 8, KVLen: 8192}, nil); err == nil {
 		t.Error("a layout without weights ran")

@@ -20,7 +20,8 @@ import (
 // keys in their wire order, and UnmarshalJSON takes JSON in any order, so a
 // Go caller chooses the order by writing the JSON. The zero Object is {}.
 type Object struct {
-	raw []byte // exactly one msgpack map with a JSON form
+	raw  []byte // exactly one msgpack map with a JSON form
+	json []byte // that form, compact, keys in raw's order
 }
 
 // ObjectFromJSON converts a JSON object to an Object, keeping its key order.
@@ -29,7 +30,7 @@ func ObjectFromJSON(data []byte) (Object, error) {
 	if err != nil {
 		return Object{}, err
 	}
-	return Object{raw: raw}, nil
+	return ObjectFromMsgpack(raw) // and back, for the compact JSON
 }
 
 // ObjectOf builds an Object from alternating keys and values, in that
@@ -61,10 +62,11 @@ func ObjectOf(kv ...any) (Object, error) {
 // ObjectFromMsgpack checks that raw is one msgpack map with a JSON form
 // and wraps a copy of it.
 func ObjectFromMsgpack(raw []byte) (Object, error) {
-	if _, err := msgpackToJSON(raw); err != nil {
+	j, err := msgpackToJSON(raw)
+	if err != nil {
 		return Object{}, err
 	}
-	return Object{raw: bytes.Clone(raw)}, nil
+	return Object{raw: bytes.Clone(raw), json: j}, nil
 }
 
 // Msgpack returns the object's msgpack encoding (the caller must not modify it).
@@ -95,8 +97,14 @@ func (o *Object) DecodeMsgpack(dec *msgpack.Decoder) error {
 	return nil
 }
 
-// MarshalJSON emits the object as compact JSON in its key order.
-func (o Object) MarshalJSON() ([]byte, error) { return msgpackToJSON(o.Msgpack()) }
+// MarshalJSON returns the object as compact JSON in its key order (the
+// caller must not modify it).
+func (o Object) MarshalJSON() ([]byte, error) {
+	if o.json == nil {
+		return []byte("{}"), nil
+	}
+	return o.json, nil
+}
 
 // UnmarshalJSON reads a JSON object, keeping its key order.
 func (o *Object) UnmarshalJSON(data []byte) error {
@@ -110,10 +118,7 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 
 // String is the object's JSON, for logs and test failures.
 func (o Object) String() string {
-	j, err := o.MarshalJSON()
-	if err != nil {
-		return fmt.Sprintf("<invalid object: %v>", err)
-	}
+	j, _ := o.MarshalJSON()
 	return string(j)
 }
 

@@ -312,3 +312,32 @@ func FuzzObjectFromJSON(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkToolJSON: a tool schema from msgpack to the JSON the template
+// reads, through Object (order kept) and through a Go map (the old path,
+// keys sorted), for the ratio.
+func BenchmarkToolJSON(b *testing.B) {
+	raw := weatherTool(b).Msgpack()
+	b.Run("object", func(b *testing.B) {
+		for b.Loop() {
+			var o Object
+			if err := msgpack.Unmarshal(raw, &o); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := json.Marshal(o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("map", func(b *testing.B) {
+		for b.Loop() {
+			var m map[string]any
+			if err := msgpack.Unmarshal(raw, &m); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := json.Marshal(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane/chat"
 	"github.com/forgedaemon/forged/ane/sample"
 	"github.com/forgedaemon/forged/ane/spec"
 )
@@ -108,5 +110,32 @@ func TestContextExceeded(t *testing.T) {
 	}
 	if g.Engine.Position() != 0 {
 		t.Errorf("the refused run fed %d positions", g.Engine.Position())
+	}
+}
+
+// A token prompt that ends inside an open <think> (the daemon renders chat
+// itself and sends ids) is in thinking mode: the budget forces the stop
+// text after exactly that many reasoning tokens, as for a chat request.
+func TestIDsPromptOpensThinking(t *testing.T) {
+	g, _ := newGenerator(t)
+	req, err := chat.ParseRequest([]byte(`{"messages":[{"role":"user","content":"Think about it."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddGenerationPrompt = true
+	text, err := g.Template.Render(req)
+	if err != nil || !chat.PromptOpensThinking(text) {
+		t.Fatalf("rendered %q (%v): want a prompt that opens <think>", text, err)
+	}
+	const budget = 5
+	sum, _ := collect(t, g, Request{IDs: g.Tokenizer.Encode(text), Sampling: greedy(40), ThinkingBudget: budget, Speculative: spec.ModeOff})
+	if !sum.ForcedThinkStop || sum.ThinkingTokens != budget {
+		t.Fatalf("forced %v after %d thinking tokens, want after %d", sum.ForcedThinkStop, sum.ThinkingTokens, budget)
+	}
+	// The same ids without the trailing <think> are not in thinking mode.
+	plain, _ := collect(t, g, Request{IDs: g.Tokenizer.Encode(strings.TrimSuffix(strings.TrimRight(text, "\n"), chat.ThinkOpen)),
+		Sampling: greedy(40), ThinkingBudget: budget, Speculative: spec.ModeOff})
+	if plain.ThinkingTokens != 0 && !strings.Contains(plain.Text, chat.ThinkOpen) {
+		t.Fatalf("a prompt without <think> counted %d thinking tokens", plain.ThinkingTokens)
 	}
 }

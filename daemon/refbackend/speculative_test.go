@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +17,7 @@ import (
 	"github.com/forgedaemon/forged/ane/spec"
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/refbackend"
 )
 
@@ -290,5 +293,75 @@ func TestUnpairedDrafterServesWithoutSpeculation(t *testing.T) {
 	res := generateOver(t, c, promptIDs(20, 1), 8, true)
 	if len(res.res.Usage.Acceptance) != 0 || len(res.ids) == 0 {
 		t.Fatalf("without a drafter: acceptance %v, %d ids", res.res.Usage.Acceptance, len(res.ids))
+	}
+}
+
+// failingDrafter's Propose fails, mid-generation.
+type failingDrafter struct{}
+
+func (failingDrafter) Propose(int, int) (spec.Proposal, error) {
+	return spec.Proposal{}, errors.New("drafter exploded")
+}
+func (failingDrafter) AddContext([]float32, []int) error { return nil }
+
+// A generation that fails mid-way (here the drafter) leaves no partial
+// state: the session's next turn starts over (cached_tokens 0) and
+// generates what a stateless request generates.
+func TestFailedGenerationLeavesNoPartialState(t *testing.T) {
+	b, err := refbackend.Open(tinyDir(t), refbackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := serve(t, b)
+	ctx := context.Background()
+	sess, err := c.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := promptIDs(30, 6)
+	refbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return failingDrafter{} })
+	_, err = c.Generate(ctx, greedy(prompt, 8, sess)).Result()
+	var ce *client.Error
+	if !errors.As(err, &ce) || !strings.Contains(ce.Message, "drafter exploded") {
+		t.Fatalf("failing drafter: %v", err)
+	}
+	refbackend.SetRequestDrafter(b, func(p []int) spec.Drafter { return spec.NewLookupDrafter(p) })
+	res, err := c.Generate(ctx, greedy(prompt, 8, sess)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stateless := generateOver(t, c, prompt, 8, true)
+	if res.Usage.CachedTokens != 0 || res.Text != stateless.res.Text {
+		t.Fatalf("after the failure: cached %d, text %q; stateless %q", res.Usage.CachedTokens, res.Text, stateless.res.Text)
+	}
+}
+
+// Bad generation input is refused by name, with the right code, before
+// anything runs.
+func TestBadGenerateInput(t *testing.T) {
+	b, err := refbackend.Open(tinyDir(t), refbackend.Options{Ladder: []int{64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		req  daemon.GenerateRequest
+		code string
+		msg  string
+	}{
+		{"top_p", daemon.GenerateRequest{Prompt: []int{1, 2}, MaxTokens: 4, Sampling: wire.Sampling{TopP: 1.5}}, wire.CodeBadRequest, "top_p"},
+		{"temperature", daemon.GenerateRequest{Prompt: []int{1, 2}, MaxTokens: 4, Sampling: wire.Sampling{Temperature: math.NaN()}}, wire.CodeBadRequest, "temperature"},
+		{"vocabulary", daemon.GenerateRequest{Prompt: []int{1, 1 << 20}, MaxTokens: 4}, wire.CodeBadRequest, "prompt token 1"},
+		{"context", daemon.GenerateRequest{Prompt: []int{1, 2}, MaxTokens: 100, Speculative: true}, wire.CodeContextExceeded, "exceed"},
+	} {
+		called := false
+		_, err := b.Generate(ctx, c.req, func([]int) error { called = true; return nil })
+		var we *wire.Error
+		if !errors.As(err, &we) || we.Code != c.code || !strings.Contains(we.Message, c.msg) || called {
+			t.Errorf("%s: %v (tokens emitted: %v), want %s naming %q", c.name, err, called, c.code, c.msg)
+		}
 	}
 }

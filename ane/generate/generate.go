@@ -137,20 +137,48 @@ type rewinder interface{ Rewind(pos int) }
 // resetter is a drafter that can start over.
 type resetter interface{ Reset() }
 
+// RequestError is a request refused before any engine call: its prompt,
+// sampling options, speculative mode or chat template rendering (a caller
+// serving requests answers it as the client's mistake).
+type RequestError struct{ Err error }
+
+func (e *RequestError) Error() string { return e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
+
 // Run generates for req, calling emit for every output token and once more
 // with the final released text. An error from emit, or ctx ending (checked
-// before every engine call), aborts the run with that error.
+// before every engine call), aborts the run with that error. A bad request
+// is a *RequestError.
 func (g *Generator) Run(ctx context.Context, req Request, emit func(Event) error) (*Summary, error) {
 	if g.Engine == nil || g.Tokenizer == nil || g.Vocab <= 0 {
 		return nil, errors.New("generate: the generator needs an engine, its vocabulary size and a tokenizer")
 	}
-	prompt, thinking, parseOpts, err := g.prompt(req)
+	r, prompt, err := g.newRun(req)
 	if err != nil {
 		return nil, err
 	}
+	r.ctx, r.emit = ctx, emit
+	err = r.generate(prompt)
+	if r.engineFailed {
+		g.forget() // the engine may be half-advanced: the next Run starts over
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.sum, nil
+}
+
+// newRun checks req and sets up its sampler, stopper, speculator, guard
+// and parser.
+func (g *Generator) newRun(req Request) (*run, []int, error) {
+	bad := func(err error) (*run, []int, error) { return nil, nil, &RequestError{err} }
+	prompt, thinking, parseOpts, err := g.prompt(req)
+	if err != nil {
+		return bad(err)
+	}
 	for i, id := range prompt {
 		if id < 0 || id >= g.Vocab {
-			return nil, fmt.Errorf("generate: prompt token %d (index %d) is outside the vocabulary [0, %d)", id, i, g.Vocab)
+			return bad(fmt.Errorf("generate: prompt token %d (index %d) is outside the vocabulary [0, %d)", id, i, g.Vocab))
 		}
 	}
 	opts := sample.Defaults(thinking)
@@ -166,11 +194,11 @@ func (g *Generator) Run(ctx context.Context, req Request, emit func(Event) error
 	}
 	sampler, err := sample.New(opts)
 	if err != nil {
-		return nil, err
+		return bad(err)
 	}
 	stopper, err := sample.NewStopper(opts)
 	if err != nil {
-		return nil, err
+		return bad(err)
 	}
 	mode := req.Speculative
 	drafter := g.Drafter
@@ -180,10 +208,10 @@ func (g *Generator) Run(ctx context.Context, req Request, emit func(Event) error
 	case mode == "" || mode == spec.ModeOff:
 		mode, drafter = spec.ModeOff, nil
 	case drafter == nil:
-		return nil, fmt.Errorf("generate: speculative %q needs a drafter, and none is loaded", mode)
+		return bad(fmt.Errorf("generate: speculative %q needs a drafter, and none is loaded", mode))
 	}
 	if _, err := spec.ParseMode(string(mode)); err != nil {
-		return nil, err
+		return bad(err)
 	}
 	var capped *cappedDrafter
 	if drafter != nil {
@@ -192,10 +220,10 @@ func (g *Generator) Run(ctx context.Context, req Request, emit func(Event) error
 	}
 	sp, err := spec.New(spec.NewEngineTarget(g.Engine, g.Vocab), drafter, sampler, spec.Config{Mode: mode, Auto: g.Auto})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r := &run{ctx: ctx, g: g, req: req, drafter: drafter, capped: capped, sp: sp, sampler: sampler, stopper: stopper,
-		maxTokens: sampler.Options().MaxTokens, dec: g.Tokenizer.NewStreamDecoder(), emit: emit,
+	r := &run{g: g, req: req, drafter: drafter, capped: capped, sp: sp, sampler: sampler, stopper: stopper,
+		maxTokens: sampler.Options().MaxTokens, dec: g.Tokenizer.NewStreamDecoder(),
 		sum: &Summary{PromptTokens: len(prompt), Speculative: mode}}
 	if req.ThinkingBudget > 0 {
 		r.guard = chat.NewThinkingGuard(req.ThinkingBudget, thinking)
@@ -203,14 +231,7 @@ func (g *Generator) Run(ctx context.Context, req Request, emit func(Event) error
 	if req.Chat != nil {
 		r.parser = chat.NewParser(parseOpts)
 	}
-	err = r.generate(prompt)
-	if r.engineFailed {
-		g.forget() // the engine may be half-advanced: the next Run starts over
-	}
-	if err != nil {
-		return nil, err
-	}
-	return r.sum, nil
+	return r, prompt, nil
 }
 
 // forget drops what the generator knows about its engine's state.

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -320,8 +321,9 @@ func TestBadRequests(t *testing.T) {
 		{"top_p", g, Request{IDs: []int{1}, Sampling: &sample.Options{TopP: 1.5}}, "top_p"},
 	} {
 		_, err := c.g.Run(context.Background(), c.req, func(Event) error { return nil })
-		if err == nil || !strings.Contains(err.Error(), c.inMsg) {
-			t.Errorf("%s: %v, want an error mentioning %q", c.name, err, c.inMsg)
+		var re *RequestError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), c.inMsg) {
+			t.Errorf("%s: %v, want a RequestError mentioning %q", c.name, err, c.inMsg)
 		}
 	}
 }

@@ -272,16 +272,8 @@ func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit
 	if b.model == nil {
 		return out, wire.Errorf(wire.CodeUnavailable, "generation: this daemon serves only the tokenizer (no model loaded)")
 	}
-	for i, id := range req.Prompt {
-		if id < 0 || id >= b.model.Config().Vocab {
-			return out, wire.Errorf(wire.CodeBadRequest, "prompt token %d (id %d) is outside the model's vocabulary", i, id)
-		}
-	}
 	opts := sample.Options{Temperature: req.Sampling.Temperature, TopK: int(req.Sampling.TopK),
 		TopP: req.Sampling.TopP, Seed: req.Sampling.Seed, MaxTokens: req.MaxTokens}
-	if err := opts.Validate(); err != nil {
-		return out, wire.Errorf(wire.CodeBadRequest, "sampling: %v", err)
-	}
 	st, err := b.session(req.Session)
 	if err != nil {
 		return out, err
@@ -311,7 +303,10 @@ func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit
 			step = nil
 			return emit(ids)
 		})
+	var bad *generate.RequestError
 	switch {
+	case errors.As(err, &bad):
+		return out, wire.Errorf(wire.CodeBadRequest, "%v", err)
 	case errors.Is(err, generate.ErrContextExceeded):
 		return out, wire.Errorf(wire.CodeContextExceeded, "%v", err)
 	case err != nil:

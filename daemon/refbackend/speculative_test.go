@@ -354,7 +354,7 @@ func TestBadGenerateInput(t *testing.T) {
 	}{
 		{"top_p", daemon.GenerateRequest{Prompt: []int{1, 2}, MaxTokens: 4, Sampling: wire.Sampling{TopP: 1.5}}, wire.CodeBadRequest, "top_p"},
 		{"temperature", daemon.GenerateRequest{Prompt: []int{1, 2}, MaxTokens: 4, Sampling: wire.Sampling{Temperature: math.NaN()}}, wire.CodeBadRequest, "temperature"},
-		{"vocabulary", daemon.GenerateRequest{Prompt: []int{1, 1 << 20}, MaxTokens: 4}, wire.CodeBadRequest, "prompt token 1"},
+		{"vocabulary", daemon.GenerateRequest{Prompt: []int{1, 1 << 20}, MaxTokens: 4}, wire.CodeBadRequest, "(index 1) is outside the vocabulary"},
 		{"context", daemon.GenerateRequest{Prompt: []int{1, 2}, MaxTokens: 100, Speculative: true}, wire.CodeContextExceeded, "exceed"},
 	} {
 		called := false

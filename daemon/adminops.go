@@ -9,22 +9,6 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 )
 
-// unloadArgs and pinArgs are the residency admin ops' arguments (load takes none).
-type unloadArgs struct {
-	Force bool `msgpack:"force"`
-}
-
-type pinArgs struct {
-	Pinned *bool `msgpack:"pinned"`
-}
-
-// residencyResult is what load, unload and pin answer: where the model is now.
-type residencyResult struct {
-	State  string `msgpack:"state"`
-	Reason string `msgpack:"reason,omitempty"`
-	Pinned bool   `msgpack:"pinned"`
-}
-
 func (c *conn) residency(op string) (*Residency, error) {
 	c.s.mu.Lock()
 	r := c.s.res
@@ -35,10 +19,10 @@ func (c *conn) residency(op string) (*Residency, error) {
 	return r, nil
 }
 
-func (r *Residency) result() residencyResult {
+func (r *Residency) result() wire.ResidencyResult {
 	st, reason := r.m.State()
 	state, reason := wireState(st, reason)
-	return residencyResult{State: state, Reason: reason, Pinned: r.Pinned()}
+	return wire.ResidencyResult{State: state, Reason: reason, Pinned: r.Pinned()}
 }
 
 // residencyOp decodes req's arguments into an A, runs do on the residency
@@ -66,13 +50,13 @@ func (c *conn) opLoad(ctx context.Context, req wire.Request) (any, error) {
 }
 
 func (c *conn) opUnload(_ context.Context, req wire.Request) (any, error) {
-	return residencyOp(c, req, func(r *Residency, a *unloadArgs) error {
+	return residencyOp(c, req, func(r *Residency, a *wire.UnloadArgs) error {
 		return r.Unload(a.Force, "unload requested by uid "+uidString(c.peer.UID))
 	})
 }
 
 func (c *conn) opPin(_ context.Context, req wire.Request) (any, error) {
-	return residencyOp(c, req, func(r *Residency, a *pinArgs) error {
+	return residencyOp(c, req, func(r *Residency, a *wire.PinArgs) error {
 		r.Pin(a.Pinned == nil || *a.Pinned)
 		return nil
 	})
@@ -106,7 +90,7 @@ func (c *conn) opRollback(ctx context.Context, req wire.Request) (any, error) {
 
 // rollbackResult is where the model is after update.rollback, and which
 // revision it serves now (and, with a bundle store, the one it replaced).
-func rollbackResult(r residencyResult, revision, previous string) wire.RollbackResult {
+func rollbackResult(r wire.ResidencyResult, revision, previous string) wire.RollbackResult {
 	return wire.RollbackResult{State: r.State, Reason: r.Reason, Pinned: r.Pinned, Revision: revision, Previous: previous}
 }
 

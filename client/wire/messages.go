@@ -436,6 +436,23 @@ type UpdateCheckResult struct {
 	TotalBytes    uint64   `msgpack:"total_bytes" json:"total_bytes"`
 }
 
+// UnloadArgs: Force cancels running generations instead of answering busy.
+type UnloadArgs struct {
+	Force bool `msgpack:"force"`
+}
+
+// PinArgs pin (Pinned absent or true) or unpin the model.
+type PinArgs struct {
+	Pinned *bool `msgpack:"pinned,omitempty"`
+}
+
+// ResidencyResult is what load, unload and pin answer: where the model is now.
+type ResidencyResult struct {
+	State  string `msgpack:"state" json:"state"`
+	Reason string `msgpack:"reason,omitempty" json:"reason,omitempty"`
+	Pinned bool   `msgpack:"pinned" json:"pinned"`
+}
+
 // RollbackResult is the result of update.rollback: where the model is, the
 // revision served now, and (with a bundle store) the one it replaced,
 // which a second rollback returns to.

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
@@ -305,3 +306,78 @@ func TestUpdateAndVerifyThroughDaemon(t *testing.T) {
 		t.Fatalf("verify of a damaged snapshot: %v\n%s", err, out)
 	}
 }
+
+// load, pin, unload and shutdown drive a real daemon's residency.
+func TestResidencyCommands(t *testing.T) {
+	opts := fakeengine.Options{TokenDelay: 5 * time.Millisecond}
+	sock, srv := serveDaemon(t, fakeengine.New(opts))
+	srv.EnableResidency(daemon.ResidencyOptions{Bundle: "fake/instant@1",
+		Load: func(context.Context) (daemon.Backend, error) { return fakeengine.New(opts), nil }})
+	ctl := func(args ...string) string {
+		t.Helper()
+		out, _, err := runCtl(t, "", append(args, "--socket", sock)...)
+		if err != nil {
+			t.Fatalf("forgectl %v: %v", args, err)
+		}
+		return out
+	}
+	if out := ctl("load"); out != "model ready\n" {
+		t.Fatalf("load: %q", out)
+	}
+	var r wire.ResidencyResult
+	if out := ctl("pin", "--json"); json.Unmarshal([]byte(out), &r) != nil || r != (wire.ResidencyResult{State: "ready", Pinned: true}) {
+		t.Fatalf("pin --json: %s", out)
+	}
+	if out := ctl("pin", "--off"); out != "model ready\n" {
+		t.Fatalf("pin --off: %q", out)
+	}
+
+	// A generation is running: unload is busy, unload --force cancels it.
+	c, err := dialDaemon(context.Background(), sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stream := c.Generate(context.Background(), wire.GenerateArgs{IDs: []uint32{104}, MaxTokens: ptr(uint64(2000))})
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		st, err := c.Status(context.Background())
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("the generation never started: %v", err)
+		}
+		if st.Running == 1 {
+			break
+		}
+	}
+	_, _, err = runCtl(t, "", "unload", "--socket", sock)
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Code != wire.CodeBusy {
+		t.Fatalf("unload while generating: %v, want busy", err)
+	}
+	if out := ctl("unload", "--force"); !strings.HasPrefix(out, "model unloaded (unload requested by uid ") {
+		t.Fatalf("unload --force: %q", out)
+	}
+	if _, err := stream.Result(); !errors.As(err, &we) || we.Code != wire.CodeCancelled {
+		t.Fatalf("the generation after unload --force: %v, want cancelled", err)
+	}
+
+	// A daemon without residency control says so; shutdown stops this one.
+	if _, _, err := runCtl(t, "", "load", "--socket", startDaemon(t)); err == nil || !strings.Contains(err.Error(), "no residency control") {
+		t.Errorf("load without residency control: %v", err)
+	}
+	if out := ctl("shutdown"); out != "forged at "+sock+" is shutting down\n" {
+		t.Fatalf("shutdown: %q", out)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, _, err := runCtl(t, "", "status", "--socket", sock)
+		if err != nil && strings.Contains(err.Error(), "connect to forged") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon still answers 5s after shutdown: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

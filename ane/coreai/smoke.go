@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
@@ -13,6 +15,7 @@ import (
 	"github.com/forgedaemon/forged/ane/spec"
 	"github.com/forgedaemon/forged/ane/tensor"
 	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/bundle"
 )
 
 // SmokeOptions configure Smoke.
@@ -22,14 +25,22 @@ type SmokeOptions struct {
 	Tokens int    // greedy tokens to generate, 2..64 (default 16)
 	Ctx    int    // context entry (default the smallest)
 	KV     ane.KVFormat
-	// Drafter proposes the drafts (default a prompt-lookup drafter: the
-	// DFlash2 drafter's draft/ctx64 entries are not driven yet).
+	// Drafter proposes the drafts (default: the bundle's DFlash2 drafter on
+	// Core AI when the bundle has one, else a prompt-lookup drafter).
 	Drafter spec.Drafter
 }
+
+// Drafters the smoke report names.
+const (
+	SmokeDFlash2 = "dflash2" // the bundle's drafter package, driven by coreai.Drafter
+	SmokeLookup  = "lookup"  // prompt lookup: the bundle has no drafter
+	SmokeCustom  = "custom"  // SmokeOptions.Drafter
+)
 
 // SmokeReport is what the hardware smoke test measured.
 type SmokeReport struct {
 	Bridge            string  `json:"bridge_release"`
+	Drafter           string  `json:"drafter"`
 	LoadSeconds       float64 `json:"load_seconds"`
 	GenerationSeconds float64 `json:"generation_seconds"`
 	PromptTokens      int     `json:"prompt_tokens"`
@@ -45,9 +56,10 @@ type SmokeReport struct {
 }
 
 // Smoke loads the bundle's Core AI runtime (bundleDir/coreai, the
-// embedding and tokenizer from bundleDir/model), feeds the raw prompt and
-// decodes greedily with speculation, checking every logits row is finite —
-// the published quick-test. On Linux it runs against the test bridge only.
+// embedding and tokenizer from bundleDir/model) and the bundle's DFlash2
+// drafter, feeds the raw prompt and decodes greedily with speculation,
+// checking every logits row is finite — the published quick-test. On Linux
+// it runs against the test bridge only.
 func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 	var rep SmokeReport
 	if opts.Prompt == "" {
@@ -90,8 +102,15 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 		return rep, err
 	}
 	defer e.Close()
+	drafter, name, err := smokeDrafter(bundleDir, opts, emb, e.man.Taps, ids)
+	if err != nil {
+		return rep, err
+	}
+	if c, ok := drafter.(*Drafter); ok {
+		defer c.Close()
+	}
 	rep.LoadSeconds = time.Since(t0).Seconds()
-	rep.Bridge = e.lib.Release()
+	rep.Bridge, rep.Drafter = e.lib.Release(), name
 	if need := len(ids) + opts.Tokens + ane.VerifyRows; need > e.kvLen(e.ladder.Largest()) {
 		return rep, fmt.Errorf("smoke: %d prompt + %d new + 8 positions exceed the context (%d)", len(ids), opts.Tokens, e.kvLen(e.ladder.Largest()))
 	}
@@ -101,10 +120,6 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 		if id, ok := tok.TokenID(s); ok {
 			stops = append(stops, id)
 		}
-	}
-	drafter := opts.Drafter
-	if drafter == nil {
-		drafter = spec.NewLookupDrafter(ids)
 	}
 	t1 := time.Now()
 	e.FeatureSink = drafter.AddContext
@@ -150,6 +165,32 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 		return rep, errors.New("smoke: no token was generated")
 	}
 	return rep, nil
+}
+
+// smokeDrafter opens the bundle's DFlash2 drafter on Core AI when the
+// bundle has one (release.json's drafter path, else drafter/); a drafter
+// that is present but cannot be opened, or whose taps are not the
+// runtime's, fails the smoke test rather than falling back.
+func smokeDrafter(bundleDir string, opts SmokeOptions, emb Embedding, taps, prompt []int) (spec.Drafter, string, error) {
+	if opts.Drafter != nil {
+		return opts.Drafter, SmokeCustom, nil
+	}
+	dir := filepath.Join(bundleDir, "drafter")
+	if r, err := bundle.LoadRelease(bundleDir); err == nil && r.Drafter != nil {
+		dir = filepath.Join(bundleDir, filepath.FromSlash(r.Drafter.Path))
+	}
+	if _, err := os.Stat(filepath.Join(dir, bundle.DrafterModel)); err != nil {
+		return spec.NewLookupDrafter(prompt), SmokeLookup, nil
+	}
+	d, err := OpenDrafter(dir, DrafterOptions{Bridge: opts.Bridge, Embedding: emb})
+	if err != nil {
+		return nil, "", fmt.Errorf("smoke: drafter: %w", err)
+	}
+	if want := d.cfg.DFlash.TargetLayerIDs; !slices.Equal(want, taps) {
+		d.Close()
+		return nil, "", fmt.Errorf("smoke: the drafter reads target layers %v, the Core AI runtime taps %v", want, taps)
+	}
+	return d, SmokeDFlash2, nil
 }
 
 // finiteTarget fails a verify whose logits hold NaN or ±Inf.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/half"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/spec"
@@ -15,14 +16,21 @@ import (
 )
 
 // smokeBundle lays out a bundle as published: coreai/ (the test runtime),
-// model/tokenizer.json and model/embed_tokens_fp16.npy.
-func smokeBundle(t *testing.T) string {
+// model/tokenizer.json and model/embed_tokens_fp16.npy, and, when net is
+// not nil, drafter/ (the synthetic drafter over refdraft). taps are the
+// runtime's (nil: testTaps).
+func smokeBundle(t *testing.T, taps []int, net *dflash.Net) string {
 	dir, w := tinyModel(t)
 	b := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(b, "coreai"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"coreai", "drafter"} {
+		if err := os.MkdirAll(filepath.Join(b, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	writeRuntimeIn(t, filepath.Join(b, "coreai"), w, bundleSpec{})
+	writeRuntimeIn(t, filepath.Join(b, "coreai"), w, bundleSpec{taps: taps})
+	if net != nil {
+		writeDrafterDir(t, filepath.Join(b, "drafter"), net, drafterEdits{})
+	}
 	if err := os.MkdirAll(filepath.Join(b, "model"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +107,7 @@ func (r *replay) Propose(anchor, pos int) (spec.Proposal, error) {
 
 func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 	bridge := testBridge(t)
-	b := smokeBundle(t)
+	b := smokeBundle(t, nil, nil)
 	tok, err := tokenizer.Load(filepath.Join(b, "model", "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +127,8 @@ func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 		if !slices.Equal(rep.Tokens, want) {
 			t.Fatalf("%s: speculative tokens %v, reference greedy %v", c.name, rep.Tokens, want)
 		}
-		if !rep.FiniteLogits || rep.GeneratedTokens != 16 || rep.PromptTokens != len(prompt) || rep.Text != tok.Decode(want) {
+		if !rep.FiniteLogits || rep.GeneratedTokens != 16 || rep.PromptTokens != len(prompt) || rep.Text != tok.Decode(want) ||
+			rep.Drafter != map[string]string{"lookup": SmokeLookup, "replay": SmokeCustom}[c.name] {
 			t.Fatalf("%s: report %+v", c.name, rep)
 		}
 		t.Logf("%s: %d verify calls, %d/%d drafts accepted, load %.3fs, %.1f tok/s (test bridge)", c.name,
@@ -135,4 +144,30 @@ func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 	}
 	_, err = Smoke(b, SmokeOptions{Bridge: bridge, Tokens: 65})
 	wantErr(t, err, "65 tokens, want 2..64")
+}
+
+// A bundle with a drafter package is smoke-tested with the DFlash2
+// drafter on Core AI, and still gives ane/ref's greedy tokens; a drafter
+// that taps other layers than the runtime is refused, not bypassed.
+func TestSmokeUsesTheBundlesDrafter(t *testing.T) {
+	bridge := testBridge(t)
+	_, dw := synthDrafter(t)
+	net, _ := drafterNet(t)
+	b := smokeBundle(t, dw.Config.DFlash.TargetLayerIDs, net)
+	tok, err := tokenizer.Load(filepath.Join(b, "model", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := refGreedy(t, tok.Encode("The capital of France is"), 16)
+	rep, err := Smoke(b, SmokeOptions{Bridge: bridge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Drafter != SmokeDFlash2 || !slices.Equal(rep.Tokens, want) || rep.DraftsProposed == 0 {
+		t.Fatalf("report %+v, want the dflash2 drafter and tokens %v", rep, want)
+	}
+	t.Logf("dflash2: %d verify calls, %d/%d drafts accepted (test bridge)", rep.VerifyCalls, rep.DraftsAccepted, rep.DraftsProposed)
+	mismatched := smokeBundle(t, nil, net) // runtime taps 0, 1, 3
+	_, err = Smoke(mismatched, SmokeOptions{Bridge: bridge})
+	wantErr(t, err, "the drafter reads target layers [0 1 2 3], the Core AI runtime taps [0 1 3]")
 }

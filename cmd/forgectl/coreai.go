@@ -91,7 +91,7 @@ func bridgePath(flag string) (string, error) {
 // printSmoke prints a smoke test report (coreai smoke, verify --smoke).
 func printSmoke(w io.Writer, rep coreai.SmokeReport) {
 	fmt.Fprintf(w, "bridge: %s\nload: %.2fs  generation: %.2fs  %.1f tok/s\n"+
-		"prompt %d tokens, generated %d in %d verify calls, %d/%d drafts accepted (%.0f%%)\ntext: %q\n",
+		"prompt %d tokens, generated %d in %d verify calls, %d/%d %s drafts accepted (%.0f%%)\ntext: %q\n",
 		rep.Bridge, rep.LoadSeconds, rep.GenerationSeconds, rep.TokensPerSecond, rep.PromptTokens,
-		rep.GeneratedTokens, rep.VerifyCalls, rep.DraftsAccepted, rep.DraftsProposed, 100*rep.AcceptRate, rep.Text)
+		rep.GeneratedTokens, rep.VerifyCalls, rep.DraftsAccepted, rep.DraftsProposed, rep.Drafter, 100*rep.AcceptRate, rep.Text)
 }

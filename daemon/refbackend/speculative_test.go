@@ -21,6 +21,18 @@ import (
 	"github.com/forgedaemon/forged/daemon/refbackend"
 )
 
+// openTiny serves the tiny checkpoint with the default drafter (prompt
+// lookup); the test's cleanup closes it.
+func openTiny(t *testing.T) *refbackend.Backend {
+	t.Helper()
+	b, err := refbackend.Open(tinyDir(t), refbackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
 // streamed is one generation as a client sees it over the socket.
 type streamed struct {
 	ids    []uint32
@@ -109,11 +121,7 @@ func checkSpeculative(t *testing.T, c *client.Client, prompt []uint32) (on strea
 // output equals plain greedy output, and the acceptance histogram counts
 // every draft cycle.
 func TestSpeculativeLookupOverSocket(t *testing.T) {
-	b, err := refbackend.Open(tinyDir(t), refbackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openTiny(t)
 	if b.Speculation() != "prompt lookup" {
 		t.Fatalf("speculation %q, want prompt lookup", b.Speculation())
 	}
@@ -146,11 +154,7 @@ func (*replayDrafter) AddContext([]float32, []int) error { return nil }
 // A drafter that is mostly right: events carry several ids, the
 // histogram has counts above k = 0, and the output is still the plain one.
 func TestSpeculativeAcceptedDraftsOverSocket(t *testing.T) {
-	b, err := refbackend.Open(tinyDir(t), refbackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openTiny(t)
 	c := serve(t, b)
 	prompt := promptIDs(20, 2)
 	plain := generateOver(t, c, prompt, 24, false)
@@ -178,11 +182,7 @@ func (neverDrafter) AddContext([]float32, []int) error { return nil }
 // A drafter whose drafts are never accepted leaves the output identical;
 // every cycle lands in acceptance[0].
 func TestSpeculativeZeroAcceptance(t *testing.T) {
-	b, err := refbackend.Open(tinyDir(t), refbackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openTiny(t)
 	refbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return neverDrafter{id: 511} })
 	c := serve(t, b)
 	on := checkSpeculative(t, c, repetitive())
@@ -308,11 +308,7 @@ func (failingDrafter) AddContext([]float32, []int) error { return nil }
 // state: the session's next turn starts over (cached_tokens 0) and
 // generates what a stateless request generates.
 func TestFailedGenerationLeavesNoPartialState(t *testing.T) {
-	b, err := refbackend.Open(tinyDir(t), refbackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openTiny(t)
 	c := serve(t, b)
 	ctx := context.Background()
 	sess, err := c.OpenSession(ctx)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/tokenizer"
 	"github.com/forgedaemon/forged/daemon"
@@ -87,5 +88,47 @@ func TestOpenBundleServesTheBundle(t *testing.T) {
 	os.Remove(filepath.Join(dir, "export", "layer_01.safetensors"))
 	if _, err := refbackend.OpenBundle(dir, refbackend.Options{}); err == nil || !strings.Contains(err.Error(), "layer_01.safetensors") {
 		t.Errorf("without export/layer_01.safetensors: %v", err)
+	}
+}
+
+// A bundle whose drafter/ carries CPU weights (model.safetensors) is served
+// with that drafter once it pairs with the bundle's model/ and export/:
+// speculative greedy output equals plain output and acceptance is
+// reported. Without them the backend speculates with prompt lookup.
+func TestOpenBundleUsesItsDrafter(t *testing.T) {
+	dir := testbundle.Tiny(t, 5)
+	b, err := refbackend.OpenBundle(dir, refbackend.Options{Ladder: []int{1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Speculation() != "prompt lookup" {
+		t.Errorf("a bundle without drafter weights: speculation %q, want prompt lookup", b.Speculation())
+	}
+	b.Close()
+	drafter := filepath.Join(dir, "drafter")
+	if _, err := dflash.GenerateSynthetic(filepath.Join(dir, "model"), filepath.Join(dir, "export"), drafter, 4); err != nil {
+		t.Fatal(err)
+	}
+	b, err = refbackend.OpenBundle(dir, refbackend.Options{Ladder: []int{1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Speculation() != "dflash2 "+drafter {
+		t.Fatalf("speculation %q, want the bundle's drafter", b.Speculation())
+	}
+	gen := func(speculative bool) ([]int, daemon.Outcome) {
+		var ids []int
+		out, err := b.Generate(context.Background(), daemon.GenerateRequest{Prompt: []int{5, 17, 200, 33, 41}, MaxTokens: 12, Speculative: speculative},
+			func(step []int) error { ids = append(ids, step...); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids, out
+	}
+	plain, _ := gen(false)
+	fast, out := gen(true)
+	if !slices.Equal(plain, fast) || len(out.Acceptance) != 8 {
+		t.Fatalf("speculative %v (acceptance %v) != plain %v", fast, out.Acceptance, plain)
 	}
 }

@@ -361,3 +361,27 @@ func TestBadGenerateInput(t *testing.T) {
 		}
 	}
 }
+
+// Sampled speculative generation is reproducible from its seed (no drafter
+// or generator state leaks between requests) and stays in the vocabulary.
+func TestSampledSpeculativeReproducible(t *testing.T) {
+	b := openTiny(t)
+	c := serve(t, b)
+	on := true
+	gen := func(seed uint64) *wire.GenerationResult {
+		max := uint64(20)
+		res, err := c.Generate(context.Background(), wire.GenerateArgs{IDs: repetitive(), MaxTokens: &max, Speculative: &on,
+			Sampling: &wire.Sampling{Temperature: 0.9, TopK: 40, Seed: seed}}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first, again := gen(7), gen(7)
+	if first.Text != again.Text || len(first.Usage.Acceptance) != 8 || !slices.Equal(first.Usage.Acceptance, again.Usage.Acceptance) {
+		t.Fatalf("seed 7 twice: %q %v, then %q %v", first.Text, first.Usage.Acceptance, again.Text, again.Usage.Acceptance)
+	}
+	if other := gen(8); other.Text == first.Text {
+		t.Errorf("seeds 7 and 8 sampled the same 20 tokens: %q", other.Text)
+	}
+}

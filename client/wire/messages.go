@@ -215,17 +215,17 @@ type Sampling struct {
 
 // Message is one chat message. ToolCalls keep their key order (see Object).
 type Message struct {
-	Role      string   `msgpack:"role" json:"role"`
-	Content   string   `msgpack:"content" json:"content"`
-	Name      string   `msgpack:"name,omitempty" json:"name,omitempty"`
-	ToolCalls []Object `msgpack:"tool_calls,omitempty" json:"tool_calls,omitempty"`
+	Role      string  `msgpack:"role" json:"role"`
+	Content   string  `msgpack:"content" json:"content"`
+	Name      string  `msgpack:"name,omitempty" json:"name,omitempty"`
+	ToolCalls Objects `msgpack:"tool_calls,omitempty" json:"tool_calls,omitempty"`
 }
 
 // ChatArgs asks for a chat completion. Tools keep their key order (see
 // Object): build them with ObjectsFromJSON to choose it.
 type ChatArgs struct {
 	Messages       []Message `msgpack:"messages"`
-	Tools          []Object  `msgpack:"tools,omitempty"`
+	Tools          Objects   `msgpack:"tools,omitempty"`
 	Sampling       *Sampling `msgpack:"sampling,omitempty"`
 	MaxTokens      *uint64   `msgpack:"max_tokens,omitempty"`
 	Thinking       string    `msgpack:"thinking,omitempty"`

@@ -122,13 +122,39 @@ func (o Object) String() string {
 	return string(j)
 }
 
+// Objects is a list of Objects (chat's tools, a message's tool_calls) whose
+// decoding errors name the entry.
+type Objects []Object
+
+// DecodeMsgpack reads an array of maps, each with a JSON form.
+func (l *Objects) DecodeMsgpack(dec *msgpack.Decoder) error {
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n < 0 { // nil
+		*l = nil
+		return nil
+	}
+	objs := make(Objects, 0, min(n, 64)) // n is bounded by the frame, not trusted further
+	for i := range n {
+		var o Object
+		if err := o.DecodeMsgpack(dec); err != nil {
+			return fmt.Errorf("[%d]: %w", i, err)
+		}
+		objs = append(objs, o)
+	}
+	*l = objs
+	return nil
+}
+
 // ObjectsFromJSON converts a JSON array of objects (a tools list) to Objects.
-func ObjectsFromJSON(data []byte) ([]Object, error) {
+func ObjectsFromJSON(data []byte) (Objects, error) {
 	var items []json.RawMessage
 	if err := json.Unmarshal(data, &items); err != nil {
 		return nil, fmt.Errorf("not a JSON array of objects: %w", err)
 	}
-	objs := make([]Object, len(items))
+	objs := make(Objects, len(items))
 	for i, item := range items {
 		var err error
 		if objs[i], err = ObjectFromJSON(item); err != nil {

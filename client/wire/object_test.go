@@ -246,13 +246,22 @@ func TestObjectRejects(t *testing.T) {
 
 // A tool with no JSON form is a bad_request that names the field.
 func TestChatArgsToolWithoutJSONForm(t *testing.T) {
-	args := pack(t, map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}},
-		"tools": []any{map[string]any{"function": map[string]any{"name": []byte("x")}}}})
-	err := DecodeArgs(OpChat, args, &ChatArgs{})
-	var we *Error
-	if !errors.As(err, &we) || we.Code != CodeBadRequest || !strings.Contains(we.Message, "args.tools must be an array of maps") ||
-		!strings.Contains(we.Message, "object.function.name: binary data") {
-		t.Fatalf("got %v", err)
+	user := map[string]any{"role": "user", "content": "hi"}
+	for _, c := range []struct {
+		args       map[string]any
+		field, why string
+	}{
+		{map[string]any{"messages": []any{user}, "tools": []any{weatherTool(t), map[string]any{"function": map[string]any{"name": []byte("x")}}}},
+			"args.tools", "[1]: object.function.name: binary data"},
+		{map[string]any{"messages": []any{user}, "tools": []any{"get_weather"}}, "args.tools", "[0]: object: must be a map, got a string"},
+		{map[string]any{"messages": []any{map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[int]int{1: 2}}}}},
+			"args.messages", "[0]: object: a map key is an integer"},
+	} {
+		err := DecodeArgs(OpChat, pack(t, c.args), &ChatArgs{})
+		var we *Error
+		if !errors.As(err, &we) || we.Code != CodeBadRequest || !strings.Contains(we.Message, c.field) || !strings.Contains(we.Message, c.why) {
+			t.Errorf("got %v, want bad_request naming %s and %q", err, c.field, c.why)
+		}
 	}
 }
 

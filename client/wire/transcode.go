@@ -230,7 +230,7 @@ func (t *mpReader) mapBody(out []byte, n, depth int) ([]byte, error) {
 		}
 		key, err := t.key()
 		if err != nil {
-			return nil, under(indexStep(i), err)
+			return nil, err
 		}
 		if _, dup := seen[key]; dup {
 			return nil, problem("key %q appears twice", key)

@@ -22,7 +22,9 @@ import (
 
 // Generator is one session's generation stack. A Run starts the engine
 // (and drafter) from an empty state, or with Request.Continue from what
-// earlier Runs left in it. It is not safe for concurrent use.
+// earlier Runs left in it. It is not safe for concurrent use. Drafter may
+// be replaced between Runs (the daemon makes a prompt-lookup drafter per
+// request from its prompt).
 type Generator struct {
 	Engine ane.Engine
 	// Vocab is the width of the engine's logits rows.

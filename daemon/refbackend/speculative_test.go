@@ -158,10 +158,7 @@ func TestSpeculativeAcceptedDraftsOverSocket(t *testing.T) {
 	c := serve(t, b)
 	prompt := promptIDs(20, 2)
 	plain := generateOver(t, c, prompt, 24, false)
-	var trace []int
-	for _, id := range append(slices.Clone(prompt), plain.ids...) {
-		trace = append(trace, int(id))
-	}
+	trace := intIDs(append(slices.Clone(prompt), plain.ids...))
 	refbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return &replayDrafter{trace: trace, wrongEvery: 4} })
 	on := checkSpeculative(t, c, prompt)
 	if acc := on.res.Usage.Acceptance; acc[0] == sum(acc) || on.multi == 0 {
@@ -384,4 +381,48 @@ func TestSampledSpeculativeReproducible(t *testing.T) {
 	if other := gen(8); other.Text == first.Text {
 		t.Errorf("seeds 7 and 8 sampled the same 20 tokens: %q", other.Text)
 	}
+}
+
+// A generation cancelled mid-way keeps what its engine committed: the
+// session's next turn reuses it and generates what a stateless request
+// for the same conversation generates.
+func TestCancelledTurnKeepsSessionState(t *testing.T) {
+	b := openTiny(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	prompt := intIDs(promptIDs(25, 7))
+	var got []int
+	_, err := b.Generate(ctx, daemon.GenerateRequest{Prompt: prompt, MaxTokens: 20, Speculative: true, Session: "s"}, func(step []int) error {
+		if got = append(got, step...); len(got) >= 3 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled generation: %v", err)
+	}
+	next := append(append(slices.Clone(prompt), got...), intIDs(promptIDs(5, 8))...)
+	run := func(session string) ([]int, daemon.Outcome) {
+		var ids []int
+		out, err := b.Generate(context.Background(), daemon.GenerateRequest{Prompt: next, MaxTokens: 10, Speculative: true, Session: session},
+			func(step []int) error { ids = append(ids, step...); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids, out
+	}
+	resumed, out := run("s")
+	if out.CachedTokens < len(prompt) || out.CachedTokens >= len(next) {
+		t.Fatalf("after the cancel: %d cached tokens, want the prompt (%d) and any committed output", out.CachedTokens, len(prompt))
+	}
+	if stateless, _ := run(""); !slices.Equal(resumed, stateless) {
+		t.Fatalf("resumed %v, stateless %v", resumed, stateless)
+	}
+}
+
+func intIDs(ids []uint32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
 }

@@ -106,6 +106,10 @@ func TestConfigGetAndSet(t *testing.T) {
 			t.Errorf("config set %s %s: got %v, want bad_request naming %q", bad.key, bad.value, err, bad.want)
 		}
 	}
+	_, _, err = runCtl(t, "", "config", "set", "--socket", sock, "limits.per_caller", "--", "-2")
+	if err == nil || !strings.Contains(err.Error(), "per_caller") || !strings.Contains(err.Error(), "bad_request") {
+		t.Errorf("config set limits.per_caller -- -2: %v", err)
+	}
 	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
 		t.Errorf("a refused config set changed the file:\n%s\n→\n%s", before, after)
 	}

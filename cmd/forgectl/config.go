@@ -47,7 +47,8 @@ before answering. Both are admin operations and need a running daemon.`,
 		Use:   "set KEY VALUE",
 		Short: "Set one key of the daemon's config file (for example keep_alive 5m)",
 		Long: `VALUE is read as JSON when it is JSON (8, true, ["alice","bob"], "text"),
-and as text otherwise (5m, staff); --string always sends it as text.`,
+and as text otherwise (5m, staff); --string always sends it as text. A value
+starting with "-" follows "--" (forgectl config set --socket S KEY -- -1).`,
 		Args: cobra.ExactArgs(2),
 	}
 	setSocket := socketFlag(set)

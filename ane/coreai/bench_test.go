@@ -2,6 +2,7 @@ package coreai
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forgedaemon/forged/ane/config"
 	"github.com/forgedaemon/forged/ane/coreai/refchunk"
+	"github.com/forgedaemon/forged/ane/coreai/refdraft"
+	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/bundle"
 )
 
 // Published figures the host overhead is set against (anemll-forge §5.3,
@@ -113,4 +119,92 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Published drafter figure (anemll-forge §5.3): drafter time per cycle,
+// including the 3 ms gap the runtime leaves after each verify.
+const publishedDrafterMS = 16.7
+
+// BenchmarkDrafterHost27B measures the drafter driver's host work per
+// speculative cycle at the published shapes (25,600-wide features, W =
+// 2048, 5 layers of 8 KV heads × 128, vocab 248,320, top-16 / rank 256):
+// AddContext of 8 committed rows, then Propose (feature and mask filling,
+// one draft run, ring writes, fp16 → fp32 of 7 logits rows, top-16 and
+// the selector walk), with functions that compute nothing (their logits
+// are zero). Every eighth cycle adds 64 more rows, so a ctx64 flush is
+// included at its real rate for a long prompt's tail. Needs ~0.6 GB.
+func BenchmarkDrafterHost27B(b *testing.B) {
+	bridge := testBridge(b)
+	cfg := &config.Drafter{HiddenSize: 5120, IntermediateSize: 17408, NumHiddenLayers: 5, NumAttentionHeads: 32,
+		NumKeyValueHeads: 8, HeadDim: 128, VocabSize: 248320, SlidingWindow: 2048, NumTargetLayers: 64,
+		RMSNormEps: 1e-6, RopeTheta: 1e7, DFlash: config.DFlashConfig{BlockSize: 8, MaskTokenID: 248070,
+			SelectorTopK: 16, SelectorRank: 256, ConvGroupSize: 16, ConvKernelSize: 2, TargetLayerIDs: []int{5, 19, 33, 47, 61}}}
+	dir := b.TempDir()
+	cj, err := cfg.MarshalHF()
+	if err != nil {
+		b.Fatal(err)
+	}
+	meta := &dflash.Metadata{W: 2048, T: 8, R: 8, RP: 64, FeatScale: 0.125, TargetExport: "x", HeadExport: "x/lm_head.safetensors"}
+	meta.Entries = map[string]struct {
+		Inputs  []string `json:"inputs,omitempty"`
+		Outputs []string `json:"outputs"`
+	}{"draft": {Outputs: []string{"logits"}}, "ctx64": {Outputs: []string{"k_new0"}}}
+	mj, _ := json.Marshal(meta)
+	codebook := make([]byte, cfg.VocabSize*cfg.DFlash.SelectorRank*2)
+	for i := range codebook {
+		codebook[i] = byte(i * 7) // arbitrary bf16 values
+	}
+	shape := []int{cfg.VocabSize, cfg.DFlash.SelectorRank}
+	if err := errors.Join(os.WriteFile(filepath.Join(dir, dflash.ConfigFile), cj, 0o644),
+		os.WriteFile(filepath.Join(dir, dflash.MetadataFile), mj, 0o644),
+		tensor.WriteSafetensors(filepath.Join(dir, dflash.SelectorFile), nil, []tensor.Tensor{
+			{Name: dflash.PredecessorCodebook, DType: tensor.BF16, Shape: shape, Data: codebook},
+			{Name: dflash.SuccessorCodebook, DType: tensor.BF16, Shape: shape, Data: codebook}})); err != nil {
+		b.Fatal(err)
+	}
+	layout, err := refdraft.NewLayout(cfg, cfg.FeatureSize(cfg.HiddenSize), meta)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sb strings.Builder
+	for _, e := range []string{refdraft.Ctx64, refdraft.Draft} {
+		specs, _ := layout.Tensors(e)
+		describe(&sb, e, specs)
+	}
+	setHandler(b, writeModel(b, dir, bundle.DrafterModel, sb.String()), func(string, map[string][]byte) error { return nil })
+	d, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: zeroEmbedding{cfg.VocabSize, cfg.HiddenSize}, CacheDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	F := cfg.FeatureSize(cfg.HiddenSize)
+	feat := make([]float32, 72*F) // committed rows' features, allocated once
+	positions := make([]int, 72)
+	rows := func(pos, n int) ([]float32, []int) {
+		for i := range positions[:n] {
+			positions[i] = pos + i
+		}
+		return feat[:n*F], positions[:n]
+	}
+	pos := 0
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		n := 8
+		if i%8 == 7 {
+			n += 64
+		}
+		f, p := rows(pos, n)
+		if err := d.AddContext(f, p); err != nil {
+			b.Fatal(err)
+		}
+		pos += n
+		if _, err := d.Propose(1, pos); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cpuTime()-cpu0).Seconds()*1000/float64(b.N), "cpu_ms/cycle")
+	ms := float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N)
+	b.ReportMetric(ms, "host_ms/cycle")
+	b.ReportMetric(ms/publishedDrafterMS, "share_of_published_drafter")
 }

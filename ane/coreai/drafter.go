@@ -1,6 +1,7 @@
 package coreai
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -51,6 +52,8 @@ type Drafter struct {
 	T, F      int // block rows, feature values per context row
 	bufs      map[string]*Buffer
 	plans     map[string][]*Binding // per entry
+	logits    []float32             // the draft rows' logits, reused: 7 × vocab
+	hp        []float32             // their hidden projections, reused
 	closed    bool
 }
 
@@ -250,9 +253,11 @@ func (d *Drafter) fillContext(entry string, n int) {
 	f, pos := d.ring.Rows(n)
 	feat := d.bufs[entry+"/feat"]
 	feat.zero()
+	// feat is (1, F, 1, rows): element (0, i, 0, t) at i·s1 + t·s3.
+	s1, s3 := 2*int(feat.Strides[1]), 2*int(feat.Strides[3])
 	for t := 0; t < n; t++ {
 		for i, v := range f[t*d.F : (t+1)*d.F] {
-			feat.setF16(v*d.featScale, 0, i, 0, t)
+			binary.LittleEndian.PutUint16(feat.data[i*s1+t*s3:], half.F16(v*d.featScale))
 		}
 	}
 	last := d.ring.Last()
@@ -320,19 +325,21 @@ func (d *Drafter) Propose(anchor, pos int) (spec.Proposal, error) {
 	d.storeRows(draftEntry, n)
 	rows, V, rank := d.T-1, d.cfg.VocabSize, d.cfg.DFlash.SelectorRank
 	lb := d.bufs[draftEntry+"/logits"]
-	logits := make([]float32, rows*V)
+	// Reused across calls: a fresh 7 MB slice per draft costs more in page
+	// faults than the conversion itself.
+	d.logits = slices.Grow(d.logits[:0], rows*V)[:rows*V]
 	for t := 0; t < rows; t++ {
 		o := lb.off(t, 0)
-		half.F16ToF32(logits[t*V:(t+1)*V], u16s(lb.data[o:o+2*V]))
+		half.F16ToF32(d.logits[t*V:(t+1)*V], u16s(lb.data[o:o+2*V]))
 	}
 	hb := d.bufs[draftEntry+"/hp"]
-	hp := make([]float32, rows*rank)
+	d.hp = slices.Grow(d.hp[:0], rows*rank)[:rows*rank]
 	for t := 0; t < rows; t++ {
 		for r := 0; r < rank; r++ {
-			hp[t*rank+r] = f16Float(hb.f16(0, r, 0, t+1))
+			d.hp[t*rank+r] = f16Float(hb.f16(0, r, 0, t+1))
 		}
 	}
-	return spec.Proposal{Tokens: d.sel.Walk(anchor, logits, hp, rows)}, nil
+	return spec.Proposal{Tokens: d.sel.Walk(anchor, d.logits, d.hp, rows)}, nil
 }
 
 // fillMask writes the additive mask (T, W+R+T): a ring slot or new row is

@@ -246,16 +246,7 @@ func openPair(t *testing.T, spec bundleSpec) (*Engine, *ref.Session) {
 func functionsText(fns map[string][]refchunk.Spec) string {
 	var sb strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(fns)) {
-		fmt.Fprintf(&sb, "function %s\n", name)
-		for _, s := range fns[name] {
-			role := map[refchunk.Role]string{refchunk.Input: "input", refchunk.Output: "output"}[s.Role]
-			fmt.Fprintf(&sb, "%s %s %s %d", role, s.Name, s.DType, len(s.Shape))
-			for _, d := range s.Shape {
-				fmt.Fprintf(&sb, " %d", d)
-			}
-			sb.WriteString("\n")
-		}
-		sb.WriteString("end\n")
+		describe(&sb, name, fns[name])
 	}
 	return sb.String()
 }

@@ -1,9 +1,6 @@
 package dflash
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // Ring is the host-side bookkeeping of the drafter's context (§3.5): the
 // committed target rows waiting to be projected, and the position each
@@ -40,7 +37,7 @@ func (r *Ring) Add(features []float32, positions []int) error {
 		last = p
 	}
 	for _, v := range features {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+		if v-v != 0 { // NaN or ±Inf
 			return fmt.Errorf("drafter context: feature value %v is not finite", v)
 		}
 	}

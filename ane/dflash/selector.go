@@ -79,11 +79,12 @@ func (s *Selector) Walk(anchor int, logits, hp []float32, rows int) []int {
 // ties to the lower index.
 func topK(row []float32, k int) []int {
 	out := make([]int, 0, k)
+	floor := float32(math.Inf(-1)) // once out is full: its smallest value
 	for i, v := range row {
-		if v != v || math.IsInf(float64(v), 0) {
+		if len(out) == k && !(v > floor) { // the common case over a large vocabulary
 			continue
 		}
-		if len(out) == k && !(v > row[out[k-1]]) {
+		if v-v != 0 { // NaN or ±Inf
 			continue
 		}
 		j := len(out)
@@ -97,6 +98,9 @@ func topK(row []float32, k int) []int {
 			j--
 		}
 		out[j] = i
+		if len(out) == k {
+			floor = row[out[k-1]]
+		}
 	}
 	return out
 }

@@ -48,13 +48,14 @@ type Drafter struct {
 	ring      *dflash.Ring
 	inv       []float64
 	featScale float32
-	W, R, RP  int
-	T, F      int // block rows, feature values per context row
-	bufs      map[string]*Buffer
-	plans     map[string][]*Binding // per entry
-	logits    []float32             // the draft rows' logits, reused: 7 × vocab
-	hp        []float32             // their hidden projections, reused
-	closed    bool
+	// W ring slots, R context rows per draft call, RP per ctx64 call (the
+	// sidecar's); T block rows; F feature values per context row.
+	W, R, RP, T, F int
+	bufs           map[string]*Buffer
+	plans          map[string][]*Binding // per entry
+	logits         []float32             // the draft rows' logits, reused: 7 × vocab
+	hp             []float32             // their hidden projections, reused
+	closed         bool
 }
 
 // OpenDrafter loads a drafter directory (bundle.DrafterModel and its

@@ -458,3 +458,23 @@ func TestDrafterMemory(t *testing.T) {
 		t.Fatalf("memory %+v, want KV %d and weights ≥ %d", m, ring, codebooks)
 	}
 }
+
+// Close releases every function, buffer and binding the drafter created
+// (the bridge's live counts return to where they were), after real use.
+func TestDrafterCloseReleasesEverything(t *testing.T) {
+	testBridge(t)
+	before := live()
+	d, cpu := drafterPair(t)
+	r := &drafterRun{t: t, d: d, cpu: cpu, blind: cpu, rng: rand.New(rand.NewPCG(1, 1))}
+	r.add(70)
+	if _, err := d.Propose(3, r.next); err != nil {
+		t.Fatal(err)
+	}
+	if live() == before {
+		t.Fatal("an open drafter holds no bridge objects")
+	}
+	d.Close()
+	if got := live(); got != before {
+		t.Fatalf("live models/functions/buffers/bindings %v after Close, %v before Open", got, before)
+	}
+}

@@ -3,6 +3,7 @@ package coreai
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -181,6 +182,7 @@ type drafterRun struct {
 	rng        *rand.Rand
 	next       int // next context position
 	proposals  int
+	nearTies   int // proposals that diverged at a selector near-tie
 	informed   int // proposals that differ from a drafter without context
 }
 
@@ -215,8 +217,11 @@ func (r *drafterRun) propose() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if len(want.Tokens) != spec.MaxDrafts || !slices.Equal(got.Tokens, want.Tokens) {
-		r.t.Fatalf("at position %d (anchor %d): Core AI drafter proposes %v, CPU drafter %v", r.next, anchor, got.Tokens, want.Tokens)
+	if len(want.Tokens) != spec.MaxDrafts {
+		r.t.Fatalf("at position %d the CPU drafter proposes %v", r.next, want.Tokens)
+	}
+	if compareProposals(r.t, r.d, anchor, r.next, got.Tokens, want.Tokens) {
+		r.nearTies++
 	}
 	r.blind.Reset()
 	b, err := r.blind.Propose(anchor, r.next)
@@ -227,6 +232,40 @@ func (r *drafterRun) propose() {
 	if !slices.Equal(b.Tokens, want.Tokens) {
 		r.informed++
 	}
+}
+
+// compareProposals checks the Core AI drafter's drafts against the CPU
+// drafter's. The draft entry returns fp16 logits and hidden projections,
+// so at a near-tie of the selector the two may pick differently: the first
+// differing pick is accepted (true is returned) when, scored with the
+// Core AI drafter's own outputs, the two candidates are within fp16
+// precision of each other (0.5 % of the score); later picks follow the
+// different predecessor and are not compared. Any other difference fails.
+func compareProposals(t *testing.T, d *Drafter, anchor, pos int, got, want []int) (nearTie bool) {
+	t.Helper()
+	if slices.Equal(got, want) {
+		return false
+	}
+	i := 0
+	for i < min(len(got), len(want)) && got[i] == want[i] {
+		i++
+	}
+	if i == len(got) || i == len(want) {
+		t.Fatalf("at %d: Core AI drafter proposes %v, CPU drafter %v", pos, got, want)
+	}
+	pred := anchor
+	if i > 0 {
+		pred = got[i-1]
+	}
+	V, R := d.cfg.VocabSize, d.cfg.DFlash.SelectorRank
+	lg, hp := d.logits[i*V:(i+1)*V], d.hp[i*R:(i+1)*R]
+	sg, sw := d.sel.Score(pred, got[i], lg[got[i]], hp), d.sel.Score(pred, want[i], lg[want[i]], hp)
+	if math.Abs(sg-sw) > 0.005*max(math.Abs(sg), math.Abs(sw), 1) {
+		t.Fatalf("at %d: Core AI drafter proposes %v, CPU drafter %v; row %d scores %.4f vs %.4f: not a near-tie",
+			pos, got, want, i, sg, sw)
+	}
+	t.Logf("at %d: drafts diverge at a near-tie in row %d (scores %.4f vs %.4f): %v vs %v", pos, i, sg, sw, got, want)
+	return true
 }
 
 // The driver proposes what the CPU drafter proposes: over 150 context
@@ -273,10 +312,11 @@ func TestDrafterMatchesCPU(t *testing.T) {
 	r.add(9)
 	r.propose()
 	// The comparison can fail: the context changes what is drafted.
-	if r.informed == 0 {
-		t.Fatalf("none of %d proposals depended on the context", r.proposals)
+	if r.informed == 0 || r.nearTies > r.proposals/10 {
+		t.Fatalf("of %d proposals, %d depended on the context and %d diverged at a near-tie", r.proposals, r.informed, r.nearTies)
 	}
-	t.Logf("%d proposals equal; %d differ from a drafter without context", r.proposals, r.informed)
+	t.Logf("%d proposals equal, %d diverged at a near-tie; %d differ from a drafter without context",
+		r.proposals-r.nearTies, r.nearTies, r.informed)
 }
 
 // The speculative cycle through the Core AI engine and the Core AI
@@ -287,7 +327,8 @@ func TestDrafterMatchesCPU(t *testing.T) {
 func TestDrafterSpeculativeCycleMatchesGreedy(t *testing.T) {
 	_, dw := synthDrafter(t)
 	e, _ := openPair(t, bundleSpec{taps: dw.Config.DFlash.TargetLayerIDs})
-	d, _ := openDrafter(t, drafterEdits{})
+	cd, cpu := drafterPair(t)
+	d := &teeDrafter{t: t, Drafter: cd, cpu: cpu}
 	prompt := randIDs(rand.New(rand.NewPCG(8, 9)), 1000, 400)
 	const n = 40
 	want := refGreedy(t, prompt, n)
@@ -337,7 +378,44 @@ func TestDrafterSpeculativeCycleMatchesGreedy(t *testing.T) {
 	if d.ring.Last() < len(prompt)+n-spec.MaxDrafts-2 {
 		t.Fatalf("the drafter's context ends at %d, %d tokens were committed", d.ring.Last(), len(prompt)+n)
 	}
-	t.Logf("%d cycles, %d/%d drafts accepted (random synthetic drafter), context %d", st.Cycles, st.Accepted, st.Proposed, e.Context())
+	if d.proposals != st.Cycles || d.nearTies > d.proposals/10 {
+		t.Fatalf("%d proposals compared with the CPU drafter (%d cycles), %d diverged at a near-tie", d.proposals, st.Cycles, d.nearTies)
+	}
+	t.Logf("%d cycles, %d/%d drafts accepted (random synthetic drafter), context %d; %d proposals equal to the CPU drafter's, %d diverged at a near-tie",
+		st.Cycles, st.Accepted, st.Proposed, e.Context(), d.proposals-d.nearTies, d.nearTies)
+}
+
+// teeDrafter feeds the CPU drafter the same context as the Core AI one
+// and fails the test when their proposals differ.
+type teeDrafter struct {
+	t *testing.T
+	*Drafter
+	cpu       *dflash.Drafter
+	proposals int
+	nearTies  int
+}
+
+func (d *teeDrafter) AddContext(f []float32, pos []int) error {
+	if err := d.cpu.AddContext(f, pos); err != nil {
+		return err
+	}
+	return d.Drafter.AddContext(f, pos)
+}
+
+func (d *teeDrafter) Propose(anchor, pos int) (spec.Proposal, error) {
+	got, err := d.Drafter.Propose(anchor, pos)
+	if err != nil {
+		return got, err
+	}
+	want, err := d.cpu.Propose(anchor, pos)
+	if err != nil {
+		return got, err
+	}
+	if compareProposals(d.t, d.Drafter, anchor, pos, got.Tokens, want.Tokens) {
+		d.nearTies++
+	}
+	d.proposals++
+	return got, nil
 }
 
 // Malformed drafter directories are refused at open, naming the problem.

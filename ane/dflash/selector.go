@@ -57,11 +57,7 @@ func (s *Selector) Walk(anchor int, logits, hp []float32, rows int) []int {
 		hpi := hp[i*R : (i+1)*R]
 		best, bestS := -1, math.Inf(-1)
 		for _, c := range cand {
-			sc := s.succ[c*R : (c+1)*R]
-			score := float64(row[c])
-			for r := 0; r < R; r++ {
-				score += float64(sc[r]) * float64(pc[r]) * float64(hpi[r])
-			}
+			score := float64(row[c]) + s.pair(pc, c, hpi)
 			if score > bestS || best < 0 {
 				best, bestS = c, score
 			}
@@ -73,6 +69,22 @@ func (s *Selector) Walk(anchor int, logits, hp []float32, rows int) []int {
 		prev = best
 	}
 	return drafts
+}
+
+// Score is candidate c's selector score in a row whose logit for c is
+// logit and whose hidden projection is hp, after the pick pred.
+func (s *Selector) Score(pred, c int, logit float32, hp []float32) float64 {
+	return float64(logit) + s.pair(s.pred[pred*s.rank:(pred+1)*s.rank], c, hp)
+}
+
+// pair is the codebook term Σ_r succ[c][r]·predCode[r]·hp[r].
+func (s *Selector) pair(predCode []float32, c int, hp []float32) float64 {
+	sc := s.succ[c*s.rank : (c+1)*s.rank]
+	var sum float64
+	for r, v := range sc {
+		sum += float64(v) * float64(predCode[r]) * float64(hp[r])
+	}
+	return sum
 }
 
 // topK returns the indices of the k largest finite values, largest first,

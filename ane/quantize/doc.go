@@ -12,6 +12,7 @@
 //	enc, err := r.Encode(q)                                     // export tensors of §4.1/§4.4
 //	a, b, err := LowRank(w−dequant(q), rows, cols, 64, seed)    // fp16 factors, A·B ≈ E
 //	h := NewHessian(n); h.Add(x, tokens); H := h.Finalize()      // H = XᵀX/N, float64
+//	db := OutputSNR(w, q, x, rows, cols)                        // layer-output SNR in dB
 //
 // Matrices are row-major float32 (rows = Cout, cols = Cin). Every error
 // names the matrix given to Fit. GPTQ runs in float64 (the published code

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -453,7 +452,7 @@ func (p *pipeline) quantizeMatrix(pm *plan.Matrix, w []float32, h []float64, hel
 		return nil, nil, mr, err
 	}
 	if len(held) > 0 {
-		s := snr(w, dq, held, pm.Rows, pm.Cols)
+		s := quantize.OutputSNR(w, dq, held, pm.Rows, pm.Cols)
 		mr.SNRdB = &s
 	}
 	mr.Seconds = time.Since(t0).Seconds()
@@ -476,29 +475,6 @@ func fromEncoded(key string, e *quantize.Encoded) (*export.Matrix, error) {
 		m.LUTShape = [2]int{e.LUTShape[0], e.LUTShape[1]}
 	}
 	return m, m.Check()
-}
-
-// snr is the held-out output SNR in dB of q against w on inputs x.
-func snr(w, q, x []float32, rows, cols int) float64 {
-	n := len(x) / cols
-	var sig, noise float64
-	for t := 0; t < n; t++ {
-		xt := x[t*cols : (t+1)*cols]
-		for r := 0; r < rows; r++ {
-			var a, b float64
-			wr, qr := w[r*cols:(r+1)*cols], q[r*cols:(r+1)*cols]
-			for j, v := range xt {
-				a += float64(wr[j]) * float64(v)
-				b += float64(wr[j]-qr[j]) * float64(v)
-			}
-			sig += a * a
-			noise += b * b
-		}
-	}
-	if noise == 0 {
-		return math.Inf(1)
-	}
-	return 10 * math.Log10(sig/noise)
 }
 
 // head quantizes the LM head on norm(h) of the final residual stream.

@@ -176,11 +176,20 @@ type kmeans struct {
 	w  []float64 // n sample weights
 	cd int
 	k  int
+	// exhaustive turns the bound test off (every point is compared with
+	// every centre); the tests check both give the same codebook.
+	exhaustive bool
 }
 
 func (km *kmeans) n() int { return len(km.w) }
 
 func (km *kmeans) dist2(i int, c []float64) float64 {
+	if km.cd == 2 {
+		d0, d1 := km.x[2*i]-c[0], km.x[2*i+1]-c[1]
+		d := d0 * d0
+		d += d1 * d1 // as the loop below adds it (where multiply-adds fuse, alike)
+		return d
+	}
 	var d float64
 	for t := 0; t < km.cd; t++ {
 		diff := km.x[i*km.cd+t] - c[t]
@@ -189,16 +198,108 @@ func (km *kmeans) dist2(i int, c []float64) float64 {
 	return d
 }
 
+// nearest is the centre closest to point i, its squared distance (the
+// first of equals) and the squared distance of the runner-up. The cd = 2
+// case (vector 2x16 and 2x64) is written out; it adds the same terms in
+// the same order as dist2, so the result is identical.
+func (km *kmeans) nearest(i int, c []float64) (best int, bestD, second float64) {
+	bestD, second = math.Inf(1), math.Inf(1)
+	if km.cd == 2 {
+		x0, x1 := km.x[2*i], km.x[2*i+1]
+		c = c[:2*km.k]
+		for e := 0; e < len(c); e += 2 {
+			d0, d1 := x0-c[e], x1-c[e+1]
+			d := d0 * d0
+			d += d1 * d1
+			if d < bestD {
+				best, bestD, second = e/2, d, bestD
+			} else if d < second {
+				second = d
+			}
+		}
+		return best, bestD, second
+	}
+	for e := 0; e < km.k; e++ {
+		if d := km.dist2(i, c[e*km.cd:(e+1)*km.cd]); d < bestD {
+			best, bestD, second = e, d, bestD
+		} else if d < second {
+			second = d
+		}
+	}
+	return best, bestD, second
+}
+
+// bounds are Hamerly's per-point distance bounds, which let assign skip
+// the search for most points once the centres settle: u[i] ≥ the distance
+// from point i to its centre, l[i] ≤ its distance to every other centre.
+// A point is only skipped when the bounds prove its centre strictly
+// nearer than every other by more than margin — far above the rounding
+// of the distances — so the labels are exactly the exhaustive search's
+// (first of equals included: a tie is never proven strict).
+type bounds struct {
+	u, l   []float64
+	margin float64
+}
+
+func (km *kmeans) newBounds() *bounds {
+	var r float64 // every centre is a weighted mean of points: |c| ≤ max |x|
+	for i := 0; i < km.n(); i++ {
+		var s float64
+		for t := 0; t < km.cd; t++ {
+			s += km.x[i*km.cd+t] * km.x[i*km.cd+t]
+		}
+		r = math.Max(r, math.Sqrt(s))
+	}
+	b := &bounds{u: make([]float64, km.n()), l: make([]float64, km.n()), margin: 1e-9 * r}
+	for i := range b.u {
+		b.u[i] = math.Inf(1) // nothing known yet: the first pass searches
+	}
+	return b
+}
+
+// moved loosens the bounds after the centres moved from old to c.
+func (b *bounds) moved(km *kmeans, old, c []float64, labels []int) {
+	shift := make([]float64, km.k)
+	first, second := 0.0, 0.0 // the largest and second-largest shifts
+	arg := -1
+	for e := range shift {
+		var d float64
+		for t := 0; t < km.cd; t++ {
+			v := c[e*km.cd+t] - old[e*km.cd+t]
+			d += v * v
+		}
+		shift[e] = math.Sqrt(d)
+		if shift[e] > first {
+			first, second, arg = shift[e], first, e
+		} else if shift[e] > second {
+			second = shift[e]
+		}
+	}
+	for i, a := range labels {
+		b.u[i] += shift[a]
+		if a == arg {
+			b.l[i] -= second
+		} else {
+			b.l[i] -= first
+		}
+	}
+}
+
 // run is one k-means++ initialisation followed by Lloyd iterations until
 // the centres move less than the tolerance or vectorMaxIters.
 func (km *kmeans) run(r rng) ([]float64, float64) {
 	c := km.plusPlus(r)
 	tol := vectorTol * km.variance()
 	labels := make([]int, km.n())
+	b := km.newBounds()
+	old := make([]float64, len(c))
 	var inertia float64
 	for it := 0; it < vectorMaxIters; it++ {
-		sums, wsum, in := km.assign(c, labels)
+		// The inertia is kept from the last iteration, or from the pass
+		// after convergence.
+		sums, wsum, in := km.assign(c, labels, b, it == vectorMaxIters-1)
 		inertia = in
+		copy(old, c)
 		var shift float64
 		for e := 0; e < km.k; e++ {
 			if wsum[e] <= 0 {
@@ -211,8 +312,9 @@ func (km *kmeans) run(r rng) ([]float64, float64) {
 				c[e*km.cd+t] = v
 			}
 		}
+		b.moved(km, old, c, labels)
 		if shift <= tol {
-			_, _, inertia = km.assign(c, labels)
+			_, _, inertia = km.assign(c, labels, b, true)
 			break
 		}
 	}
@@ -241,10 +343,59 @@ func (km *kmeans) variance() float64 {
 	return v / ws / float64(km.cd)
 }
 
+// halfGaps is, per centre, half the distance to its nearest other centre:
+// a point closer than that to its centre is nearer to it than to any other.
+func (km *kmeans) halfGaps(c []float64) []float64 {
+	g := make([]float64, km.k)
+	for e := range g {
+		g[e] = math.Inf(1)
+		for f := 0; f < km.k; f++ {
+			if f == e {
+				continue
+			}
+			var d float64
+			for t := 0; t < km.cd; t++ {
+				v := c[e*km.cd+t] - c[f*km.cd+t]
+				d += v * v
+			}
+			g[e] = math.Min(g[e], math.Sqrt(d)/2)
+		}
+	}
+	return g
+}
+
+// label sets labels[i] to the nearest centre, searching all centres only
+// when the bounds cannot prove the current label right. With exact set it
+// returns the squared distance to that centre (for the inertia), else 0
+// when the bounds alone decided.
+func (km *kmeans) label(i int, c []float64, labels []int, b *bounds, gaps []float64, exact bool) float64 {
+	if !km.exhaustive {
+		a := labels[i]
+		m := gaps[a]
+		if l := b.l[i]; l > m {
+			m = l
+		}
+		if b.u[i]+b.margin < m && !exact {
+			return 0
+		}
+		d := km.dist2(i, c[a*km.cd:(a+1)*km.cd])
+		if b.u[i]+b.margin < m {
+			return d
+		}
+		if b.u[i] = math.Sqrt(d); b.u[i]+b.margin < m {
+			return d
+		}
+	}
+	best, bestD, second := km.nearest(i, c)
+	labels[i] = best
+	b.u[i], b.l[i] = math.Sqrt(bestD), math.Sqrt(second)
+	return bestD
+}
+
 // assign labels every point with its nearest centre and returns the
-// weighted sums per centre and the inertia. Points are split into fixed
+// weighted sums per centre and, if exact is set, the inertia. Points are split into fixed
 // chunks reduced in order, so the result does not depend on scheduling.
-func (km *kmeans) assign(c []float64, labels []int) (sums, wsum []float64, inertia float64) {
+func (km *kmeans) assign(c []float64, labels []int, b *bounds, exact bool) (sums, wsum []float64, inertia float64) {
 	const chunk = 8192
 	nch := (km.n() + chunk - 1) / chunk
 	type part struct {
@@ -252,6 +403,7 @@ func (km *kmeans) assign(c []float64, labels []int) (sums, wsum []float64, inert
 		inertia    float64
 	}
 	parts := make([]part, nch)
+	gaps := km.halfGaps(c)
 	var wg sync.WaitGroup
 	next := make(chan int, nch)
 	for i := 0; i < nch; i++ {
@@ -265,13 +417,8 @@ func (km *kmeans) assign(c []float64, labels []int) (sums, wsum []float64, inert
 			for ch := range next {
 				p := part{sums: make([]float64, km.k*km.cd), wsum: make([]float64, km.k)}
 				for i := ch * chunk; i < min((ch+1)*chunk, km.n()); i++ {
-					best, bestD := 0, math.Inf(1)
-					for e := 0; e < km.k; e++ {
-						if d := km.dist2(i, c[e*km.cd:(e+1)*km.cd]); d < bestD {
-							best, bestD = e, d
-						}
-					}
-					labels[i] = best
+					bestD := km.label(i, c, labels, b, gaps, exact)
+					best := labels[i]
 					for t := 0; t < km.cd; t++ {
 						p.sums[best*km.cd+t] += km.w[i] * km.x[i*km.cd+t]
 					}

@@ -12,12 +12,16 @@ import (
 type Hessian struct {
 	n    int
 	rows int64
-	sum  []float64 // XᵀX so far, n×n
+	sum  []float64 // XᵀX so far, n×n; only the upper triangle is kept
 	buf  []float64
 }
 
-// hessianChunk bounds the float64 copy of the rows multiplied at once.
-const hessianChunk = 256
+// hessianChunk bounds the float64 copy of the rows multiplied at once;
+// hessianBlock is the width of the row blocks of XᵀX computed per product.
+const (
+	hessianChunk = 256
+	hessianBlock = 256
+)
 
 // NewHessian starts an empty accumulator for n input features.
 func NewHessian(n int) *Hessian {
@@ -49,7 +53,14 @@ func (h *Hessian) Add(x []float32, rows int) error {
 		for i, v := range x[r0*h.n : (r0+m)*h.n] {
 			b[i] = float64(v)
 		}
-		blas.Dgemm(true, false, h.n, h.n, m, 1, b, h.n, b, h.n, 1, h.sum, h.n)
+		// XᵀX is symmetric: only the blocks on and above the diagonal are
+		// computed (about half the work). Each entry is the same dot product
+		// as in the full product — the BLAS backends here sum it the same
+		// way whichever block it lands in, and give XᵀX exactly symmetric.
+		for i0 := 0; i0 < h.n; i0 += hessianBlock {
+			bi := min(hessianBlock, h.n-i0)
+			blas.Dgemm(true, false, bi, h.n-i0, m, 1, b[i0:], h.n, b[i0:], h.n, 1, h.sum[i0*h.n+i0:], h.n)
+		}
 	}
 	h.rows += int64(rows)
 	return nil
@@ -65,7 +76,7 @@ func (h *Hessian) Finalize() []float64 {
 	inv := 1 / float64(h.rows)
 	for i := 0; i < h.n; i++ {
 		for j := i; j < h.n; j++ {
-			v := (h.sum[i*h.n+j] + h.sum[j*h.n+i]) / 2 * inv
+			v := h.sum[i*h.n+j] * inv
 			out[i*h.n+j], out[j*h.n+i] = v, v
 		}
 	}

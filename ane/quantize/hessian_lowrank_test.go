@@ -1,12 +1,14 @@
 package quantize
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane/blas"
 	"github.com/forgedaemon/forged/ane/half"
 )
 
@@ -14,8 +16,17 @@ import (
 // split of rows across Add calls (including the internal chunking), and a
 // bad call adds nothing.
 func TestHessian(t *testing.T) {
-	const n, tokens = 9, 700
-	r := rand.New(rand.NewPCG(8, 8))
+	for _, n := range []int{9, 300} { // 300: a full and a ragged block of rows of XᵀX
+		testHessian(t, n)
+	}
+	if z := NewHessian(3).Finalize(); slices.ContainsFunc(z, func(v float64) bool { return v != 0 }) {
+		t.Fatal("empty accumulator must give zeros")
+	}
+}
+
+func testHessian(t *testing.T, n int) {
+	const tokens = 700
+	r := rand.New(rand.NewPCG(8, uint64(n)))
 	x := make([]float32, tokens*n)
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
@@ -39,7 +50,7 @@ func TestHessian(t *testing.T) {
 	if err := h.Add(bad, 2); err == nil || !strings.Contains(err.Error(), "row 1, feature 4") {
 		t.Fatalf("Inf activation: %v", err)
 	}
-	if err := h.Add(x[:5], 1); err == nil || !strings.Contains(err.Error(), "5 values are not 1 rows of 9") {
+	if err := h.Add(x[:5], 1); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("5 values are not 1 rows of %d", n)) {
 		t.Fatalf("short row: %v", err)
 	}
 	if h.Rows() != tokens {
@@ -48,14 +59,52 @@ func TestHessian(t *testing.T) {
 	got := h.Finalize()
 	for i := range want {
 		if math.Abs(got[i]-want[i]) > 1e-12*math.Max(1, math.Abs(want[i])) {
-			t.Fatalf("H[%d] = %v, want %v", i, got[i], want[i])
+			t.Fatalf("n=%d: H[%d] = %v, want %v", n, i, got[i], want[i])
 		}
 		if got[i] != got[(i%n)*n+i/n] {
 			t.Fatal("H is not exactly symmetric")
 		}
 	}
-	if z := NewHessian(3).Finalize(); slices.ContainsFunc(z, func(v float64) bool { return v != 0 }) {
-		t.Fatal("empty accumulator must give zeros")
+}
+
+// TestHessianSymmetricProduct: the full product XᵀX the accumulator once
+// formed is exactly symmetric on every BLAS backend here, and its upper
+// blocks equal those of the block-by-block product — so keeping only the
+// upper triangle changed no bit of H (the tiny export's pinned digest
+// checks the same end to end).
+func TestHessianSymmetricProduct(t *testing.T) {
+	impls := []blas.Impl{blas.Go()}
+	if nat, err := blas.Native(); err == nil {
+		impls = append(impls, nat)
+	}
+	const n, m = 600, 128
+	r := rand.New(rand.NewPCG(4, 4))
+	x := make([]float64, m*n)
+	for i := range x {
+		x[i] = float64(float32(r.NormFloat64()))
+	}
+	for _, impl := range impls {
+		prev := blas.SetDefault(impl)
+		full := make([]float64, n*n)
+		h := NewHessian(n)
+		x32 := make([]float32, len(x))
+		for i, v := range x {
+			x32[i] = float32(v)
+		}
+		for range 2 {
+			impl.Dgemm(true, false, n, n, m, 1, x, n, x, n, 1, full, n)
+			if err := h.Add(x32, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		blas.SetDefault(prev)
+		for i := 0; i < n; i++ {
+			for j := i; j < n; j++ {
+				if full[i*n+j] != full[j*n+i] || full[i*n+j] != h.sum[i*n+j] {
+					t.Fatalf("%s: entry (%d,%d): full product %v / %v, blocked %v", impl.Name(), i, j, full[i*n+j], full[j*n+i], h.sum[i*n+j])
+				}
+			}
+		}
 	}
 }
 

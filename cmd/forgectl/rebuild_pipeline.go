@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -82,7 +83,7 @@ func required(flags map[string]string) error {
 
 func newRebuildQuantizeCmd() *cobra.Command {
 	var o rebuild.Options
-	var planPath, calibSpec string
+	var planPath, calibSpec, cpuProfile string
 	var seq int
 	c := &cobra.Command{
 		Use:   "quantize --model DIR --out DIR --calib FILE[:N],… [--plan FILE] [--method gptq|rtn] [--aw] [--seed N] [--resume]",
@@ -108,10 +109,18 @@ an interrupted run with the same bytes. See docs/REBUILD.md.`,
 	f.BoolVar(&o.Resume, "resume", false, "continue an interrupted run in --out")
 	f.IntVar(&o.Threads, "threads", 0, "worker threads (0: all CPUs)")
 	f.IntVar(&o.HoldOut, "hold-out", 0, "calibration rows kept out of the Hessians for SNR (0: last 4 when ≥ 8 rows, -1: none)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run here (go tool pprof)")
 	asJSON := jsonFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := required(map[string]string{"model": o.Model, "out": o.Out, "calib": calibSpec}); err != nil {
 			return err
+		}
+		if cpuProfile != "" {
+			stop, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
 		}
 		if planPath != "" {
 			p, err := plan.Load(planPath)
@@ -172,6 +181,20 @@ an interrupted run with the same bytes. See docs/REBUILD.md.`,
 		return nil
 	}
 	return c
+}
+
+// startCPUProfile profiles the process into path until the returned
+// function runs.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func newRebuildLowRankCmd() *cobra.Command {

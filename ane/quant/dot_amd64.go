@@ -14,6 +14,11 @@ var (
 	simdF16 = simd && cpu.X86.HasF16C
 )
 
+// spinPause is PAUSE (pause_amd64.s): a spin-wait hint.
+//
+//go:noescape
+func spinPause()
+
 // Vector kernels of vector_amd64.s (n a multiple of 8).
 
 //go:noescape

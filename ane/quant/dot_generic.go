@@ -6,6 +6,8 @@ package quant
 // everywhere. simd exists so the tests read the same on every platform.
 var simd, simd512, simdF16 = false, false, false
 
+func spinPause() {}
+
 func dotF16AVX2(h *uint16, x *float32, n int) float32       { panic("quant: no SIMD kernels") }
 func axpyF16AVX2(dst *float32, a float32, h *uint16, n int) { panic("quant: no SIMD kernels") }
 func axpyInt8AVX2(dst *float32, a float32, q *int8, n int)  { panic("quant: no SIMD kernels") }

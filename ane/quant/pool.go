@@ -27,7 +27,7 @@ type Task interface {
 type Pool struct {
 	workers int
 	jobs    []chan *batch
-	done    chan struct{} // the worker finishing a Run's last chunk tells the caller
+	done    chan struct{} // the worker finishing a Run's last chunk wakes a blocked caller
 	mu      sync.Mutex
 	free    []*batch
 	once    sync.Once
@@ -50,6 +50,10 @@ type batch struct {
 	next                 atomic.Int64 // next chunk to hand out
 	left                 atomic.Int64 // chunks not yet finished
 	holders              atomic.Int32
+	// parked decides, once per Run, whether the caller blocks on done: the
+	// caller swaps 0→1 before blocking, the worker that finished the last
+	// chunk swaps 0→2; whoever is second knows what the other did.
+	parked atomic.Int32
 }
 
 // work runs chunks until none are left to take; last reports that this
@@ -99,8 +103,8 @@ func (p *Pool) worker(w int, ch chan *batch) {
 		if !ok {
 			return
 		}
-		if b.work(w) {
-			p.done <- struct{}{}
+		if b.work(w) && !b.parked.CompareAndSwap(0, 2) {
+			p.done <- struct{}{} // the caller is blocked waiting
 		}
 		b.release()
 	}
@@ -115,6 +119,7 @@ func next(ch chan *batch) (*batch, bool) {
 			return b, ok
 		default:
 		}
+		spinPause()
 		if i&63 == 63 {
 			now := time.Now()
 			if deadline.IsZero() {
@@ -150,13 +155,36 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 	b.next.Store(0)
 	b.left.Store(int64(b.chunks))
 	b.holders.Store(int32(parts))
+	b.parked.Store(0)
 	for i := 1; i < parts; i++ {
 		p.jobs[i-1] <- b
 	}
 	if !b.work(0) {
-		<-p.done // a worker finished the last chunk
+		b.wait()
 	}
 	b.release()
+}
+
+// wait returns once the workers have finished the chunks they took: it
+// spins first (a chunk is microseconds of work, and a parked caller costs
+// a scheduler round trip), then blocks.
+func (b *batch) wait() {
+	deadline := time.Time{}
+	for i := 0; b.left.Load() > 0; i++ {
+		spinPause()
+		if i&63 != 63 {
+			continue
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(spinFor)
+		} else if now.After(deadline) {
+			if b.parked.CompareAndSwap(0, 1) {
+				<-b.pool.done
+			}
+			return
+		}
+	}
 }
 
 func (p *Pool) batch() *batch {

@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package main
+
+func fmaBurst(n int) {}
+
+func haveFMAProbe() bool { return false }

@@ -369,3 +369,45 @@ func TestMatchesFloat64(t *testing.T) {
 		d.Close()
 	}
 }
+
+// The memory accessors count what is really held: every tensor of the
+// weights, and ring rows that grow as context is added.
+func TestMemoryAccounting(t *testing.T) {
+	targetDir, drafterDir := tinyPair(t)
+	w, err := LoadWeights(drafterDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := openTarget(t, targetDir, w.Config.DFlash.TargetLayerIDs)
+	var want int64
+	for _, v := range w.T {
+		want += int64(len(v)) * 4
+	}
+	if got := w.Bytes(); got != want || got == 0 {
+		t.Fatalf("Weights.Bytes() = %d, want %d", got, want)
+	}
+	d, err := New(w, target, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	before := d.StateBytes()
+	feats := make([]float32, 80*w.Features)
+	pos := make([]int, 80)
+	for i := range pos {
+		pos[i] = i
+	}
+	if err := d.AddContext(feats, pos); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Propose(1, 80); err != nil {
+		t.Fatal(err)
+	}
+	after := d.StateBytes()
+	// 80 rows of K and V for every layer must now be held.
+	cfg := w.Config
+	minimum := int64(80 * cfg.NumHiddenLayers * 2 * cfg.NumKeyValueHeads * cfg.HeadDim * 4)
+	if after-before < minimum {
+		t.Fatalf("StateBytes grew by %d after 80 context rows, want at least %d", after-before, minimum)
+	}
+}

@@ -104,6 +104,7 @@ func TestOpenBundleUsesItsDrafter(t *testing.T) {
 	if b.Speculation() != "prompt lookup" {
 		t.Errorf("a bundle without drafter weights: speculation %q, want prompt lookup", b.Speculation())
 	}
+	plainWeights, plainFootprint := b.Memory().Weights, b.Footprint().Drafter
 	b.Close()
 	drafter := filepath.Join(dir, "drafter")
 	if _, err := dflash.GenerateSynthetic(filepath.Join(dir, "model"), filepath.Join(dir, "export"), drafter, 4); err != nil {
@@ -116,6 +117,14 @@ func TestOpenBundleUsesItsDrafter(t *testing.T) {
 	defer b.Close()
 	if b.Speculation() != "dflash2 "+drafter {
 		t.Fatalf("speculation %q, want the bundle's drafter", b.Speculation())
+	}
+	// The drafter's weights are memory the daemon holds and budgets.
+	dw, err := dflash.LoadWeights(drafter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Memory().Weights - plainWeights; got != uint64(dw.Bytes()) || plainFootprint != 0 || b.Footprint().Drafter != dw.Bytes() {
+		t.Errorf("drafter memory: status weights grew by %d, footprint drafter %d (was %d); want %d", got, b.Footprint().Drafter, plainFootprint, dw.Bytes())
 	}
 	gen := func(speculative bool) ([]int, daemon.Outcome) {
 		var ids []int

@@ -34,8 +34,13 @@ func (b *Backend) measureFootprint() *residency.Footprint {
 	state := int64(deltaNet) * 4 * int64((c.ConvKernel-1)*convDim+c.LinValueHeads*c.LinKeyDim*c.LinValueDim)
 	ladder := b.info.ContextEntries
 	perRow, fixed := b.measureScratch(ladder)
+	var drafter int64
+	if b.drafter != nil {
+		drafter = b.drafter.Bytes()
+	}
 	return &residency.Footprint{
 		Weights:        b.model.WeightBytes() + b.model.EmbeddingBytes(),
+		Drafter:        drafter,
 		KVPerRow:       kv + 4 + perRow, // + the row generation counter + the score buffer
 		Recurrent:      state,
 		SessionScratch: fixed,

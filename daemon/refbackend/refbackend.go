@@ -378,12 +378,18 @@ func (b *Backend) Memory() wire.Memory {
 		return m
 	}
 	m.Weights = uint64(b.model.WeightBytes() + b.model.EmbeddingBytes())
+	if b.drafter != nil {
+		m.Weights += uint64(b.drafter.Bytes())
+	}
 	b.mu.Lock()
 	for _, st := range b.sessions {
 		r := st.engine.Memory()
 		m.KV += uint64(r.KV)
 		m.State += uint64(r.Recurrent)
 		m.Scratch += uint64(r.Scratch)
+		if st.drafter != nil {
+			m.State += uint64(st.drafter.StateBytes())
+		}
 	}
 	b.mu.Unlock()
 	m.Total = m.Weights + m.KV + m.State + m.Scratch

@@ -1,48 +1,84 @@
 #!/usr/bin/env bash
-# Peak RSS of `forgectl rebuild quantize` on the synthetic medium
-# checkpoint at 8 and at 16 layers (the same weights; the 8-layer model is
-# the first half, by config.json), printing the ratio. Memory must be
-# bounded by one layer, so the ratio should be ≤ 1.1.
-# The plan is INT8 per-channel with round-to-nearest so the run measures
-# the pipeline's memory (shards, capture, Hessians, writer), not k-means
-# time; set PLAN/METHOD to measure another recipe.
+# Peak RSS of `forgectl rebuild quantize` on a synthetic checkpoint at two
+# depths (default: medium at 8 and 16 layers — the same weights; the
+# shallower model is the first layers of the deeper one, by config.json),
+# run one after the other, printing each run's peak RSS, wall and CPU time
+# and the ratio. Memory must be bounded by one layer: ratio ≤ 1.1.
+#
+# The default recipe is the published one (reference §4.5–4.7) scaled to
+# the depth: GPTQ; MLPs `vector 2x16 + pcs` except `LUT4 per-tensor + pcs`
+# in the layers where mix25in_mixr.json (64 layers) puts LUT4 in most of
+# the four layers they stand for (16-layer layers 6–13 and 15); mixers
+# `vector 2x16 + pcs` in the first 6 layers (mix25in_mixr: 0–23 of 64),
+# `LUT4 per-tensor + pcs` after; k/v `INT8 per-channel`; head LUT4 + pcs;
+# online block-Hadamard basis everywhere. A shallower model gets the same
+# plan cut to its layers.
+#   PRESET=small LAYERS="4 8"  measure another preset / pair of depths
+#   PLAN=FILE METHOD=rtn       measure another plan or method
+#   NCAL=8 SEQ=128             calibration rows × tokens (random ids)
 # Usage: bench/rebuild/peak_rss.sh   (needs /usr/bin/time; heavy: run alone)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${WORK:-$(mktemp -d /tmp/rebuild-rss-XXXXXX)}
+preset=${PRESET:-medium}
+read -r shallow deep <<<"${LAYERS:-8 16}"
 bin="$work/forgectl"
 (cd "$root" && go build -o "$bin" ./cmd/forgectl)
-[ -f "$work/m16/config.json" ] || "$bin" rebuild synth --preset medium --seed 1 --out "$work/m16" >/dev/null
-mkdir -p "$work/m8"
-for f in "$work"/m16/*; do ln -sf "$f" "$work/m8/$(basename "$f")"; done
-rm -f "$work/m8/config.json"
-python3 - "$work" <<'PY'
-import json, sys, os
-w = sys.argv[1]
-c = json.load(open(os.path.join(w, "m16", "config.json")))
+full="$work/$preset"
+[ -f "$full/config.json" ] || "$bin" rebuild synth --preset "$preset" --seed 1 --out "$full" >/dev/null
+python3 - "$work" "$full" "$shallow" "$deep" "${PLAN:-}" <<'PY'
+import json, os, random, struct, sys
+work, full, depths, plan_file = sys.argv[1], sys.argv[2], [int(sys.argv[3]), int(sys.argv[4])], sys.argv[5]
+c = json.load(open(os.path.join(full, "config.json")))
 t = c.get("text_config", c)
-t["num_hidden_layers"] = 8
-t["layer_types"] = t["layer_types"][:8]
-json.dump(c, open(os.path.join(w, "m8", "config.json"), "w"), indent=2)
-# Calibration: NCAL rows of SEQ ids (default 4 × 128).
-import random, struct
+if max(depths) > t["num_hidden_layers"]:
+    sys.exit("the %s checkpoint has %d layers, fewer than %d" % (full, t["num_hidden_layers"], max(depths)))
+# mix25in_mixr.json: MLP layers in LUT4 (of 64), mixers 0..23 in vector 2x16.
+lut4_64 = {23, 24, 25, 27, 28, 30, 32, 35, 36, 37, 39, 40, 41, 42, 44, 45, 49, 51, 53, 54, 55, 58, 60, 61, 62, 63}
+deep = max(depths)
+per = 64 / deep  # published layers each of ours stands for
+def recipe(layers):
+    p = {}
+    for i in range(layers):
+        span = range(round(i * per), round((i + 1) * per))
+        if sum(j in lut4_64 for j in span) * 2 >= len(span):
+            for m in ("gate", "up", "down"):
+                p["%d.%s" % (i, m)] = "LUT4 per-tensor + pcs"
+        if span.start <= 23:
+            p["%d.mixer" % i] = "vector 2x16 + pcs"
+    return p
+for n in depths:
+    d = os.path.join(work, "m%d" % n)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(full):
+        if f != "config.json" and not os.path.exists(os.path.join(d, f)):
+            os.symlink(os.path.join(full, f), os.path.join(d, f))
+    cn = json.loads(json.dumps(c))
+    tn = cn.get("text_config", cn)
+    tn["num_hidden_layers"] = n
+    tn["layer_types"] = tn["layer_types"][:n]
+    json.dump(cn, open(os.path.join(d, "config.json"), "w"), indent=2)
+    plan = json.load(open(plan_file)) if plan_file else recipe(n)
+    json.dump(plan, open(os.path.join(work, "plan%d.json" % n), "w"), indent=1, sort_keys=True)
 rng = random.Random(1)
-n, seq, vocab = int(os.environ.get('NCAL', 4)), int(os.environ.get('SEQ', 128)), t["vocab_size"]
+n, seq, vocab = int(os.environ.get("NCAL", 8)), int(os.environ.get("SEQ", 128)), t["vocab_size"]
 ids = [rng.randrange(vocab) for _ in range(n * seq)]
 hdr = "{'descr': '<i4', 'fortran_order': False, 'shape': (%d, %d), }" % (n, seq)
 hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
-with open(os.path.join(w, "calib.npy"), "wb") as fh:
+with open(os.path.join(work, "calib.npy"), "wb") as fh:
     fh.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
     fh.write(struct.pack("<%di" % len(ids), *ids))
 PY
-plan=${PLAN:-'{".*": "INT8 per-channel"}'}
-echo "$plan" > "$work/plan.json"
-rss() { # layers
+run() { # layers → "peak_kib wall_s user_s"
   rm -rf "$work/out$1"
-  /usr/bin/time -v "$bin" rebuild quantize --model "$work/m$1" --out "$work/out$1" --calib "$work/calib.npy" \
-    --plan "$work/plan.json" --method "${METHOD:-rtn}" --json >"$work/q$1.log" 2>"$work/time$1.log"
-  awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2}' "$work/time$1.log"
+  /usr/bin/time -f "%M %e %U" -o "$work/time$1.txt" "$bin" rebuild quantize --model "$work/m$1" --out "$work/out$1" \
+    --calib "$work/calib.npy" --plan "$work/plan$1.json" --method "${METHOD:-gptq}" --seed 1 --json >"$work/q$1.log"
+  cat "$work/time$1.txt"
 }
-a=$(rss 8); b=$(rss 16)
-echo "peak RSS: 8 layers $a KiB, 16 layers $b KiB, ratio 16/8 = $(python3 -c "print(round($b/$a, 3))") (target ≤ 1.1)"
+echo "plan ($deep layers): $(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$work/plan$deep.json")"
+read -r a wa ua <<<"$(run "$shallow")"
+echo "$preset, $shallow layers: peak RSS $a KiB, wall ${wa}s, user CPU ${ua}s"
+read -r b wb ub <<<"$(run "$deep")"
+echo "$preset, $deep layers: peak RSS $b KiB, wall ${wb}s, user CPU ${ub}s"
+echo "ratio $deep/$shallow = $(python3 -c "print(round($b/$a, 3))") (target ≤ 1.1; method ${METHOD:-gptq}, $(python3 -c "import os; print(os.environ.get('NCAL', 8))")×${SEQ:-128} calibration rows)"
 echo "(shared, loaded machine; work dir $work)"

@@ -28,12 +28,22 @@ the new text. Type /exit or press Ctrl-D to leave.`,
 	system := c.Flags().String("system", "", "system prompt")
 	thinking := c.Flags().String("thinking", "on", "reasoning before the answer: on or off")
 	budget := c.Flags().Uint64("thinking-budget", 0, "at most this many reasoning tokens (0: no limit)")
+	toolsFile := c.Flags().String("tools", "", "a JSON file with an array of tool schemas the model may call (key order is kept)")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if *thinking != "on" && *thinking != "off" {
 			return fmt.Errorf("--thinking must be on or off, got %q", *thinking)
 		}
 		base := wire.ChatArgs{MaxTokens: &opts.maxTokens, Sampling: opts.sampling(), Speculative: opts.speculative(),
 			Stop: opts.stop, Priority: opts.priority(), Thinking: *thinking, ThinkingBudget: *budget}
+		if *toolsFile != "" {
+			data, err := os.ReadFile(*toolsFile)
+			if err != nil {
+				return fmt.Errorf("--tools: %w", err)
+			}
+			if base.Tools, err = wire.ObjectsFromJSON(data); err != nil {
+				return fmt.Errorf("--tools %s: %w", *toolsFile, err)
+			}
+		}
 		var first []wire.Message
 		if *system != "" {
 			first = append(first, wire.Message{Role: "system", Content: *system})

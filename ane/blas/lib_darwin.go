@@ -5,3 +5,6 @@ package blas
 var libraryPaths = []string{"/System/Library/Frameworks/Accelerate.framework/Accelerate"}
 
 const libraryName = "accelerate"
+
+// prepareLoad runs before the library is loaded; Accelerate needs nothing.
+func prepareLoad() {}

@@ -29,6 +29,7 @@ func loadNative() (Impl, error) {
 	var handle uintptr
 	var errs []error
 	var path string
+	prepareLoad()
 	for _, p := range libraryPaths {
 		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err == nil {

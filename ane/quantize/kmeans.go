@@ -263,12 +263,7 @@ func (b *bounds) moved(km *kmeans, old, c []float64, labels []int) {
 	first, second := 0.0, 0.0 // the largest and second-largest shifts
 	arg := -1
 	for e := range shift {
-		var d float64
-		for t := 0; t < km.cd; t++ {
-			v := c[e*km.cd+t] - old[e*km.cd+t]
-			d += v * v
-		}
-		shift[e] = math.Sqrt(d)
+		shift[e] = distance(c[e*km.cd:(e+1)*km.cd], old[e*km.cd:(e+1)*km.cd])
 		if shift[e] > first {
 			first, second, arg = shift[e], first, e
 		} else if shift[e] > second {
@@ -283,6 +278,15 @@ func (b *bounds) moved(km *kmeans, old, c []float64, labels []int) {
 			b.l[i] -= first
 		}
 	}
+}
+
+// distance is the Euclidean distance between two centres.
+func distance(a, b []float64) float64 {
+	var d float64
+	for t, v := range a {
+		d += (v - b[t]) * (v - b[t])
+	}
+	return math.Sqrt(d)
 }
 
 // run is one k-means++ initialisation followed by Lloyd iterations until
@@ -353,12 +357,7 @@ func (km *kmeans) halfGaps(c []float64) []float64 {
 			if f == e {
 				continue
 			}
-			var d float64
-			for t := 0; t < km.cd; t++ {
-				v := c[e*km.cd+t] - c[f*km.cd+t]
-				d += v * v
-			}
-			g[e] = math.Min(g[e], math.Sqrt(d)/2)
+			g[e] = math.Min(g[e], distance(c[e*km.cd:(e+1)*km.cd], c[f*km.cd:(f+1)*km.cd])/2)
 		}
 	}
 	return g

@@ -42,8 +42,11 @@ echo "== 1. pull of one $size-byte file vs curl -o (loopback, $runs runs, median
 "$work/hubserve" -gen-only -gen "$work/one" -size "$size" -layers 8 -chunk-layers 8
 start_hub "$work/one"
 big="coreai/chunk_L00-07.aimodel/weights/weight-00.bin"
-pull_t=(); curl_t=(); sync_t=()
+pull_t=(); curl_t=(); sync_t=(); disk_t=()
 for i in $(seq 1 "$runs"); do
+  # The disk's own floor: writing the same bytes and making them durable.
+  t0=$(now); dd if=/dev/zero of="$work/disk.out" bs=1M count=$((size >> 20)) conv=fsync status=none; t1=$(now)
+  disk_t+=("$(elapsed "$t0" "$t1")"); rm -f "$work/disk.out"; sync
   rm -rf "$work/data" "$work/curl.out"; sync
   t0=$(now); curl -sfL -o "$work/curl.out" "$url/anemll/bench/resolve/main/$big"; t1=$(now); sync; t2=$(now)
   curl_t+=("$(elapsed "$t0" "$t1")"); sync_t+=("$(elapsed "$t0" "$t2")")
@@ -56,6 +59,9 @@ p=$(printf '%s\n' "${pull_t[@]}" | median); c=$(printf '%s\n' "${curl_t[@]}" | m
 echo "pull (download + sha256 while streaming + fsync + install + layout verify): ${p}s"
 echo "curl -o: ${c}s  ratio: $(ratio "$p" "$c")  (target <= 1.15)"
 echo "curl -o; sync (same durability as pull, which fsyncs before installing): ${cs}s  ratio: $(ratio "$p" "$cs")"
+d=$(printf '%s\n' "${disk_t[@]}" | median)
+floor=$(echo "if ($d > $c) $d else $c" | bc -l)
+echo "disk floor (dd conv=fsync of $size bytes): ${d}s; pull / max(curl -o, disk floor): $(ratio "$p" "$floor")"
 rm -rf "$work/one" "$work/data"
 
 echo "== 2. verify --full of a $size-byte 20-file bundle vs openssl dgst -sha256 sequentially"

@@ -95,7 +95,8 @@ func parseHeader(hdr []byte, dataSize int64) (*layout, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.peek() != 0 {
+	// peek also answers 0 for a NUL byte: only the end of the header ends it.
+	if s.peek(); s.i < len(s.b) {
 		return nil, formatErr(RuleHeaderJSON, "unexpected %s after the header object", s.describeNext())
 	}
 	if err := checkOffsets(l.tensors, dataSize); err != nil {

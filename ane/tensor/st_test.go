@@ -429,6 +429,7 @@ func TestValidationRules(t *testing.T) {
 		{"object then garbage", rawFile(`{"a":}`, 0), RuleHeaderJSON, "invalid JSON"},
 		{"truncated JSON", rawFile(`{"a":{"dtype":"U8"`, 0), RuleHeaderJSON, ""},
 		{"trailing JSON", rawFile(`{}{}`, 0), RuleHeaderJSON, "after the header"},
+		{"NUL after the object", rawFile("{}  \x00", 0), RuleHeaderJSON, "after the header"},
 		{"duplicate tensor", rawFile(`{`+entry("a", "U8", "[1]", 0, 1)+`,`+entry("a", "U8", "[1]", 1, 2)+`}`, 2), RuleDuplicateKey, `"a" appears twice`},
 		{"duplicate metadata key", rawFile(`{"__metadata__":{"k":"1","k":"2"}}`, 0), RuleDuplicateKey, `"k"`},
 		{"duplicate entry field", rawFile(`{"a":{"dtype":"U8","dtype":"U8","shape":[0],"data_offsets":[0,0]}}`, 0), RuleDuplicateKey, `"dtype"`},

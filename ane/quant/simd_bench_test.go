@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -114,6 +115,38 @@ func BenchmarkKernelScaling(b *testing.B) {
 			}
 			slices.Sort(ratios)
 			b.ReportMetric(ratios[len(ratios)/2], "2thr_scaling")
+		})
+	}
+}
+
+// BenchmarkPoolStreaming is decode's shape: 48 different LUT4 products
+// (1024×2048 each, 96 MiB of indices, more than the caches hold) one after
+// another, by 1 and by 2 workers. It reports the index bytes streamed per
+// second: how far the products themselves scale once they are limited by
+// memory bandwidth rather than by the kernel.
+func BenchmarkPoolStreaming(b *testing.B) {
+	r := rand.New(rand.NewPCG(25, 26))
+	const rows, cols, count = 1024, 2048, 48
+	lins := make([]*Linear, count)
+	for k := range lins {
+		idx := make([]uint8, rows*cols)
+		for i := range idx {
+			idx[i] = uint8(r.IntN(16))
+		}
+		m, _ := NewLUT("streaming", rows, cols, 1, randVec(r, 16), idx, randVec(r, rows))
+		lins[k], _ = NewLinear("streaming", m, nil, nil)
+	}
+	x, y := randVec(r, cols), make([]float32, rows)
+	for _, workers := range []int{1, 2} {
+		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
+			run := NewRunner(workers)
+			defer run.Close()
+			for b.Loop() {
+				for _, l := range lins {
+					run.Apply(l, y, x, 1)
+				}
+			}
+			b.ReportMetric(float64(rows*cols*count)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})
 	}
 }

@@ -1,23 +1,13 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // AVX-512 forms of the codebook kernels, over n elements, n a multiple of
 // 16 (the Go wrappers add the tail). A 16-entry float32 codebook is exactly
 // one ZMM register, so one VPERMPS looks up 16 indices; the AVX2 kernels
 // need two permutes and a blend per 8. Results are deterministic: fixed
 // accumulators reduced in a fixed order.
-
-// Horizontal sum of Z0 into X0's low lane (clobbers Y1).
-#define HSUM512 \
-	VEXTRACTF64X4 $1, Z0, Y1; \
-	VADDPS        Y1, Y0, Y0; \
-	VEXTRACTF128  $1, Y0, X1; \
-	VADDPS        X1, X0, X0; \
-	VMOVHLPS      X0, X0, X1; \
-	VADDPS        X1, X0, X0; \
-	VMOVSHDUP     X0, X1; \
-	VADDSS        X1, X0, X0
 
 // over = any index ≥ 16, from the OR of all indices in Z10 (into AX).
 #define OVER16 \

@@ -1,17 +1,11 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Kernels over n elements, n a multiple of 8 (the Go wrappers add the tail).
 // Each keeps independent accumulators and reduces them in a fixed order, so
-// results are deterministic. Horizontal sum of Y0 into X0's low lane:
-#define HSUM \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS       X1, X0, X0; \
-	VMOVHLPS     X0, X0, X1; \
-	VADDPS       X1, X0, X0; \
-	VMOVSHDUP    X0, X1; \
-	VADDSS       X1, X0, X0
+// results are deterministic (HSUM: hsum_amd64.h).
 
 // func dotAVX2(a, b *float32, n int) float32
 TEXT ·dotAVX2(SB), NOSPLIT, $0-28

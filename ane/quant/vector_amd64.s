@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Vector kernels for the attention history and the delta rule's state, over
 // n elements, n a multiple of 8. FP16 (IEEE half) inputs: VCVTPH2PS (F16C)
@@ -46,12 +47,7 @@ hdone:
 	VADDPS       Y1, Y0, Y0
 	VADDPS       Y3, Y2, Y2
 	VADDPS       Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
+	HSUM
 	MOVSS        X0, ret+24(FP)
 	VZEROUPPER
 	RET

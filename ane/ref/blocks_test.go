@@ -169,7 +169,7 @@ func TestMemoryReportWeights(t *testing.T) {
 	}
 }
 
-// With the head split forced on, two workers still agree with the float64
+// With the head and product splits forced on, two workers still agree with the float64
 // reference (decode, a prefill block and a verify).
 func TestSplitHeadsMatchNaive(t *testing.T) {
 	saved := minParallelWork
@@ -179,6 +179,7 @@ func TestSplitHeadsMatchNaive(t *testing.T) {
 	ids := randIDs(rand.New(rand.NewPCG(14, 14)), 24, nm.cfg.Vocab)
 	st := nm.newState()
 	s := openSession(t, m)
+	s.run.MinParallel = 1 // products and their epilogues split too
 	var want []float64
 	for _, id := range ids[:16] {
 		want = nm.step(st, id)

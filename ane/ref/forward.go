@@ -91,41 +91,42 @@ func (s *Session) mlp(L *layer, h, y []float32, n int) {
 		rotateRows(L.rotIn, h, n, c.Hidden)
 	}
 	g, u := s.s.gate[:n*I], s.s.up[:n*I]
-	s.run.Apply(L.gate, g, h, n)
-	s.run.Apply(L.up, u, h, n)
-	silu := s.m.fn.silu
-	for i := range g {
-		g[i] = silu(g[i]) * u[i]
-	}
+	s.glu = gluTask{silu: s.m.fn.silu, g: g, u: u, n: n, width: I}
+	s.run.ApplyPair(L.gate, L.up, g, u, h, n, &s.glu)
+	s.glu = gluTask{}
 	if L.rotMid != nil {
 		rotateRows(L.rotMid, g, n, I)
 	}
 	s.run.Apply(L.down, y, g, n)
 }
 
-// deltaNet is the Gated DeltaNet mixer for n rows.
+// deltaNet is the Gated DeltaNet mixer for n rows. The elementwise work
+// runs on the workers as product epilogues (conv after qkv, the gates after
+// b and a) and inside the delta rule (the gated output norm).
 func (s *Session) deltaNet(li int, L *layer, h, y []float32, n int, verify bool) {
-	c, fn := &s.m.cfg, s.m.fn
+	c := &s.m.cfg
 	cd, kd, vd := c.convDim(), c.keyDim(), c.valueDim()
-	nk, nv, dk, dv := c.LinKeyHeads, c.LinValueHeads, c.LinKeyDim, c.LinValueDim
-	in := s.mixerInput(L, h, n)
-	qkv, z, bb, ba := s.s.qkv[:n*cd], s.s.z[:n*vd], s.s.bb[:n*nv], s.s.ba[:n*nv]
-	s.run.Apply(L.qkv, qkv, in, n)
-	s.run.Apply(L.z, z, in, n)
-	s.run.Apply(L.b, bb, h, n)
-	s.run.Apply(L.a, ba, h, n)
+	nk, nv, dk := c.LinKeyHeads, c.LinValueHeads, c.LinKeyDim
 	if verify {
 		copy(s.savedConv[li], s.conv[li])
 		copy(s.savedRec[li], s.rec[li])
 	}
+	in := s.mixerInput(L, h, n)
+	qkv, z, bb, ba := s.s.qkv[:n*cd], s.s.z[:n*vd], s.s.bb[:n*nv], s.s.ba[:n*nv]
+	s.convT = convTask{s: s, li: li, w: L.convW, qkv: qkv, n: n}
+	if verify {
+		s.convT.raw = s.pRaw[li]
+	}
+	s.run.ApplyPair(L.qkv, nil, qkv, nil, in, n, &s.convT)
+	s.convT = convTask{}
+	s.run.Apply(L.z, z, in, n)
+	s.gates = gateTask{L: L, softplus: s.m.fn.softplus, beta: bb, g: ba, n: n, heads: nv}
+	s.run.ApplyPair(L.b, L.a, bb, ba, h, n, &s.gates)
+	s.gates = gateTask{}
 	o := s.s.o[:n*vd]
 	qScale := float32(1 / math.Sqrt(float64(dk)))
 	for t := 0; t < n; t++ {
 		row := qkv[t*cd : (t+1)*cd]
-		if verify {
-			copy(s.pRaw[li][t*cd:(t+1)*cd], row)
-		}
-		s.convStep(li, L.convW, row) // row becomes silu(conv(row)); state advances
 		q, k, v := row[:kd], row[kd:2*kd], row[2*kd:]
 		for hk := 0; hk < nk; hk++ {
 			qh := q[hk*dk : (hk+1)*dk]
@@ -136,56 +137,20 @@ func (s *Session) deltaNet(li int, L *layer, h, y []float32, n int, verify bool)
 			nn.L2Normalize(k[hk*dk:(hk+1)*dk], 1e-6)
 		}
 		beta, g := bb[t*nv:(t+1)*nv], ba[t*nv:(t+1)*nv]
-		for hv := 0; hv < nv; hv++ {
-			beta[hv] = nn.Sigmoid(beta[hv])
-			g[hv] = float32(-math.Exp(float64(L.aLog[hv])) * fn.softplus(float64(g[hv])+float64(L.dtBias[hv])))
-		}
 		if verify {
 			copy(s.pK[li][t*kd:(t+1)*kd], k)
 			copy(s.pV[li][t*vd:(t+1)*vd], v)
 			copy(s.pBeta[li][t*nv:(t+1)*nv], beta)
 			copy(s.pG[li][t*nv:(t+1)*nv], g)
 		}
-		ot := o[t*vd : (t+1)*vd]
-		s.deltaStep(s.rec[li], k, v, beta, g, q, ot)
-		zt := z[t*vd : (t+1)*vd]
-		for hv := 0; hv < nv; hv++ {
-			oh := ot[hv*dv : (hv+1)*dv]
-			r := nn.RMSScale(oh, c.Eps)
-			for j := range oh {
-				oh[j] = oh[j] * r * L.gNorm[j] * fn.silu(zt[hv*dv+j])
-			}
-		}
+		s.delta = deltaTask{s: s, S: s.rec[li], k: k, v: v, beta: beta, g: g,
+			q: q, o: o[t*vd : (t+1)*vd], z: z[t*vd : (t+1)*vd], gNorm: L.gNorm}
+		s.deltaStep()
 	}
 	if L.mixOut != nil {
 		rotateRows(L.mixOut, o, n, vd)
 	}
 	s.run.Apply(L.out, y, o, n)
-}
-
-// convStep runs the causal depthwise conv over [kernel−1 history rows | raw]
-// for one row, replaces raw by silu(conv), and pushes the raw row into the
-// history.
-func (s *Session) convStep(li int, w, raw []float32) {
-	c := &s.m.cfg
-	K, cd := c.ConvKernel, c.convDim()
-	st := s.conv[li]
-	silu := s.m.fn.silu
-	for ch := 0; ch < cd; ch++ {
-		wc := w[ch*K : (ch+1)*K]
-		acc := wc[K-1] * raw[ch]
-		for j := 0; j < K-1; j++ {
-			acc += wc[j] * st[j*cd+ch]
-		}
-		// Push before overwriting raw[ch]: shift this channel's history.
-		for j := 0; j < K-2; j++ {
-			st[j*cd+ch] = st[(j+1)*cd+ch]
-		}
-		if K > 1 {
-			st[(K-2)*cd+ch] = raw[ch]
-		}
-		raw[ch] = silu(acc)
-	}
 }
 
 // convPush pushes a raw row into the conv history without computing output.
@@ -205,13 +170,13 @@ func (s *Session) convPush(li int, raw []float32) {
 // the split on tiny models).
 var minParallelWork = 1 << 15
 
-// deltaStep applies one row of the gated delta rule to every value head:
-// S ← S·e^g; S ← S + k ⊗ β(v − Sᵀk); o = Sᵀq (when q is not nil). Key head
-// hv/(nv/nk) serves value head hv (repeat_interleave). Heads are split
-// across the session's workers when the state is large enough to pay.
-func (s *Session) deltaStep(S, k, v, beta, g, q, o []float32) {
+// deltaStep applies one row of the gated delta rule (s.delta) to every
+// value head: S ← S·e^g; S ← S + k ⊗ β(v − Sᵀk); o = Sᵀq, then the gated
+// norm o ← rmsnorm(o)·w·silu(z) (when q is not nil). Key head hv/(nv/nk)
+// serves value head hv (repeat_interleave). Heads are split across the
+// session's workers when the state is large enough to pay.
+func (s *Session) deltaStep() {
 	c := &s.m.cfg
-	s.delta = deltaTask{s: s, S: S, k: k, v: v, beta: beta, g: g, q: q, o: o}
 	parts := s.run.Pool().Workers()
 	if c.LinValueHeads*c.LinKeyDim*c.LinValueDim < minParallelWork {
 		parts = 1
@@ -223,6 +188,7 @@ func (s *Session) deltaStep(S, k, v, beta, g, q, o []float32) {
 type deltaTask struct {
 	s                      *Session
 	S, k, v, beta, g, q, o []float32
+	z, gNorm               []float32 // the output gate and norm weight (with q)
 }
 
 func (d *deltaTask) RunRange(w, lo, hi int) {
@@ -253,6 +219,10 @@ func (d *deltaTask) RunRange(w, lo, hi int) {
 		clear(oh)
 		for i, ki := range kk {
 			quant.AxpyThenAxpy(St[i*dv:(i+1)*dv], ki, mem, oh, qq[i])
+		}
+		r, silu, zh := nn.RMSScale(oh, c.Eps), d.s.m.fn.silu, d.z[hv*dv:(hv+1)*dv]
+		for j := range oh {
+			oh[j] = oh[j] * r * d.gNorm[j] * silu(zh[j])
 		}
 	}
 }

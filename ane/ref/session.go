@@ -38,6 +38,9 @@ type Session struct {
 	s        scratch
 	attn     attnTask
 	delta    deltaTask
+	convT    convTask
+	gates    gateTask
+	glu      gluTask
 }
 
 type scratch struct {
@@ -223,8 +226,9 @@ func (s *Session) Accept(k int) error {
 			kd, vd, nv := c.keyDim(), c.valueDim(), c.LinValueHeads
 			for t := 0; t < k; t++ {
 				s.convPush(i, s.pRaw[i][t*c.convDim():(t+1)*c.convDim()])
-				s.deltaStep(s.rec[i], s.pK[i][t*kd:(t+1)*kd], s.pV[i][t*vd:(t+1)*vd],
-					s.pBeta[i][t*nv:(t+1)*nv], s.pG[i][t*nv:(t+1)*nv], nil, nil)
+				s.delta = deltaTask{s: s, S: s.rec[i], k: s.pK[i][t*kd : (t+1)*kd], v: s.pV[i][t*vd : (t+1)*vd],
+					beta: s.pBeta[i][t*nv : (t+1)*nv], g: s.pG[i][t*nv : (t+1)*nv]}
+				s.deltaStep()
 			}
 		}
 	}

@@ -177,16 +177,22 @@ func TestFetchRecoversFromFaults(t *testing.T) {
 }
 
 func TestFetchFlippedByteIsMismatch(t *testing.T) {
-	fx := newFixture(t)
-	fx.hub.Inject(hubtest.Fault{Kind: hubtest.FlipByte, Path: "coreai/chunk.bin", N: 4242})
-	d := fx.download(t, "coreai/chunk.bin")
-	_, err := fx.client().Fetch(context.Background(), d)
-	var hm *HashMismatchError
-	if !errors.As(err, &hm) || hm.Path != "coreai/chunk.bin" {
-		t.Fatalf("err = %v, want HashMismatchError naming the file", err)
-	}
-	if _, err := os.Stat(d.Partial); !os.IsNotExist(err) {
-		t.Fatal("corrupt partial file kept")
+	// NoSync (the store defers durability) changes nothing about what is
+	// accepted: the whole file is still hashed before Fetch returns.
+	for _, noSync := range []bool{false, true} {
+		fx := newFixture(t)
+		fx.hub.Inject(hubtest.Fault{Kind: hubtest.FlipByte, Path: "coreai/chunk.bin", N: 4242, Times: 1})
+		d := fx.download(t, "coreai/chunk.bin")
+		d.NoSync = noSync
+		_, err := fx.client().Fetch(context.Background(), d)
+		var hm *HashMismatchError
+		if !errors.As(err, &hm) || hm.Path != "coreai/chunk.bin" {
+			t.Fatalf("NoSync %v: err = %v, want HashMismatchError naming the file", noSync, err)
+		}
+		if _, err := os.Stat(d.Partial); !os.IsNotExist(err) {
+			t.Fatalf("NoSync %v: corrupt partial file kept", noSync)
+		}
+		fx.fetchOK(t, fx.client(), d) // the fault is spent: the same download now passes
 	}
 }
 

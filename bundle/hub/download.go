@@ -29,6 +29,12 @@ type Download struct {
 	// checkpoint (offset and SHA-256 state) at every PartSize boundary.
 	Partial  string
 	Progress func(delta int64) // bytes received, may be called concurrently with other files
+	// NoSync skips the fsync of the finished file. The caller then owns
+	// durability: the bytes were hashed from memory, so they are what the
+	// page cache holds until the next boot, but not necessarily what the
+	// disk holds after a power loss (bundle/store records them in a
+	// pending marker and fsyncs or re-hashes them later).
+	NoSync bool
 }
 
 // Result says how a download went.
@@ -119,8 +125,10 @@ func (c *Client) Fetch(ctx context.Context, d Download) (Result, error) {
 	if err := w.sync(); err != nil {
 		return res, fmt.Errorf("%s: %w", d.Path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return res, err
+	if !d.NoSync {
+		if err := f.Sync(); err != nil {
+			return res, err
+		}
 	}
 	got := hex.EncodeToString(w.h.Sum(nil))
 	if offset != d.Size || got != d.SHA256 {

@@ -5,5 +5,6 @@ package hub
 import "os"
 
 // startWriteback has no asynchronous equivalent outside Linux; the fsync
-// before install does all the writing.
+// (before install, or when the store settles a deferred one) does all the
+// writing.
 func startWriteback(*os.File) {}

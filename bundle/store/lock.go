@@ -14,7 +14,29 @@ import (
 // lockRepo takes the repository's exclusive flock, waiting if another
 // process holds it. The kernel drops it if the process dies.
 func (s *Store) lockRepo(repo string) (func(), error) {
-	p := s.path("locks", repoPath(repo)+".lock")
+	return s.flock(s.path("locks", repoPath(repo)+".lock"), true, func() {
+		s.emit(Event{Kind: "lock_wait", Repo: repo, Message: "another process is downloading this repository; waiting"})
+	})
+}
+
+// tryLockRepo takes the repository's lock only if it is free; a busy lock
+// is errLocked.
+func (s *Store) tryLockRepo(repo string) (func(), error) {
+	return s.flock(s.path("locks", repoPath(repo)+".lock"), false, nil)
+}
+
+// lockSettle serialises the settling of pending markers from an earlier
+// boot across processes (see settle). It is always taken before any
+// repository lock, never while holding one.
+func (s *Store) lockSettle() (func(), error) {
+	return s.flock(s.path("locks", "settle.lock"), true, nil)
+}
+
+var errLocked = errors.New("locked by another process")
+
+// flock takes an exclusive flock on p. Without wait a held lock is
+// errLocked; with it, waiting (after calling waiting, if set) until free.
+func (s *Store) flock(p string, wait bool, waiting func()) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, err
 	}
@@ -27,7 +49,13 @@ func (s *Store) lockRepo(repo string) (func(), error) {
 			f.Close()
 			return nil, err
 		}
-		s.emit(Event{Kind: "lock_wait", Repo: repo, Message: "another process is downloading this repository; waiting"})
+		if !wait {
+			f.Close()
+			return nil, errLocked
+		}
+		if waiting != nil {
+			waiting()
+		}
 		for {
 			err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
 			if !errors.Is(err, unix.EINTR) {

@@ -113,6 +113,11 @@ func (s *Store) Verify(repo string, full bool) (*verify.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.verifyCommit(repo, commit, full)
+}
+
+// verifyCommit checks the installed snapshot of repo at commit.
+func (s *Store) verifyCommit(repo, commit string, full bool) (*verify.Report, error) {
 	rec, err := s.readRecord(repo, commit)
 	if err != nil {
 		return nil, fmt.Errorf("%s@%s: no install record: %w", repo, commit, err)
@@ -308,13 +313,19 @@ func (s *Store) ServedDir(repo string) (string, error) {
 }
 
 // servedCommit is repo's served commit; not being installed is an error.
+// Pending markers are settled first, so a snapshot with blobs from an
+// earlier boot is never answered before its blobs are hashed, even by a
+// Store that did not come from Open.
 func (s *Store) servedCommit(repo string) (string, error) {
+	if err := s.settle(); err != nil {
+		return "", err
+	}
 	st, err := s.Current(repo)
 	if err != nil {
 		return "", err
 	}
 	if st.Commit == "" {
-		return "", fmt.Errorf("%s is not installed in %s", repo, s.Root)
+		return "", fmt.Errorf("%s is not installed in %s (forgectl pull %s installs it)", repo, s.Root, repo)
 	}
 	return st.Commit, nil
 }

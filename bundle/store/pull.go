@@ -52,10 +52,17 @@ var ErrDiskFull = errors.New("not enough disk space")
 // Pull resolves the revision, fetches and validates release.json at the
 // commit, downloads the selected files that are not already stored,
 // builds the snapshot, verifies it and only then renames it into place
-// and (unless KeepCurrent) serves it. One process per repository at a
+// and (unless KeepCurrent) serves it. With a boot identity the downloaded
+// files are not fsynced one by one: a pending marker, durable before
+// they are stored, has them synced or re-hashed later (pending.go). One process per repository at a
 // time: a second Pull waits for the first and then finds it installed.
 func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResult, error) {
 	if err := hub.CheckRepo(repo); err != nil {
+		return nil, err
+	}
+	// Before the repository lock (settling may take locks of its own): a
+	// pull never links a blob from an earlier boot that is not re-hashed.
+	if err := s.settle(); err != nil {
 		return nil, err
 	}
 	unlock, err := s.lockRepo(repo)
@@ -167,6 +174,12 @@ func (s *Store) download(ctx context.Context, repo, commit string, files []bundl
 	if err := s.checkSpace(total); err != nil {
 		return err
 	}
+	// The marker is durable before the first blob appears in blobs/, where
+	// any later pull would trust it (pending.go).
+	noSync, err := s.beginPending(repo, commit, need)
+	if err != nil {
+		return err
+	}
 	sort.SliceStable(need, func(i, j int) bool { return need[i].Bytes > need[j].Bytes })
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -201,7 +214,7 @@ func (s *Store) download(ctx context.Context, repo, commit string, files []bundl
 				mu.Lock()
 				active = append(active, f.Path)
 				mu.Unlock()
-				r, err := s.fetchBlob(ctx, repo, commit, f, progress)
+				r, err := s.fetchBlob(ctx, repo, commit, f, noSync, progress)
 				mu.Lock()
 				active = slices.DeleteFunc(active, func(p string) bool { return p == f.Path })
 				if err != nil && firstErr == nil {
@@ -234,10 +247,10 @@ func (s *Store) download(ctx context.Context, repo, commit string, files []bundl
 // fetchBlob downloads one file into the blob store. A hash mismatch is
 // fetched again once from scratch; a second mismatch is an error (the
 // hub is serving bytes that do not match release.json).
-func (s *Store) fetchBlob(ctx context.Context, repo, commit string, f bundle.File, progress func(int64)) (hub.Result, error) {
+func (s *Store) fetchBlob(ctx context.Context, repo, commit string, f bundle.File, noSync bool, progress func(int64)) (hub.Result, error) {
 	s.emit(Event{Kind: "file_start", Repo: repo, Path: f.Path, Total: f.Bytes})
 	d := hub.Download{Repo: repo, Commit: commit, Path: f.Path, Size: f.Bytes, SHA256: f.SHA256,
-		Partial: s.path("partial", f.SHA256+".part"), Progress: progress}
+		Partial: s.path("partial", f.SHA256+".part"), Progress: progress, NoSync: noSync}
 	var sum hub.Result
 	for attempt := 1; ; attempt++ {
 		r, err := s.Client.Fetch(ctx, d)
@@ -332,6 +345,11 @@ func (s *Store) install(repo, commit string, releaseJSON []byte, files []bundle.
 	}
 	if err := s.writeRecord(repo, commit, &installRecord{Selection: selectionOf(sel), Record: rec}); err != nil {
 		return err
+	}
+	if testHookBeforeInstall != nil {
+		if err := testHookBeforeInstall(); err != nil {
+			return err
+		}
 	}
 	final := s.SnapshotDir(repo, commit)
 	if exists(final) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -45,8 +46,11 @@ func (s *Store) readRecord(repo, commit string) (*installRecord, error) {
 		return nil, err
 	}
 	var r installRecord
-	if err := json.Unmarshal(data, &r); err != nil || r.Record == nil {
+	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, err
+	}
+	if r.Record == nil {
+		return nil, fmt.Errorf("%s: no verification record", s.recordPath(repo, commit))
 	}
 	return &r, nil
 }

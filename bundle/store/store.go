@@ -10,7 +10,9 @@
 //	<root>/refs/<owner>/<name>/<rev>       commit a branch or tag resolved to
 //	<root>/current/<owner>/<name>.json     {"commit", "previous"}
 //	<root>/partial/<hex>.part (+ .state)   in-flight downloads
+//	<root>/pending/<owner>+<name>+<commit>+<ns>.json  blobs not yet fsynced (pending.go)
 //	<root>/locks/<owner>/<name>.lock       per-repository flock
+//	<root>/locks/settle.lock               settling pending markers
 package store
 
 import (
@@ -42,6 +44,9 @@ type Store struct {
 	MarginPercent float64
 	// Events receives progress; calls are serialised.
 	Events func(Event)
+	// BootID identifies the running boot (nil: the platform's; see
+	// pending.go). Pulls defer fsync only when it answers.
+	BootID func() (string, error)
 
 	evMu sync.Mutex
 }
@@ -69,17 +74,29 @@ func (s *Store) emit(e Event) {
 	s.Events(e)
 }
 
-// Open prepares the store layout under root.
+// Open prepares the store layout under root and settles the downloads
+// that earlier pulls left without fsync (pending.go): synced if they were
+// made in this boot, hashed again if not.
 func Open(root string) (*Store, error) {
+	return OpenBoot(root, nil)
+}
+
+// OpenBoot is Open with the boot identity from bootID (nil: the
+// platform's); tests use it to simulate a reboot.
+func OpenBoot(root string, bootID func() (string, error)) (*Store, error) {
 	if root == "" {
 		return nil, errors.New("store: empty data directory")
 	}
-	for _, d := range []string{"blobs/sha256", "snapshots", "records", "refs", "current", "partial", "locks"} {
+	for _, d := range []string{"blobs/sha256", "snapshots", "records", "refs", "current", "partial", "pending", "locks"} {
 		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o755); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 	}
-	return &Store{Root: root, Workers: 4, FreeSpace: freeSpace, MarginBytes: 256 << 20, MarginPercent: 2}, nil
+	s := &Store{Root: root, Workers: 4, FreeSpace: freeSpace, MarginBytes: 256 << 20, MarginPercent: 2, BootID: bootID}
+	if err := s.settle(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // DataDir picks the data directory: the flag, else $FORGE_DATA, else the
@@ -150,6 +167,15 @@ func (s *Store) setCurrent(repo string, st State) error {
 	}
 	data, _ := json.Marshal(st)
 	return bundle.WriteFileAtomic(p, append(data, '\n'), 0o644)
+}
+
+// clearCurrent leaves repo without a served revision.
+func (s *Store) clearCurrent(repo string) error {
+	p := s.path("current", repoPath(repo)+".json")
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return bundle.SyncDir(filepath.Dir(p))
 }
 
 // activate makes commit the served revision, keeping the old one as previous.

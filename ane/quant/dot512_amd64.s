@@ -9,39 +9,31 @@
 // need two permutes and a blend per 8. Results are deterministic: fixed
 // accumulators reduced in a fixed order.
 
-// over = any index ≥ 16, from the OR of all indices in Z10 (into AX).
-#define OVER16 \
-	VPSRLD    $4, Z10, Z10; \
-	VPTESTMD  Z10, Z10, K1; \
-	KMOVW     K1, AX; \
-	XORL      DX, DX; \
-	TESTL     AX, AX; \
-	SETNE     DL
+// The nibble kernels read packed 4-bit indices (see LUT.nib): a block of
+// 32 indices is 16 bytes, byte j holding index j in its low nibble and
+// index 16+j in its high one. One VPMOVZXBD widens a block; VPERMPS reads
+// only bits 3:0 of each lane, so the low nibbles need no mask and the high
+// ones one shift.
 
-// func lut16DotAVX512(tab *[16]float32, idx *uint8, x *float32, n int) (sum float32, over uint32)
-TEXT ·lut16DotAVX512(SB), NOSPLIT, $0-40
+// func lutNibDotAVX512(tab *[16]float32, p *uint8, x *float32, blocks int) float32
+TEXT ·lutNibDotAVX512(SB), NOSPLIT, $0-36
 	MOVQ    tab+0(FP), AX
-	MOVQ    idx+8(FP), SI
+	MOVQ    p+8(FP), SI
 	MOVQ    x+16(FP), DI
-	MOVQ    n+24(FP), CX
+	MOVQ    blocks+24(FP), CX
 	VMOVUPS (AX), Z8
-	VPXORD  Z10, Z10, Z10
 	VPXORD  Z0, Z0, Z0
 	VPXORD  Z1, Z1, Z1
 	VPXORD  Z2, Z2, Z2
 	VPXORD  Z3, Z3, Z3
 
-a64:
-	CMPQ        CX, $64
-	JLT         a16
+a2:
+	CMPQ        CX, $2
+	JLT         a1
 	VPMOVZXBD   (SI), Z4
-	VPMOVZXBD   16(SI), Z5
-	VPMOVZXBD   32(SI), Z6
-	VPMOVZXBD   48(SI), Z7
-	VPORD       Z4, Z10, Z10
-	VPORD       Z5, Z10, Z10
-	VPORD       Z6, Z10, Z10
-	VPORD       Z7, Z10, Z10
+	VPMOVZXBD   16(SI), Z6
+	VPSRLD      $4, Z4, Z5
+	VPSRLD      $4, Z6, Z7
 	VPERMPS     Z8, Z4, Z4
 	VPERMPS     Z8, Z5, Z5
 	VPERMPS     Z8, Z6, Z6
@@ -50,58 +42,51 @@ a64:
 	VFMADD231PS 64(DI), Z5, Z1
 	VFMADD231PS 128(DI), Z6, Z2
 	VFMADD231PS 192(DI), Z7, Z3
-	ADDQ        $64, SI
+	ADDQ        $32, SI
 	ADDQ        $256, DI
-	SUBQ        $64, CX
-	JMP         a64
+	SUBQ        $2, CX
+	JMP         a2
 
-a16:
-	CMPQ        CX, $16
+a1:
+	CMPQ        CX, $1
 	JLT         adone
 	VPMOVZXBD   (SI), Z4
-	VPORD       Z4, Z10, Z10
+	VPSRLD      $4, Z4, Z5
 	VPERMPS     Z8, Z4, Z4
+	VPERMPS     Z8, Z5, Z5
 	VFMADD231PS (DI), Z4, Z0
-	ADDQ        $16, SI
-	ADDQ        $64, DI
-	SUBQ        $16, CX
-	JMP         a16
+	VFMADD231PS 64(DI), Z5, Z1
 
 adone:
 	VADDPS Z1, Z0, Z0
 	VADDPS Z3, Z2, Z2
 	VADDPS Z2, Z0, Z0
 	HSUM512
-	MOVSS  X0, sum+32(FP)
-	OVER16
-	MOVL   DX, over+36(FP)
+	MOVSS  X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
-// func lut16Dot2AVX512(tab *[2][16]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
+// func lutNibDot2AVX512(tab *[2][16]float32, p *uint8, x *float32, blocks int) (s0, s1 float32)
 // Two tables (two output rows of a vector codebook) sharing the indices and x.
-TEXT ·lut16Dot2AVX512(SB), NOSPLIT, $0-44
+TEXT ·lutNibDot2AVX512(SB), NOSPLIT, $0-40
 	MOVQ    tab+0(FP), AX
-	MOVQ    idx+8(FP), SI
+	MOVQ    p+8(FP), SI
 	MOVQ    x+16(FP), DI
-	MOVQ    n+24(FP), CX
+	MOVQ    blocks+24(FP), CX
 	VMOVUPS (AX), Z8
 	VMOVUPS 64(AX), Z9
-	VPXORD  Z10, Z10, Z10
 	VPXORD  Z0, Z0, Z0
 	VPXORD  Z1, Z1, Z1
 	VPXORD  Z2, Z2, Z2
 	VPXORD  Z3, Z3, Z3
+	TESTQ   CX, CX
+	JEQ     bdone
 
-b32:
-	CMPQ        CX, $32
-	JLT         b16
+b1:
 	VMOVUPS     (DI), Z12
 	VMOVUPS     64(DI), Z13
 	VPMOVZXBD   (SI), Z4
-	VPMOVZXBD   16(SI), Z5
-	VPORD       Z4, Z10, Z10
-	VPORD       Z5, Z10, Z10
+	VPSRLD      $4, Z4, Z5
 	VPERMPS     Z8, Z4, Z6
 	VPERMPS     Z9, Z4, Z7
 	VFMADD231PS Z12, Z6, Z0
@@ -110,37 +95,20 @@ b32:
 	VPERMPS     Z9, Z5, Z7
 	VFMADD231PS Z13, Z6, Z2
 	VFMADD231PS Z13, Z7, Z3
-	ADDQ        $32, SI
-	ADDQ        $128, DI
-	SUBQ        $32, CX
-	JMP         b32
-
-b16:
-	CMPQ        CX, $16
-	JLT         bdone
-	VMOVUPS     (DI), Z12
-	VPMOVZXBD   (SI), Z4
-	VPORD       Z4, Z10, Z10
-	VPERMPS     Z8, Z4, Z6
-	VPERMPS     Z9, Z4, Z7
-	VFMADD231PS Z12, Z6, Z0
-	VFMADD231PS Z12, Z7, Z1
 	ADDQ        $16, SI
-	ADDQ        $64, DI
-	SUBQ        $16, CX
-	JMP         b16
+	ADDQ        $128, DI
+	DECQ        CX
+	JNE         b1
 
 bdone:
-	VADDPS    Z2, Z0, Z0
-	VADDPS    Z3, Z1, Z1
-	VMOVAPS   Z1, Z14
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+	VMOVAPS Z1, Z14
 	HSUM512
-	MOVSS     X0, s0+32(FP)
-	VMOVAPS   Z14, Z0
+	MOVSS   X0, s0+32(FP)
+	VMOVAPS Z14, Z0
 	HSUM512
-	MOVSS     X0, s1+36(FP)
-	OVER16
-	MOVL      DX, over+40(FP)
+	MOVSS   X0, s1+36(FP)
 	VZEROUPPER
 	RET
 

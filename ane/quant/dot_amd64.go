@@ -52,11 +52,13 @@ func bf16DotAVX2(w *uint16, x *float32, n int) float32
 //go:noescape
 func int8DotAVX2(q *int8, x *float32, n int) float32
 
-//go:noescape
-func lut16DotAVX2(tab *[16]float32, idx *uint8, x *float32, n int) (sum float32, over uint32)
+// The nibble kernels take whole 32-index blocks of a packed row.
 
 //go:noescape
-func lut16Dot2AVX2(tab *[2][16]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
+func lutNibDotAVX2(tab *[16]float32, p *uint8, x *float32, blocks int) float32
+
+//go:noescape
+func lutNibDot2AVX2(tab *[2][16]float32, p *uint8, x *float32, blocks int) (s0, s1 float32)
 
 // The AVX-512 kernels handle n elements, n a multiple of 16.
 
@@ -64,10 +66,10 @@ func lut16Dot2AVX2(tab *[2][16]float32, idx *uint8, x *float32, n int) (s0, s1 f
 func int8DotAVX512(q *int8, x *float32, n int) float32
 
 //go:noescape
-func lut16DotAVX512(tab *[16]float32, idx *uint8, x *float32, n int) (sum float32, over uint32)
+func lutNibDotAVX512(tab *[16]float32, p *uint8, x *float32, blocks int) float32
 
 //go:noescape
-func lut16Dot2AVX512(tab *[2][16]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
+func lutNibDot2AVX512(tab *[2][16]float32, p *uint8, x *float32, blocks int) (s0, s1 float32)
 
 //go:noescape
 func lut64Dot2AVX512(tab *[2][64]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
@@ -105,50 +107,39 @@ func int8Dot(q []int8, x []float32) float32 {
 	return int8DotAVX2(&q[0], &x[0], n) + int8DotGo(q[n:], x[n:])
 }
 
-// lut16Dot is Σ tab[idx[j]]·x[j] for a codebook of at most 16 entries. ok is
-// false when there is no SIMD kernel or an index is ≥ 16 (malformed data):
-// the caller then uses the 256-entry table, which reads such indices as 0.
-func lut16Dot(tab *[16]float32, idx []uint8, x []float32) (s float32, ok bool) {
-	n := len(idx) &^ 7
-	if !simd || n == 0 {
-		return 0, false
+// lutNibDot is Σ tab[index j]·x[j] over the packed row p, len(x) indices.
+func lutNibDot(tab *[16]float32, p []uint8, x []float32) float32 {
+	blocks := len(x) / 32
+	if !simd || blocks == 0 {
+		return lutNibDotGo(tab, p, x)
 	}
-	x = x[:len(idx)]
-	var over uint32
-	if n16 := len(idx) &^ 15; simd512 && n16 > 0 {
-		n = n16
-		s, over = lut16DotAVX512(tab, &idx[0], &x[0], n)
+	_ = p[blocks*16-1]
+	var s float32
+	if simd512 {
+		s = lutNibDotAVX512(tab, &p[0], &x[0], blocks)
 	} else {
-		s, over = lut16DotAVX2(tab, &idx[0], &x[0], n)
+		s = lutNibDotAVX2(tab, &p[0], &x[0], blocks)
 	}
-	for j, i := range idx[n:] {
-		over |= uint32(i) >> 4
-		s += tab[i&15] * x[n+j]
-	}
-	return s, over == 0
+	return s + lutNibDotGo(tab, p[blocks*16:], x[blocks*32:])
 }
 
-// lut16Dot2 is lut16Dot for two tables sharing the indices (two output rows
-// of a vector codebook): the indices and x are loaded once for both.
-func lut16Dot2(tab *[2][16]float32, idx []uint8, x []float32) (s0, s1 float32, ok bool) {
-	n := len(idx) &^ 7
-	if !simd || n == 0 {
+// lutNibDot2 is lutNibDot for two tables sharing the indices (two output
+// rows of a vector codebook): the indices and x are loaded once for both.
+// ok is false without a SIMD kernel: the caller's bucketing is faster in Go.
+func lutNibDot2(tab *[2][16]float32, p []uint8, x []float32) (s0, s1 float32, ok bool) {
+	blocks := len(x) / 32
+	if !simd || blocks == 0 {
 		return 0, 0, false
 	}
-	x = x[:len(idx)]
-	var over uint32
-	if n16 := len(idx) &^ 15; simd512 && n16 > 0 {
-		n = n16
-		s0, s1, over = lut16Dot2AVX512(tab, &idx[0], &x[0], n)
+	_ = p[blocks*16-1]
+	if simd512 {
+		s0, s1 = lutNibDot2AVX512(tab, &p[0], &x[0], blocks)
 	} else {
-		s0, s1, over = lut16Dot2AVX2(tab, &idx[0], &x[0], n)
+		s0, s1 = lutNibDot2AVX2(tab, &p[0], &x[0], blocks)
 	}
-	for j, i := range idx[n:] {
-		over |= uint32(i) >> 4
-		s0 += tab[0][i&15] * x[n+j]
-		s1 += tab[1][i&15] * x[n+j]
-	}
-	return s0, s1, over == 0
+	t0 := lutNibDotGo(&tab[0], p[blocks*16:], x[blocks*32:])
+	t1 := lutNibDotGo(&tab[1], p[blocks*16:], x[blocks*32:])
+	return s0 + t0, s1 + t1, true
 }
 
 //go:noescape

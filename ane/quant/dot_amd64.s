@@ -163,140 +163,105 @@ idone:
 	VPERMPS   hi, Y4, dst; \
 	VBLENDVPS Y5, dst, Y6, dst
 
-// func lut16DotAVX2(tab *[16]float32, idx *uint8, x *float32, n int) (sum float32, over uint32)
-// sum = Σ tab[idx[j]]·x[j]. over is non-zero when some index is ≥ 16 (the
-// caller then recomputes with the 256-entry table): ORing the indices costs
-// one cheap instruction per 8 instead of masking each lookup.
-TEXT ·lut16DotAVX2(SB), NOSPLIT, $0-40
-	MOVQ tab+0(FP), AX
-	MOVQ idx+8(FP), SI
-	MOVQ x+16(FP), DI
-	MOVQ n+24(FP), CX
+// The nibble kernels read packed 4-bit indices (see LUT.nib and
+// dot512_amd64.s): per 16-byte block, bytes 0–7 widen to indices 0–7 (low
+// nibbles; VPERMPS reads bits 2:0, the blend bit 3) and 16–23 (high
+// nibbles, after a shift), bytes 8–15 to indices 8–15 and 24–31.
+
+// NIB8(off, xlo, xhi, acclo, acchi): the 8 bytes at off(SI) against
+// x at xlo(DI) (low nibbles) and xhi(DI) (high nibbles), table Y8:Y9.
+#define NIB8(off, xlo, xhi, acclo, acchi) \
+	VPMOVZXBD   off(SI), Y4; \
+	VPSLLD      $28, Y4, Y5; \
+	LOOKUP16(Y8, Y9, Y7); \
+	VFMADD231PS xlo(DI), Y7, acclo; \
+	VPSRLD      $4, Y4, Y4; \
+	VPSLLD      $28, Y4, Y5; \
+	LOOKUP16(Y8, Y9, Y7); \
+	VFMADD231PS xhi(DI), Y7, acchi
+
+// func lutNibDotAVX2(tab *[16]float32, p *uint8, x *float32, blocks int) float32
+TEXT ·lutNibDotAVX2(SB), NOSPLIT, $0-36
+	MOVQ    tab+0(FP), AX
+	MOVQ    p+8(FP), SI
+	MOVQ    x+16(FP), DI
+	MOVQ    blocks+24(FP), CX
 	VMOVUPS (AX), Y8
 	VMOVUPS 32(AX), Y9
-	VPXOR   Y10, Y10, Y10
 	VXORPS  Y0, Y0, Y0
 	VXORPS  Y1, Y1, Y1
 	VXORPS  Y2, Y2, Y2
 	VXORPS  Y3, Y3, Y3
+	TESTQ   CX, CX
+	JEQ     ldone
 
-l16:
-	CMPQ CX, $16
-	JLT  l8
-	VPMOVZXBD   (SI), Y4
-	VPOR        Y4, Y10, Y10
-	VPSLLD      $28, Y4, Y5
-	LOOKUP16(Y8, Y9, Y7)
-	VFMADD231PS (DI), Y7, Y0
-	VPMOVZXBD   8(SI), Y4
-	VPOR        Y4, Y10, Y10
-	VPSLLD      $28, Y4, Y5
-	LOOKUP16(Y8, Y9, Y7)
-	VFMADD231PS 32(DI), Y7, Y1
-	ADDQ        $16, SI
-	ADDQ        $64, DI
-	SUBQ        $16, CX
-	JMP         l16
-
-l8:
-	CMPQ CX, $8
-	JLT  ldone
-	VPMOVZXBD   (SI), Y4
-	VPOR        Y4, Y10, Y10
-	VPSLLD      $28, Y4, Y5
-	LOOKUP16(Y8, Y9, Y7)
-	VFMADD231PS (DI), Y7, Y2
-	ADDQ        $8, SI
-	ADDQ        $32, DI
-	SUBQ        $8, CX
-	JMP         l8
+l1:
+	NIB8(0, 0, 64, Y0, Y1)
+	NIB8(8, 32, 96, Y2, Y3)
+	ADDQ $16, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNE  l1
 
 ldone:
 	VADDPS Y1, Y0, Y0
 	VADDPS Y3, Y2, Y2
 	VADDPS Y2, Y0, Y0
 	HSUM
-	MOVSS  X0, sum+32(FP)
-	VPSRLD $4, Y10, Y10
-	XORL   AX, AX
-	VPTEST Y10, Y10
-	SETNE  AL
-	MOVL   AX, over+36(FP)
+	MOVSS  X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
-// func lut16Dot2AVX2(tab *[32]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
-// Two tables (two output rows of a vector codebook) sharing the indices
-// and x: s_t = Σ tab[16t + idx[j]]·x[j].
-TEXT ·lut16Dot2AVX2(SB), NOSPLIT, $0-44
-	MOVQ tab+0(FP), AX
-	MOVQ idx+8(FP), SI
-	MOVQ x+16(FP), DI
-	MOVQ n+24(FP), CX
+// NIB8x2(xoff, acc0, acc1): 8 indices (already in Y4) against x at
+// xoff(DI) for both tables, Y8:Y9 into acc0 and Y11:Y12 into acc1.
+#define NIB8x2(xoff, acc0, acc1) \
+	VMOVUPS     xoff(DI), Y13; \
+	VPSLLD      $28, Y4, Y5; \
+	LOOKUP16(Y8, Y9, Y7); \
+	VFMADD231PS Y13, Y7, acc0; \
+	LOOKUP16(Y11, Y12, Y7); \
+	VFMADD231PS Y13, Y7, acc1
+
+// func lutNibDot2AVX2(tab *[2][16]float32, p *uint8, x *float32, blocks int) (s0, s1 float32)
+TEXT ·lutNibDot2AVX2(SB), NOSPLIT, $0-40
+	MOVQ    tab+0(FP), AX
+	MOVQ    p+8(FP), SI
+	MOVQ    x+16(FP), DI
+	MOVQ    blocks+24(FP), CX
 	VMOVUPS (AX), Y8
 	VMOVUPS 32(AX), Y9
 	VMOVUPS 64(AX), Y11
 	VMOVUPS 96(AX), Y12
-	VPXOR   Y10, Y10, Y10
 	VXORPS  Y0, Y0, Y0
 	VXORPS  Y1, Y1, Y1
 	VXORPS  Y2, Y2, Y2
 	VXORPS  Y3, Y3, Y3
+	TESTQ   CX, CX
+	JEQ     mdone
 
-m16:
-	CMPQ CX, $16
-	JLT  m8
-	VMOVUPS     (DI), Y13
-	VPMOVZXBD   (SI), Y4
-	VPOR        Y4, Y10, Y10
-	VPSLLD      $28, Y4, Y5
-	LOOKUP16(Y8, Y9, Y7)
-	VFMADD231PS Y13, Y7, Y0
-	LOOKUP16(Y11, Y12, Y7)
-	VFMADD231PS Y13, Y7, Y1
-	VMOVUPS     32(DI), Y13
-	VPMOVZXBD   8(SI), Y4
-	VPOR        Y4, Y10, Y10
-	VPSLLD      $28, Y4, Y5
-	LOOKUP16(Y8, Y9, Y7)
-	VFMADD231PS Y13, Y7, Y2
-	LOOKUP16(Y11, Y12, Y7)
-	VFMADD231PS Y13, Y7, Y3
-	ADDQ        $16, SI
-	ADDQ        $64, DI
-	SUBQ        $16, CX
-	JMP         m16
-
-m8:
-	CMPQ CX, $8
-	JLT  mdone
-	VMOVUPS     (DI), Y13
-	VPMOVZXBD   (SI), Y4
-	VPOR        Y4, Y10, Y10
-	VPSLLD      $28, Y4, Y5
-	LOOKUP16(Y8, Y9, Y7)
-	VFMADD231PS Y13, Y7, Y0
-	LOOKUP16(Y11, Y12, Y7)
-	VFMADD231PS Y13, Y7, Y1
-	ADDQ        $8, SI
-	ADDQ        $32, DI
-	SUBQ        $8, CX
-	JMP         m8
+m1:
+	VPMOVZXBD (SI), Y4
+	NIB8x2(0, Y0, Y1)
+	VPSRLD    $4, Y4, Y4
+	NIB8x2(64, Y2, Y3)
+	VPMOVZXBD 8(SI), Y4
+	NIB8x2(32, Y0, Y1)
+	VPSRLD    $4, Y4, Y4
+	NIB8x2(96, Y2, Y3)
+	ADDQ      $16, SI
+	ADDQ      $128, DI
+	DECQ      CX
+	JNE       m1
 
 mdone:
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
 	VMOVUPS Y1, Y14
 	HSUM
-	MOVSS  X0, s0+32(FP)
+	MOVSS   X0, s0+32(FP)
 	VMOVUPS Y14, Y0
 	HSUM
-	MOVSS  X0, s1+36(FP)
-	VPSRLD $4, Y10, Y10
-	XORL   AX, AX
-	VPTEST Y10, Y10
-	SETNE  AL
-	MOVL   AX, over+40(FP)
+	MOVSS   X0, s1+36(FP)
 	VZEROUPPER
 	RET
 

@@ -23,9 +23,9 @@ func dot(a, b []float32) float32              { return dotGo(a, b) }
 func bf16Dot(w []uint16, x []float32) float32 { return bf16DotGo(w, x) }
 func int8Dot(q []int8, x []float32) float32   { return int8DotGo(q, x) }
 
-func lut16Dot(tab *[16]float32, idx []uint8, x []float32) (float32, bool) { return 0, false }
+func lutNibDot(tab *[16]float32, p []uint8, x []float32) float32 { return lutNibDotGo(tab, p, x) }
 
-func lut16Dot2(tab *[2][16]float32, idx []uint8, x []float32) (s0, s1 float32, ok bool) {
+func lutNibDot2(tab *[2][16]float32, p []uint8, x []float32) (s0, s1 float32, ok bool) {
 	return 0, 0, false
 }
 

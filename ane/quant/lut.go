@@ -13,16 +13,25 @@ type LUT struct {
 	lut2 *[256][2]float32
 	lut4 *[256][4]float32
 	// tab16[t][e] = entry e, component t, for codebooks of ≤ 16 entries:
-	// the layout the SIMD kernels look up (lut16Dot, lut16Dot2).
+	// the layout the nibble kernels look up (lutNibDot, lutNibDot2).
 	tab16 *[4][16]float32
 	tab64 *[4][64]float32 // the same for 17–64 entries and CD 2 or 4
-	idx   []uint8
-	scale []float32
-	name  string
+	// idx holds one index a byte; nib (which replaces it for codebooks of
+	// ≤ 16 entries) two, so a product reads half the bytes: decode is
+	// bound by memory bandwidth. A packed row is blocks of 32 indices in 16
+	// bytes, byte j holding index j in its low nibble and index 16+j in its
+	// high one (one SIMD widening per block); a short last block is padded
+	// with zeros.
+	idx, nib []uint8
+	stride   int // bytes per packed row
+	scale    []float32
+	name     string
 }
 
 // NewLUT wraps idx ((rows/cd) × cols) and scale (rows, or nil) without
-// copying; lut holds entries × cd values (entry-major) and is copied.
+// copying, except that the indices of a codebook of ≤ 16 entries are
+// packed two to a byte (and idx is then not kept); lut holds entries × cd
+// values (entry-major) and is copied.
 func NewLUT(format string, rows, cols, cd int, lut []float32, idx []uint8, scale []float32) (*LUT, error) {
 	if err := checkDims(format, rows, cols); err != nil {
 		return nil, err
@@ -66,6 +75,9 @@ func NewLUT(format string, rows, cols, cd int, lut []float32, idx []uint8, scale
 				m.tab16[t][e] = lut[e*cd+t]
 			}
 		}
+		if nib, stride, ok := packNibbles(idx, rows/cd, cols); ok {
+			m.nib, m.stride, m.idx = nib, stride, nil
+		}
 	case m.entries <= 64 && cd > 1:
 		m.tab64 = new([4][64]float32)
 		for e := 0; e < m.entries; e++ {
@@ -82,7 +94,56 @@ func (m *LUT) Cols() int      { return m.cols }
 func (m *LUT) Group() int     { return m.cd }
 func (m *LUT) Format() string { return m.name }
 func (m *LUT) Bytes() int64 {
-	return int64(len(m.idx)) + int64(m.entries*m.cd)*2 + int64(len(m.scale))*2
+	return m.IndexBytes() + int64(m.entries*m.cd)*2 + int64(len(m.scale))*2
+}
+
+// IndexBytes is the size of the stored indices (packed or not).
+func (m *LUT) IndexBytes() int64 { return int64(len(m.idx) + len(m.nib)) }
+
+// packNibbles packs idx (groups rows of cols indices) into the nib layout;
+// ok is false when an index does not fit in 4 bits (malformed data, which
+// then reads the zero padding of the 256-entry codebook through idx).
+func packNibbles(idx []uint8, groups, cols int) (nib []uint8, stride int, ok bool) {
+	for _, i := range idx {
+		if i >= 16 {
+			return nil, 0, false
+		}
+	}
+	stride = (cols + 31) / 32 * 16
+	nib = make([]uint8, groups*stride)
+	for g := 0; g < groups; g++ {
+		row, out := idx[g*cols:(g+1)*cols], nib[g*stride:(g+1)*stride]
+		for j, i := range row {
+			b := j/32*16 + j%16
+			out[b] |= i << (4 * uint(j%32/16))
+		}
+	}
+	return nib, stride, true
+}
+
+// nibRow is the packed indices of group g.
+func (m *LUT) nibRow(g int) []uint8 { return m.nib[g*m.stride : (g+1)*m.stride] }
+
+// lutNibDotGo is Σ tab[index j]·x[j] over the packed row p, len(x)
+// indices: the fallback and ragged tail of lutNibDot.
+func lutNibDotGo(tab *[16]float32, p []uint8, x []float32) float32 {
+	var s0, s1 float32
+	for len(x) >= 32 {
+		blk, lo, hi := p[:16:16], x[:16:16], x[16:32:32]
+		for j, b := range blk {
+			s0 += tab[b&15] * lo[j]
+			s1 += tab[b>>4] * hi[j]
+		}
+		p, x = p[16:], x[32:]
+	}
+	for j, xj := range x {
+		if j < 16 {
+			s0 += tab[p[j]&15] * xj
+		} else {
+			s1 += tab[p[j-16]>>4] * xj
+		}
+	}
+	return s0 + s1
 }
 
 func (m *LUT) rowScale(r int) float32 {
@@ -118,8 +179,39 @@ func (b *buckets) clear(k int) {
 	}
 }
 
-// fill accumulates x[j] into bucket idx[j].
-func (b *buckets) fill(idx []uint8, x []float32) {
+// fill accumulates the activations x of group g into its index buckets.
+func (m *LUT) fill(b *buckets, g int, x []float32) {
+	if m.nib != nil {
+		b.fillNib(m.nibRow(g), x[:m.cols])
+		return
+	}
+	b.fillBytes(m.idx[g*m.cols:(g+1)*m.cols], x)
+}
+
+// fillNib accumulates x[j] into the bucket of packed index j.
+func (b *buckets) fillNib(p []uint8, x []float32) {
+	a0, a1, a2, a3 := &b[0], &b[1], &b[2], &b[3]
+	for len(x) >= 32 {
+		blk, lo, hi := p[:16:16], x[:16:16], x[16:32:32]
+		for j := 0; j < 16; j += 2 {
+			a0[blk[j]&15] += lo[j]
+			a1[blk[j]>>4] += hi[j]
+			a2[blk[j+1]&15] += lo[j+1]
+			a3[blk[j+1]>>4] += hi[j+1]
+		}
+		p, x = p[16:], x[32:]
+	}
+	for j, xj := range x {
+		if j < 16 {
+			a0[p[j]&15] += xj
+		} else {
+			a1[p[j-16]>>4] += xj
+		}
+	}
+}
+
+// fillBytes accumulates x[j] into bucket idx[j].
+func (b *buckets) fillBytes(idx []uint8, x []float32) {
 	x = x[:len(idx)]
 	a0, a1, a2, a3 := &b[0], &b[1], &b[2], &b[3]
 	// Reslicing instead of indexing at j+k lets the compiler drop bounds checks.
@@ -138,20 +230,19 @@ func (b *buckets) fill(idx []uint8, x []float32) {
 // mulVec1 reads the codebook directly: for scalar entries one table load
 // and multiply-add per index measured faster than bucketing.
 func (m *LUT) mulVec1(y, x []float32, r0, r1 int) {
+	x = x[:m.cols]
 	for r := r0; r < r1; r++ {
-		row := m.idx[r*m.cols : (r+1)*m.cols]
-		s, ok := float32(0), false
-		if m.tab16 != nil {
-			s, ok = lut16Dot(&m.tab16[0], row, x)
-		}
-		if !ok {
-			s = lut1DotGo(m.lut1, row, x)
+		var s float32
+		if m.nib != nil {
+			s = lutNibDot(&m.tab16[0], m.nibRow(r), x)
+		} else {
+			s = lut1DotGo(m.lut1, m.idx[r*m.cols:(r+1)*m.cols], x)
 		}
 		y[r] = s * m.rowScale(r)
 	}
 }
 
-// lut1DotGo is Σ lut[row[j]]·x[j], the fallback of lut16Dot.
+// lut1DotGo is Σ lut[row[j]]·x[j] for unpacked indices.
 func lut1DotGo(lut *[256]float32, row []uint8, x []float32) float32 {
 	xs := x[:len(row)]
 	var s0, s1, s2, s3 float32
@@ -173,18 +264,18 @@ func lut1DotGo(lut *[256]float32, row []uint8, x []float32) float32 {
 // indices (looking up the entry measured faster than bucketing). It returns
 // false when the kernel is unavailable or the indices are malformed.
 func (m *LUT) vecSIMD(y, x []float32, g int) bool {
-	if m.tab16 == nil && m.tab64 == nil {
+	if m.nib == nil && m.tab64 == nil {
 		return false
 	}
-	row := m.idx[g*m.cols : (g+1)*m.cols]
+	x = x[:m.cols]
 	var s [4]float32
 	for t := 0; t < m.cd; t += 2 {
 		var s0, s1 float32
 		var ok bool
-		if m.tab16 != nil {
-			s0, s1, ok = lut16Dot2((*[2][16]float32)(m.tab16[t:t+2]), row, x)
+		if m.nib != nil {
+			s0, s1, ok = lutNibDot2((*[2][16]float32)(m.tab16[t:t+2]), m.nibRow(g), x)
 		} else {
-			s0, s1, ok = lut64Dot2((*[2][64]float32)(m.tab64[t:t+2]), row, x)
+			s0, s1, ok = lut64Dot2((*[2][64]float32)(m.tab64[t:t+2]), m.idx[g*m.cols:(g+1)*m.cols], x)
 		}
 		if !ok {
 			return false
@@ -206,7 +297,7 @@ func (m *LUT) mulVec2(y, x []float32, r0, r1 int) {
 			continue
 		}
 		b.clear(k)
-		b.fill(m.idx[g*m.cols:(g+1)*m.cols], x)
+		m.fill(&b, g, x)
 		var s0, s1 float32
 		for e := 0; e < k; e++ {
 			a := b[0][e] + b[1][e] + b[2][e] + b[3][e]
@@ -227,7 +318,7 @@ func (m *LUT) mulVec4(y, x []float32, r0, r1 int) {
 			continue
 		}
 		b.clear(k)
-		b.fill(m.idx[g*m.cols:(g+1)*m.cols], x)
+		m.fill(&b, g, x)
 		var s [4]float32
 		for e := 0; e < k; e++ {
 			a := b[0][e] + b[1][e] + b[2][e] + b[3][e]
@@ -242,12 +333,15 @@ func (m *LUT) mulVec4(y, x []float32, r0, r1 int) {
 }
 
 func (m *LUT) decodeGroup(g int, dst []float32) {
-	row := m.idx[g*m.cols : (g+1)*m.cols]
 	for t := 0; t < m.cd; t++ {
 		r := g*m.cd + t
 		s := m.rowScale(r)
 		out := dst[t*m.cols : (t+1)*m.cols]
-		for j, i := range row {
+		if m.nib != nil {
+			decodeNib(m.nibRow(g), &m.tab16[t], s, out)
+			continue
+		}
+		for j, i := range m.idx[g*m.cols : (g+1)*m.cols] {
 			var v float32
 			switch m.cd {
 			case 1:
@@ -259,5 +353,20 @@ func (m *LUT) decodeGroup(g int, dst []float32) {
 			}
 			out[j] = v * s
 		}
+	}
+}
+
+// decodeNib writes tab[index j]·s for the packed row p into out.
+func decodeNib(p []uint8, tab *[16]float32, s float32, out []float32) {
+	for len(out) > 0 {
+		lo := out[:min(16, len(out))]
+		for j := range lo {
+			lo[j] = tab[p[j]&15] * s
+		}
+		hi := out[len(lo):min(32, len(out))]
+		for j := range hi {
+			hi[j] = tab[p[j]>>4] * s
+		}
+		p, out = p[min(16, len(p)):], out[len(lo)+len(hi):]
 	}
 }

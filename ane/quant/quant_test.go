@@ -294,3 +294,50 @@ func TestIndexPastCodebook(t *testing.T) {
 		}
 	}
 }
+
+// A codebook of ≤ 16 entries is stored two indices a byte (half what a
+// product reads); one index past 4 bits keeps the byte layout, which reads
+// it as the codebook's zero padding.
+func TestLUTPacksNibbles(t *testing.T) {
+	const rows, cols = 4, 40 // a full 32-index block and a short one per row
+	r := rand.New(rand.NewPCG(15, 16))
+	lut := randVec(r, 12)
+	idx := make([]uint8, rows*cols)
+	for i := range idx {
+		idx[i] = uint8(r.IntN(12))
+	}
+	x := randVec(r, cols)
+	for _, bad := range []bool{false, true} {
+		if bad {
+			idx[cols+5] = 16
+		}
+		m, err := NewLUT("LUT4", rows, cols, 1, lut, idx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(rows*32 + 12*2)
+		if bad {
+			want = int64(rows*cols + 12*2)
+		}
+		if m.Bytes() != want {
+			t.Errorf("bad index %v: Bytes() = %d, want %d", bad, m.Bytes(), want)
+		}
+		ref := make([]float64, rows*cols)
+		for i, e := range idx {
+			if e < 12 {
+				ref[i] = float64(lut[e])
+			}
+		}
+		y := make([]float32, rows)
+		m.mulVec(y, x, 0, rows)
+		if e := maxRelErr(y, matmul64(ref, rows, cols, x, 1)); e > 1e-5 {
+			t.Errorf("bad index %v: product off by %.3g", bad, e)
+		}
+		dense := Densify(m)
+		for i := range dense {
+			if float64(dense[i]) != ref[i] {
+				t.Fatalf("bad index %v: Densify[%d] = %v, want %v", bad, i, dense[i], ref[i])
+			}
+		}
+	}
+}

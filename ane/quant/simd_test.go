@@ -104,25 +104,21 @@ func TestKernelsMatchNaive(t *testing.T) {
 			}
 			checkSum(t, fmt.Sprintf("bf16Dot n=%d", n), bf16Dot(bw, x), bf, ba)
 			checkSum(t, fmt.Sprintf("int8Dot n=%d", n), int8Dot(q, x), iw, ia)
-			// The LUT kernels report !ok when they do not apply; then the
-			// 256-entry fallback must give the same sums.
-			var lut [256]float32
-			copy(lut[:], tab[0][:])
-			s, ok := lut16Dot(&tab[0], idx, x)
+			// The nibble kernels over the packed row; the pair kernel
+			// reports !ok without SIMD (the caller buckets instead).
+			p, _, ok := packNibbles(idx, 1, n)
 			if !ok {
-				s = lut1DotGo(&lut, idx, x)
+				t.Fatalf("packNibbles refused 4-bit indices")
 			}
-			checkSum(t, fmt.Sprintf("lut16Dot n=%d", n), s, l0, l0a)
-			s0, s1, ok := lut16Dot2(&tab, idx, x)
+			checkSum(t, fmt.Sprintf("lutNibDot n=%d", n), lutNibDot(&tab[0], p, x), l0, l0a)
+			s0, s1, ok := lutNibDot2(&tab, p, x)
 			if !ok {
-				s0 = lut1DotGo(&lut, idx, x)
-				copy(lut[:], tab[1][:])
-				s1 = lut1DotGo(&lut, idx, x)
+				s0, s1 = lutNibDotGo(&tab[0], p, x), lutNibDotGo(&tab[1], p, x)
 			}
-			checkSum(t, fmt.Sprintf("lut16Dot2[0] n=%d", n), s0, l0, l0a)
-			checkSum(t, fmt.Sprintf("lut16Dot2[1] n=%d", n), s1, l1, l1a)
-			if simd && n >= 8 && !ok {
-				t.Errorf("lut16Dot2 n=%d: SIMD kernel declined valid indices", n)
+			checkSum(t, fmt.Sprintf("lutNibDot2[0] n=%d", n), s0, l0, l0a)
+			checkSum(t, fmt.Sprintf("lutNibDot2[1] n=%d", n), s1, l1, l1a)
+			if simd && n >= 32 && !ok {
+				t.Errorf("lutNibDot2 n=%d: SIMD kernel declined", n)
 			}
 			// 64 entries: the 16 above plus 48 more, indices over all 64.
 			var tab64 [2][64]float32

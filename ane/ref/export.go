@@ -185,11 +185,11 @@ func (e *exportMatrices) loadLUT(r *reader, f File, key string, want *quant.Form
 	if want != nil {
 		name = want.Name
 	}
-	e.nbytes += int64(len(idx.Data))
 	m, err := quant.NewLUT(name, rows, cols, cd, lut, idx.Data, scale)
 	if err != nil {
 		return nil, fail("%v", err)
 	}
+	e.nbytes += m.IndexBytes() // packed to half the file's bytes for ≤ 16 entries
 	return m, nil
 }
 

@@ -236,8 +236,7 @@ func (s *Session) attention(li int, L *layer, h, y []float32, n int) {
 	in := s.mixerInput(L, h, n)
 	qg, kk, vv := s.s.qg[:n*qw], s.s.kk[:n*kw], s.s.vv[:n*kw]
 	s.run.Apply(L.q, qg, in, n)
-	s.run.Apply(L.k, kk, in, n)
-	s.run.Apply(L.v, vv, in, n)
+	s.run.ApplyPair(L.k, L.v, kk, vv, in, n, nil)
 	for t := 0; t < n; t++ {
 		p := s.pos + t
 		s.ropeTables(p)

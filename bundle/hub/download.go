@@ -163,11 +163,7 @@ func (c *Client) openPartial(d Download) (*os.File, hash.Hash, int64, error) {
 			h.Reset()
 		}
 	}
-	if err := f.Truncate(offset); err != nil {
-		f.Close()
-		return nil, nil, 0, err
-	}
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+	if err := resetTo(f, offset); err != nil {
 		f.Close()
 		return nil, nil, 0, err
 	}

@@ -14,7 +14,7 @@ import (
 // lockRepo takes the repository's exclusive flock, waiting if another
 // process holds it. The kernel drops it if the process dies.
 func (s *Store) lockRepo(repo string) (func(), error) {
-	return s.flock(s.path("locks", repoPath(repo)+".lock"), true, func() {
+	return s.flock(s.path("locks", repoPath(repo)+".lock"), unix.LOCK_EX, true, func() {
 		s.emit(Event{Kind: "lock_wait", Repo: repo, Message: "another process is downloading this repository; waiting"})
 	})
 }
@@ -22,21 +22,39 @@ func (s *Store) lockRepo(repo string) (func(), error) {
 // tryLockRepo takes the repository's lock only if it is free; a busy lock
 // is errLocked.
 func (s *Store) tryLockRepo(repo string) (func(), error) {
-	return s.flock(s.path("locks", repoPath(repo)+".lock"), false, nil)
+	return s.flock(s.path("locks", repoPath(repo)+".lock"), unix.LOCK_EX, false, nil)
 }
 
 // lockSettle serialises the settling of pending markers from an earlier
 // boot across processes (see settle). It is always taken before any
 // repository lock, never while holding one.
 func (s *Store) lockSettle() (func(), error) {
-	return s.flock(s.path("locks", "settle.lock"), true, nil)
+	return s.flock(s.path("locks", "settle.lock"), unix.LOCK_EX, true, nil)
+}
+
+// lockBlobs guards blobs that nothing links yet. A pull holds it shared
+// from its first download to the snapshot rename; gc holds it exclusive
+// while it deletes blobs with one link and partial downloads, which is
+// what a pull's stored-but-not-yet-linked blobs and its in-flight files
+// look like. Taken after a repository lock, never before one.
+func (s *Store) lockBlobs(exclusive bool) (func(), error) {
+	how, waiting := unix.LOCK_SH, func() {
+		s.emit(Event{Kind: "lock_wait", Message: "gc is removing unused blobs; waiting"})
+	}
+	if exclusive {
+		how, waiting = unix.LOCK_EX, func() {
+			s.emit(Event{Kind: "lock_wait", Message: "a pull is storing blobs; waiting for it to finish"})
+		}
+	}
+	return s.flock(s.path("locks", "blobs.lock"), how, true, waiting)
 }
 
 var errLocked = errors.New("locked by another process")
 
-// flock takes an exclusive flock on p. Without wait a held lock is
-// errLocked; with it, waiting (after calling waiting, if set) until free.
-func (s *Store) flock(p string, wait bool, waiting func()) (func(), error) {
+// flock takes a flock (how: LOCK_EX or LOCK_SH) on p. Without wait a
+// conflicting lock is errLocked; with it, waiting (after calling waiting,
+// if set) until free.
+func (s *Store) flock(p string, how int, wait bool, waiting func()) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, err
 	}
@@ -44,7 +62,7 @@ func (s *Store) flock(p string, wait bool, waiting func()) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB); err != nil {
 		if !errors.Is(err, unix.EWOULDBLOCK) {
 			f.Close()
 			return nil, err
@@ -57,7 +75,7 @@ func (s *Store) flock(p string, wait bool, waiting func()) (func(), error) {
 			waiting()
 		}
 		for {
-			err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+			err = unix.Flock(int(f.Fd()), how)
 			if !errors.Is(err, unix.EINTR) {
 				break
 			}

@@ -218,8 +218,9 @@ type GCResult struct {
 
 // GC removes snapshots that are neither current nor previous, staging
 // trees, and blobs no snapshot links to (link count 1). With partials it
-// also drops in-flight downloads. It holds each repository's lock while
-// it works on it, so it never races a pull.
+// also drops the partial downloads of interrupted pulls. It holds each
+// repository's lock while it works on it and the blob lock while it
+// deletes blobs and partials, so it never races a pull.
 func (s *Store) GC(partials bool) (*GCResult, error) {
 	res := &GCResult{Snapshots: []string{}}
 	repos, err := s.repos()
@@ -231,7 +232,13 @@ func (s *Store) GC(partials bool) (*GCResult, error) {
 			return res, err
 		}
 	}
-	// Blobs: a blob linked from no snapshot has exactly one link.
+	// Blobs: a blob linked from no snapshot has exactly one link, and so
+	// does one a pull has stored but not linked yet: wait for pulls.
+	unlock, err := s.lockBlobs(true)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	blobDir := s.path("blobs", "sha256")
 	entries, err := os.ReadDir(blobDir)
 	if err != nil {

@@ -99,14 +99,32 @@ func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResu
 	if err != nil {
 		return nil, err
 	}
-	if err := s.download(ctx, repo, commit, files, res); err != nil {
-		return nil, err
-	}
-	if err := s.install(repo, commit, raw, files, o.Selection, res); err != nil {
+	if err := s.store(ctx, repo, commit, raw, files, o.Selection, res); err != nil {
 		return nil, err
 	}
 	return s.finish(res, o)
 }
+
+// store downloads the missing blobs and installs the snapshot, holding
+// the blob lock shared so gc cannot take a blob before it is linked.
+func (s *Store) store(ctx context.Context, repo, commit string, raw []byte, files []bundle.File, sel bundle.Selection, res *PullResult) error {
+	unlock, err := s.lockBlobs(false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.download(ctx, repo, commit, files, res); err != nil {
+		return err
+	}
+	if testHookAfterDownload != nil {
+		testHookAfterDownload()
+	}
+	return s.install(repo, commit, raw, files, sel, res)
+}
+
+// testHookAfterDownload runs between a pull's download and its install,
+// while its new blobs are stored but not linked.
+var testHookAfterDownload func()
 
 // fetchSelection fetches and validates release.json at commit and returns
 // it with the files sel selects from it.

@@ -539,3 +539,44 @@ func TestMalformedReleaseInstallsNothing(t *testing.T) {
 		t.Fatalf("update check of a malformed release: %+v, %v; want an error naming %s", uc, err, want)
 	}
 }
+
+// gc in another process while a pull has stored its blobs but not linked
+// them yet (one link each, like garbage) waits for the pull instead of
+// deleting them; afterwards it removes nothing the served snapshot needs.
+func TestGCWaitsForPullsBlobs(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t)
+	other, err := Open(e.root) // its own lock files, as another process
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gcRes *GCResult
+	var gcErr error
+	gcDone := make(chan struct{})
+	ranDuringPull := false
+	testHookAfterDownload = func() {
+		go func() {
+			gcRes, gcErr = other.GC(true)
+			close(gcDone)
+		}()
+		select {
+		case <-gcDone:
+			ranDuringPull = true
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	t.Cleanup(func() { testHookAfterDownload = nil })
+	if _, err := s.Pull(context.Background(), repo, PullOptions{}); err != nil {
+		t.Fatalf("pull with gc running beside it: %v", err)
+	}
+	<-gcDone
+	if ranDuringPull {
+		t.Fatalf("gc finished while the pull's blobs were unlinked (removed %+v)", gcRes)
+	}
+	if gcErr != nil || gcRes.Blobs != 0 || gcRes.Partials != 0 {
+		t.Fatalf("gc after the pull: %+v, %v; want nothing removed", gcRes, gcErr)
+	}
+	if rep, err := s.Verify(repo, true); err != nil || !rep.Passed() {
+		t.Fatalf("verify after gc: %v %v", err, rep.Err())
+	}
+}

@@ -229,6 +229,9 @@ func (r *Residency) Unload(force bool, why string) error {
 	old := r.s.Backend()
 	r.s.SetBackend(Unavailable{Reason: "the model is not loaded", Bundle: old.Model().Bundle})
 	r.mu.Unlock()
+	// Cancelled requests stop at their next step; closing the backend
+	// under a step still running would pull its weights from under it.
+	_ = r.waitIdle(context.Background())
 	// Sessions lose their engine state; their next turn prefills again.
 	r.s.forEachSession(func(c *conn, sess *session) { sess.tokens, sess.context = 0, 0 })
 	if cl, ok := old.(io.Closer); ok {
@@ -293,6 +296,28 @@ func (r *Residency) acquire(ctx context.Context) (context.Context, func(), error
 			cancel(nil)
 			r.memoryFreed()
 		}, nil
+	}
+}
+
+// waitIdle returns once no request is running on the model (requests
+// release their use when their generation returns).
+func (r *Residency) waitIdle(ctx context.Context) error {
+	for {
+		r.mu.Lock()
+		if len(r.uses) == 0 {
+			r.mu.Unlock()
+			return nil
+		}
+		if r.freed == nil {
+			r.freed = make(chan struct{})
+		}
+		wait := r.freed // taken with the count: a release after this closes it
+		r.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	}
 }
 
@@ -424,25 +449,13 @@ func (r *Residency) Switch(ctx context.Context, name string, verify func() error
 		r.mu.Unlock()
 		r.memoryFreed()
 	}()
-	for {
-		r.mu.Lock()
-		if len(r.uses) == 0 {
-			r.previous = &revision{name: r.opts.Bundle, load: r.opts.Load}
-			r.opts.Bundle, r.opts.Load = name, load
-			r.mu.Unlock()
-			break
-		}
-		if r.freed == nil {
-			r.freed = make(chan struct{})
-		}
-		wait := r.freed
-		r.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
+	if err := r.waitIdle(ctx); err != nil {
+		return err
 	}
+	r.mu.Lock()
+	r.previous = &revision{name: r.opts.Bundle, load: r.opts.Load}
+	r.opts.Bundle, r.opts.Load = name, load
+	r.mu.Unlock()
 	if err := r.Unload(false, "switching to "+name); err != nil {
 		return err
 	}

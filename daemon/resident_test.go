@@ -411,3 +411,66 @@ func readReply(raw *rawConn, id uint64) map[string]any {
 		}
 	}
 }
+
+// closeCheckedEngine finishes each generation a little after it is
+// cancelled (a step in progress) and records a Close that came while a
+// generation was still running.
+type closeCheckedEngine struct {
+	measuredEngine
+	running      atomic.Int32
+	closedInUse  atomic.Bool
+	closedAtLast atomic.Bool
+}
+
+func (e *closeCheckedEngine) Generate(ctx context.Context, req daemon.GenerateRequest, emit func([]int) error) (daemon.Outcome, error) {
+	e.running.Add(1)
+	defer e.running.Add(-1)
+	out, err := e.measuredEngine.Generate(ctx, req, emit)
+	time.Sleep(50 * time.Millisecond) // the step that was running when the cancel came
+	return out, err
+}
+
+func (e *closeCheckedEngine) Close() error {
+	e.closedInUse.Store(e.running.Load() > 0)
+	e.closedAtLast.Store(true)
+	return nil
+}
+
+// A forced unload closes the backend only after the requests it cancelled
+// have returned: the reference backend's weights are memory-mapped.
+func TestForcedUnloadClosesAfterCancelledRequestsReturn(t *testing.T) {
+	ts := startServer(t, daemon.Config{}, fakeengine.Options{TokenDelay: 5 * time.Millisecond})
+	var eng *closeCheckedEngine
+	r := ts.EnableResidency(daemon.ResidencyOptions{
+		Bundle: "fake/instant@1",
+		Load: func(context.Context) (daemon.Backend, error) {
+			eng = &closeCheckedEngine{measuredEngine: measuredEngine{fakeengine.New(fakeengine.Options{TokenDelay: 5 * time.Millisecond})}}
+			return eng, nil
+		},
+	})
+	ctx := context.Background()
+	c, err := client.Dial(ctx, ts.path, client.Options{Name: "unload-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := r.Load(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	stream := c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{104}, MaxTokens: max64(60000)})
+	for deadline := time.Now().Add(5 * time.Second); eng.running.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the generation never started")
+		}
+	}
+	if err := r.Unload(true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if !eng.closedAtLast.Load() || eng.closedInUse.Load() {
+		t.Fatalf("backend closed: %v, while a generation still ran: %v", eng.closedAtLast.Load(), eng.closedInUse.Load())
+	}
+	var we *wire.Error
+	if _, err := stream.Result(); !errors.As(err, &we) || we.Code != wire.CodeCancelled {
+		t.Fatalf("the stream under a forced unload ended with %v, want cancelled", err)
+	}
+}

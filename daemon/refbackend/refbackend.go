@@ -215,8 +215,17 @@ func loadDrafter(m *ref.Model, dir, modelDir, exportDir string) (*dflash.Weights
 // or "off: " and why the drafter was refused ("" without a model).
 func (b *Backend) Speculation() string { return b.drafting }
 
-// Close releases the model.
+// Close releases the sessions (each holds worker goroutines and its
+// state) and the model. Nothing may be generating: the daemon closes a
+// backend only once its requests have returned.
 func (b *Backend) Close() error {
+	b.mu.Lock()
+	sessions := b.sessions
+	b.sessions = map[string]*sessionState{}
+	b.mu.Unlock()
+	for _, st := range sessions {
+		st.close()
+	}
 	if b.model != nil {
 		return b.model.Close()
 	}

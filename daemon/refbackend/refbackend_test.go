@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +194,43 @@ func indexOf(s, sub []uint32) int {
 		}
 	}
 	return -1
+}
+
+// Close releases every session's worker goroutines (a daemon that unloads
+// on idle and loads again must not leak them).
+func TestCloseReleasesSessions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates a checkpoint")
+	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("sessions run single-threaded with GOMAXPROCS=1: no worker goroutines to release")
+	}
+	dir := t.TempDir()
+	if err := synth.Generate(dir, synth.Options{Preset: "tiny", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := refbackend.Open(dir, refbackend.Options{Revision: "tiny-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	const sessions = 3
+	for i := range sessions {
+		req := daemon.GenerateRequest{Prompt: []int{1, 2, 3}, MaxTokens: 2, Session: fmt.Sprint("s", i)}
+		if _, err := b.Generate(context.Background(), req, func([]int) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := runtime.NumGoroutine()
+	if open < before+sessions {
+		t.Fatalf("%d goroutines with %d sessions open, %d before: sessions hold no workers?", open, sessions, before)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after Close, %d before the sessions opened", runtime.NumGoroutine(), before)
+		}
+	}
 }

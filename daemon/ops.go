@@ -199,6 +199,9 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 	if est, ok := c.s.MemoryEstimate(); ok {
 		res.MemoryEstimate = &est
 	}
+	if sp, ok := s.Backend().(interface{ Speculation() string }); ok {
+		res.Speculation = sp.Speculation()
+	}
 	return res, nil
 }
 

@@ -169,6 +169,10 @@ type StatusResult struct {
 	// (weights from the manifest, KV from the cache format × rows in
 	// use), next to the measured Memory; absent without a memory model.
 	MemoryEstimate *Memory `msgpack:"memory_estimate,omitempty" json:"memory_estimate,omitempty"`
+	// Speculation says how the loaded model drafts: "dflash2 DIR", "prompt
+	// lookup", or "off: " and why a drafter was refused; absent when the
+	// backend does not say (or no model is loaded).
+	Speculation string `msgpack:"speculation,omitempty" json:"speculation,omitempty"`
 }
 
 // ModelInfo is one model in a models result.

@@ -60,6 +60,9 @@ func showStatus(w io.Writer, st *wire.StatusResult, asJSON bool) error {
 	fmt.Fprintf(w, "bundle      %s @ %s (model %s)\n", st.Bundle.Repo, st.Bundle.Revision, st.Bundle.Model)
 	fmt.Fprintf(w, "clients     %d connected, %d sessions\n", st.Connections, len(st.Sessions))
 	fmt.Fprintf(w, "generation  %d running / %d slots, %d queued\n", st.Running, st.Slots, st.Queued)
+	if st.Speculation != "" {
+		fmt.Fprintf(w, "speculation %s\n", st.Speculation)
+	}
 	m := st.Memory
 	fmt.Fprintf(w, "memory      %s total (weights %s, kv %s, state %s, scratch %s; go heap %s)\n",
 		units.Bytes(m.Total), units.Bytes(m.Weights), units.Bytes(m.KV), units.Bytes(m.State), units.Bytes(m.Scratch), units.Bytes(m.GoHeap))

@@ -287,6 +287,10 @@ func TestUnpairedDrafterServesWithoutSpeculation(t *testing.T) {
 		t.Errorf("speculation %q, want off", b.Speculation())
 	}
 	c := serve(t, b)
+	st, err := c.Status(context.Background())
+	if err != nil || st.Speculation != b.Speculation() {
+		t.Errorf("status speculation %q (%v), want the backend's %q", st.Speculation, err, b.Speculation())
+	}
 	res := generateOver(t, c, promptIDs(20, 1), 8, true)
 	if len(res.res.Usage.Acceptance) != 0 || len(res.ids) == 0 {
 		t.Fatalf("without a drafter: acceptance %v, %d ids", res.res.Usage.Acceptance, len(res.ids))

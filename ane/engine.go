@@ -92,6 +92,10 @@ const (
 	// KVV8 stores fp16 keys, int8 values and one fp16 scale per token and
 	// kv head (scale = max|v|/127, at least 1e-6), as the published v8 layout.
 	KVV8 KVFormat = "v8"
+	// KVKV8 is the published kv8 cache: int8 keys and values, each with
+	// one fp16 scale per (kv head, token). Only the Core AI backend stores
+	// it; the reference engine refuses it.
+	KVKV8 KVFormat = "kv8"
 )
 
 // Numerics selects the function forms the ANE graph bakes in, so the CPU

@@ -68,7 +68,7 @@ type bundleSpec struct {
 func (s bundleSpec) format() ane.KVFormat {
 	switch {
 	case s.kv.K8:
-		return KVKV8
+		return ane.KVKV8
 	case s.kv.V8:
 		return ane.KVV8
 	}
@@ -187,7 +187,7 @@ func writeRuntimeIn(t *testing.T, dir string, w *refchunk.Weights, spec bundleSp
 		switch f {
 		case ane.KVV8:
 			l = map[string]any{"format": "v8", "keys": "float16", "values": "int8", "scales": f16, "scale_granularity": tok}
-		case KVKV8:
+		case ane.KVKV8:
 			l = map[string]any{"format": "kv8", "keys": "int8", "values": "int8", "scales": f16, "scale_granularity": tok}
 		}
 		if spec.kv.KeysT {

@@ -192,11 +192,6 @@ func Open(runtimeDir string, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// KVKV8 is the published kv8 cache: int8 keys and values, each with one
-// fp16 scale per (kv head, token) (ks{j}, vs{j}). Only the Core AI backend
-// stores it; ane/ref has no kv8 layout.
-const KVKV8 ane.KVFormat = "kv8"
-
 // pickKV resolves the manifest's cache layout for the requested format.
 func pickKV(man *bundle.Manifest, want ane.KVFormat) (ane.KVFormat, bool, error) {
 	layout := man.KVCache.KVLayout
@@ -223,10 +218,10 @@ func pickKV(man *bundle.Manifest, want ane.KVFormat) (ane.KVFormat, bool, error)
 		}
 		return ane.KVV8, layout.KeyLayout == "dim_token", nil
 	case layout.Format == "kv8" && layout.Keys == "int8" && layout.Values == "int8":
-		if want != "" && want != KVKV8 {
+		if want != "" && want != ane.KVKV8 {
 			return "", false, fmt.Errorf("coreai: the bundle's KV cache is kv8, %q was requested", want)
 		}
-		return KVKV8, layout.KeyLayout == "dim_token", nil
+		return ane.KVKV8, layout.KeyLayout == "dim_token", nil
 	}
 	return "", false, fmt.Errorf("coreai: manifest.json: kv_cache format %q (keys %q, values %q) is not supported",
 		layout.Format, layout.Keys, layout.Values)

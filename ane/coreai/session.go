@@ -459,7 +459,7 @@ func (e *Engine) appendRows(kind string, k int) {
 					// Rows are contiguous (last stride 1): copy them whole.
 					krow := kn.data[kn.off(g, t, 0) : kn.off(g, t, 0)+2*hd]
 					switch {
-					case e.kv == KVKV8:
+					case e.kv == ane.KVKV8:
 						half.F16ToF32(vals, u16s(krow))
 						ks.putU16(QuantizeV8(codes, vals), g, p)
 						if e.keysT {

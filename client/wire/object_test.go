@@ -299,10 +299,12 @@ func FuzzObjectFromMsgpack(f *testing.F) {
 }
 
 // FuzzObjectFromJSON: arbitrary text never panics; the JSON an accepted
-// object emits is a fixed point (0e0 becomes 0, which stays 0).
+// object emits is a fixed point (0e0 becomes 0, which stays 0; -0 and
+// -0.0 stay -0).
 func FuzzObjectFromJSON(f *testing.F) {
 	f.Add([]byte(weatherJSON))
 	f.Add([]byte(`{"a":[1e300,-0.5,18446744073709551615,-9223372036854775808,"\u0000"]}`))
+	f.Add([]byte(`{"a":[-0,-0.0,0,-00]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		obj, err := ObjectFromJSON(in)
 		if err != nil {

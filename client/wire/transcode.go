@@ -474,10 +474,11 @@ func appendMsgpackStr(out []byte, s string) []byte {
 }
 
 // appendMsgpackNumber writes a JSON number: an integer in the smallest
-// msgpack integer form when it fits 64 bits, else a float64.
+// msgpack integer form when it fits 64 bits, else a float64. "-0" is the
+// float −0 (an integer 0 would drop the sign, and −0 prints as "-0").
 func appendMsgpackNumber(out []byte, s string) ([]byte, error) {
 	if !strings.ContainsAny(s, ".eE") {
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil && (i != 0 || s[0] != '-') {
 			return appendMsgpackInt(out, i), nil
 		}
 		if u, err := strconv.ParseUint(s, 10, 64); err == nil {

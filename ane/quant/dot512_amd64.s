@@ -112,6 +112,68 @@ bdone:
 	VZEROUPPER
 	RET
 
+// func lutNibDot4AVX512(tab *[16]float32, p *uint8, x *float32, xstride int, blocks int) (s0, s1, s2, s3 float32)
+// The matrix-matrix form: one packed row against four activation rows at
+// x + t·xstride bytes. Each block is widened and looked up once and used
+// by eight FMAs (a low and a high accumulator per row: eight independent
+// chains keep both FMA ports busy).
+TEXT ·lutNibDot4AVX512(SB), NOSPLIT, $0-56
+	MOVQ    tab+0(FP), AX
+	MOVQ    p+8(FP), SI
+	MOVQ    x+16(FP), DI
+	MOVQ    xstride+24(FP), DX
+	MOVQ    blocks+32(FP), CX
+	LEAQ    (DI)(DX*2), R8
+	VMOVUPS (AX), Z8
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	TESTQ   CX, CX
+	JEQ     cdone
+
+c1:
+	VPMOVZXBD   (SI), Z9
+	VPSRLD      $4, Z9, Z10
+	VPERMPS     Z8, Z9, Z9
+	VPERMPS     Z8, Z10, Z10
+	VFMADD231PS (DI), Z9, Z0
+	VFMADD231PS 64(DI), Z10, Z1
+	VFMADD231PS (DI)(DX*1), Z9, Z2
+	VFMADD231PS 64(DI)(DX*1), Z10, Z3
+	VFMADD231PS (R8), Z9, Z4
+	VFMADD231PS 64(R8), Z10, Z5
+	VFMADD231PS (R8)(DX*1), Z9, Z6
+	VFMADD231PS 64(R8)(DX*1), Z10, Z7
+	ADDQ        $16, SI
+	ADDQ        $128, DI
+	ADDQ        $128, R8
+	DECQ        CX
+	JNE         c1
+
+cdone:
+	VADDPS  Z1, Z0, Z0
+	VADDPS  Z3, Z2, Z2
+	VADDPS  Z5, Z4, Z4
+	VADDPS  Z7, Z6, Z6
+	HSUM512
+	MOVSS   X0, s0+40(FP)
+	VMOVAPS Z2, Z0
+	HSUM512
+	MOVSS   X0, s1+44(FP)
+	VMOVAPS Z4, Z0
+	HSUM512
+	MOVSS   X0, s2+48(FP)
+	VMOVAPS Z6, Z0
+	HSUM512
+	MOVSS   X0, s3+52(FP)
+	VZEROUPPER
+	RET
+
 // func int8DotAVX512(q *int8, x *float32, n int) float32
 TEXT ·int8DotAVX512(SB), NOSPLIT, $0-28
 	MOVQ   q+0(FP), SI

@@ -25,6 +25,12 @@ func int8Dot(q []int8, x []float32) float32   { return int8DotGo(q, x) }
 
 func lutNibDot(tab *[16]float32, p []uint8, x []float32) float32 { return lutNibDotGo(tab, p, x) }
 
+func haveNibBatch() bool { return false }
+
+func lutNibDot4(tab *[16]float32, p []uint8, x []float32, stride, cols int) [4]float32 {
+	panic("quant: no SIMD kernels")
+}
+
 func lutNibDot2(tab *[2][16]float32, p []uint8, x []float32) (s0, s1 float32, ok bool) {
 	return 0, 0, false
 }

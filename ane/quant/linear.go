@@ -145,6 +145,11 @@ func lcm(a, b int) int {
 	return a / x * b
 }
 
+// batchMatrix is a Matrix with its own matrix-matrix kernel.
+type batchMatrix interface {
+	mulBatch(y, x []float32, n, r0, r1 int) bool
+}
+
 // product is one matrix of a pair: dst = m·x (+ a·lrT).
 type product struct {
 	m   Matrix
@@ -175,9 +180,9 @@ func (t *pairTask) RunRange(w, lo, hi int) {
 // mulRange computes rows [lo, hi) of p for the n tokens of x.
 func (r *Runner) mulRange(w int, p *product, x []float32, n, lo, hi int) {
 	m, rows, cols := p.m, p.m.Rows(), p.m.Cols()
-	if n == 1 {
+	if b, ok := m.(batchMatrix); n == 1 {
 		m.mulVec(p.dst, x, lo, hi)
-	} else {
+	} else if !ok || !b.mulBatch(p.dst, x, n, lo, hi) {
 		// Matrix-matrix: decode each row group once and use it for every
 		// token, so the stored weights are read once per block.
 		cd := m.Group()

@@ -332,6 +332,31 @@ func (m *LUT) mulVec4(y, x []float32, r0, r1 int) {
 	}
 }
 
+// mulBatch sets y[t·Rows + r] = W[r,:]·x_t for rows [r0, r1) and the n
+// rows x_t of x, looking each packed index block up once for four tokens.
+// It reports false when that kernel is unavailable or the indices are not
+// packed (the caller then decodes rows to float32).
+func (m *LUT) mulBatch(y, x []float32, n, r0, r1 int) bool {
+	if m.nib == nil || !haveNibBatch() {
+		return false
+	}
+	cols := m.cols
+	for r := r0; r < r1; r++ {
+		p, tab, sc := m.nibRow(r/m.cd), &m.tab16[r%m.cd], m.rowScale(r)
+		t := 0
+		for ; t+4 <= n; t += 4 {
+			s := lutNibDot4(tab, p, x[t*cols:(t+4)*cols], cols, cols)
+			for k, v := range s {
+				y[(t+k)*m.rows+r] = v * sc
+			}
+		}
+		for ; t < n; t++ {
+			y[t*m.rows+r] = lutNibDot(tab, p, x[t*cols:(t+1)*cols]) * sc
+		}
+	}
+	return true
+}
+
 func (m *LUT) decodeGroup(g int, dst []float32) {
 	for t := 0; t < m.cd; t++ {
 		r := g*m.cd + t

@@ -120,6 +120,19 @@ func TestKernelsMatchNaive(t *testing.T) {
 			if simd && n >= 32 && !ok {
 				t.Errorf("lutNibDot2 n=%d: SIMD kernel declined", n)
 			}
+			// Four activation rows, n+3 apart, against one packed row.
+			if haveNibBatch() && n > 0 {
+				xs := randVec(r, 3*(n+3)+n)
+				got := lutNibDot4(&tab[0], p, xs, n+3, n)
+				for k := range got {
+					var w, wa float64
+					for i := range n {
+						e := float64(tab[0][idx[i]]) * float64(xs[k*(n+3)+i])
+						w, wa = w+e, wa+math.Abs(e)
+					}
+					checkSum(t, fmt.Sprintf("lutNibDot4[%d] n=%d", k, n), got[k], w, wa)
+				}
+			}
 			// 64 entries: the 16 above plus 48 more, indices over all 64.
 			var tab64 [2][64]float32
 			var lut64 [2][256]float32

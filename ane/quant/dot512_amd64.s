@@ -112,19 +112,25 @@ bdone:
 	VZEROUPPER
 	RET
 
-// func lutNibDot4AVX512(tab *[16]float32, p *uint8, x *float32, xstride int, blocks int) (s0, s1, s2, s3 float32)
-// The matrix-matrix form: one packed row against four activation rows at
-// x + t·xstride bytes. Each block is widened and looked up once and used
-// by eight FMAs (a low and a high accumulator per row: eight independent
-// chains keep both FMA ports busy).
-TEXT ·lutNibDot4AVX512(SB), NOSPLIT, $0-56
-	MOVQ    tab+0(FP), AX
-	MOVQ    p+8(FP), SI
-	MOVQ    x+16(FP), DI
-	MOVQ    xstride+24(FP), DX
-	MOVQ    blocks+32(FP), CX
+// func lutNibDot2x4AVX512(tabA, tabB *[16]float32, pA, pB *uint8, x *float32, xstride, blocks int, out *[8]float32)
+// The matrix-matrix form: two packed rows (A with tabA, B with tabB; the
+// two rows of a vector group share one index row) against four activation
+// rows at x + t·xstride bytes; out = A·x_0…3, B·x_0…3. Each block's
+// indices are widened and looked up once, and each activation vector,
+// loaded once, feeds four FMAs: the activations of four long rows do not
+// fit L1, so loads, not FMAs, set the pace. Sixteen accumulators (A and
+// B, four rows, low and high half) keep both FMA ports busy.
+TEXT ·lutNibDot2x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ    tabA+0(FP), AX
+	MOVQ    tabB+8(FP), BX
+	MOVQ    pA+16(FP), SI
+	MOVQ    pB+24(FP), R9
+	MOVQ    x+32(FP), DI
+	MOVQ    xstride+40(FP), DX
+	MOVQ    blocks+48(FP), CX
 	LEAQ    (DI)(DX*2), R8
 	VMOVUPS (AX), Z8
+	VMOVUPS (BX), Z9
 	VPXORD  Z0, Z0, Z0
 	VPXORD  Z1, Z1, Z1
 	VPXORD  Z2, Z2, Z2
@@ -133,44 +139,83 @@ TEXT ·lutNibDot4AVX512(SB), NOSPLIT, $0-56
 	VPXORD  Z5, Z5, Z5
 	VPXORD  Z6, Z6, Z6
 	VPXORD  Z7, Z7, Z7
+	VPXORD  Z24, Z24, Z24
+	VPXORD  Z25, Z25, Z25
+	VPXORD  Z26, Z26, Z26
+	VPXORD  Z27, Z27, Z27
+	VPXORD  Z28, Z28, Z28
+	VPXORD  Z29, Z29, Z29
+	VPXORD  Z30, Z30, Z30
+	VPXORD  Z31, Z31, Z31
 	TESTQ   CX, CX
 	JEQ     cdone
 
 c1:
-	VPMOVZXBD   (SI), Z9
-	VPSRLD      $4, Z9, Z10
-	VPERMPS     Z8, Z9, Z9
-	VPERMPS     Z8, Z10, Z10
-	VFMADD231PS (DI), Z9, Z0
-	VFMADD231PS 64(DI), Z10, Z1
-	VFMADD231PS (DI)(DX*1), Z9, Z2
-	VFMADD231PS 64(DI)(DX*1), Z10, Z3
-	VFMADD231PS (R8), Z9, Z4
-	VFMADD231PS 64(R8), Z10, Z5
-	VFMADD231PS (R8)(DX*1), Z9, Z6
-	VFMADD231PS 64(R8)(DX*1), Z10, Z7
+	VPMOVZXBD   (SI), Z16
+	VPMOVZXBD   (R9), Z18
+	VPSRLD      $4, Z16, Z17
+	VPSRLD      $4, Z18, Z19
+	VPERMPS     Z8, Z16, Z16
+	VPERMPS     Z8, Z17, Z17
+	VPERMPS     Z9, Z18, Z18
+	VPERMPS     Z9, Z19, Z19
+	VMOVUPS     (DI), Z20
+	VMOVUPS     64(DI), Z21
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z21, Z17, Z1
+	VFMADD231PS Z20, Z18, Z24
+	VFMADD231PS Z21, Z19, Z25
+	VMOVUPS     (DI)(DX*1), Z20
+	VMOVUPS     64(DI)(DX*1), Z21
+	VFMADD231PS Z20, Z16, Z2
+	VFMADD231PS Z21, Z17, Z3
+	VFMADD231PS Z20, Z18, Z26
+	VFMADD231PS Z21, Z19, Z27
+	VMOVUPS     (R8), Z20
+	VMOVUPS     64(R8), Z21
+	VFMADD231PS Z20, Z16, Z4
+	VFMADD231PS Z21, Z17, Z5
+	VFMADD231PS Z20, Z18, Z28
+	VFMADD231PS Z21, Z19, Z29
+	VMOVUPS     (R8)(DX*1), Z20
+	VMOVUPS     64(R8)(DX*1), Z21
+	VFMADD231PS Z20, Z16, Z6
+	VFMADD231PS Z21, Z17, Z7
+	VFMADD231PS Z20, Z18, Z30
+	VFMADD231PS Z21, Z19, Z31
 	ADDQ        $16, SI
+	ADDQ        $16, R9
 	ADDQ        $128, DI
 	ADDQ        $128, R8
 	DECQ        CX
 	JNE         c1
 
 cdone:
+	MOVQ    out+56(FP), AX
 	VADDPS  Z1, Z0, Z0
-	VADDPS  Z3, Z2, Z2
-	VADDPS  Z5, Z4, Z4
-	VADDPS  Z7, Z6, Z6
 	HSUM512
-	MOVSS   X0, s0+40(FP)
-	VMOVAPS Z2, Z0
+	MOVSS   X0, (AX)
+	VADDPS  Z3, Z2, Z0
 	HSUM512
-	MOVSS   X0, s1+44(FP)
-	VMOVAPS Z4, Z0
+	MOVSS   X0, 4(AX)
+	VADDPS  Z5, Z4, Z0
 	HSUM512
-	MOVSS   X0, s2+48(FP)
-	VMOVAPS Z6, Z0
+	MOVSS   X0, 8(AX)
+	VADDPS  Z7, Z6, Z0
 	HSUM512
-	MOVSS   X0, s3+52(FP)
+	MOVSS   X0, 12(AX)
+	VADDPS  Z25, Z24, Z0
+	HSUM512
+	MOVSS   X0, 16(AX)
+	VADDPS  Z27, Z26, Z0
+	HSUM512
+	MOVSS   X0, 20(AX)
+	VADDPS  Z29, Z28, Z0
+	HSUM512
+	MOVSS   X0, 24(AX)
+	VADDPS  Z31, Z30, Z0
+	HSUM512
+	MOVSS   X0, 28(AX)
 	VZEROUPPER
 	RET
 

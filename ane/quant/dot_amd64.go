@@ -72,7 +72,7 @@ func lutNibDotAVX512(tab *[16]float32, p *uint8, x *float32, blocks int) float32
 func lutNibDot2AVX512(tab *[2][16]float32, p *uint8, x *float32, blocks int) (s0, s1 float32)
 
 //go:noescape
-func lutNibDot4AVX512(tab *[16]float32, p *uint8, x *float32, xstride int, blocks int) (s0, s1, s2, s3 float32)
+func lutNibDot2x4AVX512(tabA, tabB *[16]float32, pA, pB *uint8, x *float32, xstride, blocks int, out *[8]float32)
 
 //go:noescape
 func lut64Dot2AVX512(tab *[2][64]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
@@ -145,24 +145,27 @@ func lutNibDot2(tab *[2][16]float32, p []uint8, x []float32) (s0, s1 float32, ok
 	return s0 + t0, s1 + t1, true
 }
 
-// haveNibBatch reports whether lutNibDot4 has a kernel: otherwise the
+// haveNibBatch reports whether lutNibDot2x4 has a kernel: otherwise the
 // matrix-matrix path decodes rows to float32 and uses dot4.
 func haveNibBatch() bool { return simd512 }
 
-// lutNibDot4 is lutNibDot of one packed row against four activation rows,
-// x[t·stride : t·stride+cols] for t = 0…3: each index block is looked up
-// once for all four. Only with haveNibBatch.
-func lutNibDot4(tab *[16]float32, p []uint8, x []float32, stride, cols int) (s [4]float32) {
+// lutNibDot2x4 is lutNibDot of two packed rows (pA with tabA, pB with
+// tabB) against four activation rows x[t·stride : t·stride+cols], t =
+// 0…3: out[t] for A, out[4+t] for B. Only with haveNibBatch.
+func lutNibDot2x4(tabA, tabB *[16]float32, pA, pB []uint8, x []float32, stride, cols int, out *[8]float32) {
 	_ = x[3*stride+cols-1]
 	blocks := cols / 32
 	if blocks > 0 {
-		_ = p[blocks*16-1]
-		s[0], s[1], s[2], s[3] = lutNibDot4AVX512(tab, &p[0], &x[0], 4*stride, blocks)
+		_, _ = pA[blocks*16-1], pB[blocks*16-1]
+		lutNibDot2x4AVX512(tabA, tabB, &pA[0], &pB[0], &x[0], 4*stride, blocks, out)
+	} else {
+		*out = [8]float32{}
 	}
-	for t := range s {
-		s[t] += lutNibDotGo(tab, p[blocks*16:], x[t*stride+blocks*32:t*stride+cols])
+	for t := range 4 {
+		xt := x[t*stride+blocks*32 : t*stride+cols]
+		out[t] += lutNibDotGo(tabA, pA[blocks*16:], xt)
+		out[4+t] += lutNibDotGo(tabB, pB[blocks*16:], xt)
 	}
-	return s
 }
 
 //go:noescape

@@ -27,7 +27,7 @@ func lutNibDot(tab *[16]float32, p []uint8, x []float32) float32 { return lutNib
 
 func haveNibBatch() bool { return false }
 
-func lutNibDot4(tab *[16]float32, p []uint8, x []float32, stride, cols int) [4]float32 {
+func lutNibDot2x4(tabA, tabB *[16]float32, pA, pB []uint8, x []float32, stride, cols int, out *[8]float32) {
 	panic("quant: no SIMD kernels")
 }
 

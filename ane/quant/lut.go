@@ -333,25 +333,36 @@ func (m *LUT) mulVec4(y, x []float32, r0, r1 int) {
 }
 
 // mulBatch sets y[t·Rows + r] = W[r,:]·x_t for rows [r0, r1) and the n
-// rows x_t of x, looking each packed index block up once for four tokens.
-// It reports false when that kernel is unavailable or the indices are not
-// packed (the caller then decodes rows to float32).
+// rows x_t of x, two weight rows and four tokens per kernel call (each
+// packed index block looked up once for four tokens, each activation
+// vector loaded once for two rows). It reports false when that kernel is
+// unavailable or the indices are not packed (the caller then decodes rows
+// to float32).
 func (m *LUT) mulBatch(y, x []float32, n, r0, r1 int) bool {
 	if m.nib == nil || !haveNibBatch() {
 		return false
 	}
 	cols := m.cols
-	for r := r0; r < r1; r++ {
-		p, tab, sc := m.nibRow(r/m.cd), &m.tab16[r%m.cd], m.rowScale(r)
+	var out [8]float32
+	for r := r0; r < r1; r += 2 {
+		// Rows r and r+1: one vector group's first two rows (CD 2, 4), or
+		// two scalar rows (CD 1; an odd last row is computed twice).
+		rb := min(r+1, r1-1)
+		pA, pB := m.nibRow(r/m.cd), m.nibRow(rb/m.cd)
+		tabA, tabB := &m.tab16[r%m.cd], &m.tab16[rb%m.cd]
+		scA, scB := m.rowScale(r), m.rowScale(rb)
 		t := 0
 		for ; t+4 <= n; t += 4 {
-			s := lutNibDot4(tab, p, x[t*cols:(t+4)*cols], cols, cols)
-			for k, v := range s {
-				y[(t+k)*m.rows+r] = v * sc
+			lutNibDot2x4(tabA, tabB, pA, pB, x[t*cols:(t+4)*cols], cols, cols, &out)
+			for k := range 4 {
+				y[(t+k)*m.rows+r] = out[k] * scA
+				y[(t+k)*m.rows+rb] = out[4+k] * scB
 			}
 		}
 		for ; t < n; t++ {
-			y[t*m.rows+r] = lutNibDot(tab, p, x[t*cols:(t+1)*cols]) * sc
+			xt := x[t*cols : (t+1)*cols]
+			y[t*m.rows+r] = lutNibDot(tabA, pA, xt) * scA
+			y[t*m.rows+rb] = lutNibDot(tabB, pB, xt) * scB
 		}
 	}
 	return true

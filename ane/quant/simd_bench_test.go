@@ -152,3 +152,40 @@ func BenchmarkPoolStreaming(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkKernelBatch is the matrix-matrix path (prefill, Verify): one
+// 1024×4096 product over 8 and 64 tokens through the Runner on one worker,
+// each kernel level alternating; it reports the median ns per stored
+// weight and token at each level.
+func BenchmarkKernelBatch(b *testing.B) {
+	const rows, cols = 1024, 4096
+	r := rand.New(rand.NewPCG(27, 28))
+	idx := make([]uint8, rows/2*cols)
+	for i := range idx {
+		idx[i] = uint8(r.IntN(16))
+	}
+	m, _ := NewLUT("bench", rows, cols, 2, randVec(r, 32), idx, randVec(r, rows))
+	lin, _ := NewLinear("bench", m, nil, nil)
+	run := NewRunner(1)
+	defer run.Close()
+	levels := kernelLevels()
+	for _, n := range []int{8, 64} {
+		x, y := randVec(r, n*cols), make([]float32, n*rows)
+		b.Run("vec2x16/tokens="+strconv.Itoa(n), func(b *testing.B) {
+			times := make([][]float64, len(levels))
+			for b.Loop() {
+				for k, l := range levels {
+					restore := useLevel(l)
+					start := time.Now()
+					run.Apply(lin, y, x, n)
+					times[k] = append(times[k], float64(time.Since(start)))
+					restore()
+				}
+			}
+			for k, l := range levels {
+				slices.Sort(times[k])
+				b.ReportMetric(times[k][len(times[k])/2]/float64(rows*cols*n), "ns/weight/token_"+l.name)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -120,17 +121,26 @@ func TestKernelsMatchNaive(t *testing.T) {
 			if simd && n >= 32 && !ok {
 				t.Errorf("lutNibDot2 n=%d: SIMD kernel declined", n)
 			}
-			// Four activation rows, n+3 apart, against one packed row.
+			// Two packed rows (the second with reversed indices and the
+			// other table) against four activation rows n+3 apart.
 			if haveNibBatch() && n > 0 {
+				rev := slices.Clone(idx)
+				slices.Reverse(rev)
+				pB, _, _ := packNibbles(rev, 1, n)
 				xs := randVec(r, 3*(n+3)+n)
-				got := lutNibDot4(&tab[0], p, xs, n+3, n)
+				var got [8]float32
+				lutNibDot2x4(&tab[0], &tab[1], p, pB, xs, n+3, n, &got)
 				for k := range got {
+					row, tb := idx, &tab[0]
+					if k >= 4 {
+						row, tb = rev, &tab[1]
+					}
 					var w, wa float64
 					for i := range n {
-						e := float64(tab[0][idx[i]]) * float64(xs[k*(n+3)+i])
+						e := float64(tb[row[i]]) * float64(xs[(k%4)*(n+3)+i])
 						w, wa = w+e, wa+math.Abs(e)
 					}
-					checkSum(t, fmt.Sprintf("lutNibDot4[%d] n=%d", k, n), got[k], w, wa)
+					checkSum(t, fmt.Sprintf("lutNibDot2x4[%d] n=%d", k, n), got[k], w, wa)
 				}
 			}
 			// 64 entries: the 16 above plus 48 more, indices over all 64.

@@ -237,7 +237,10 @@ func (p *pipeline) event(e Event) {
 
 // capture runs the layer over every calibration row on a copy of the
 // residual stream, feeding rows captured at point into a Hessian (training
-// rows, rotated first if rot is set) and collecting held-out rows.
+// rows, rotated first if rot is set) and collecting held-out rows. The
+// MLPIn capture comes after the mixer is final, so it replaces each row of
+// p.x by the residual after the mixer (no capture needs the layer's input
+// again); DownIn and the layer's output then run only the MLP from there.
 func (p *pipeline) capture(lm *ref.LayerModel, point ref.Point, width int, rot *hadamard.BlockRotation) (*quantize.Hessian, []float32, error) {
 	h := quantize.NewHessian(width)
 	var held []float32
@@ -245,9 +248,13 @@ func (p *pipeline) capture(lm *ref.LayerModel, point ref.Point, width int, rot *
 	tmp := make([]float32, len(p.x[0]))
 	var err error
 	for r := range p.rows {
-		copy(tmp, p.x[r])
 		training := r < p.train
-		runErr := lm.RunUntil(tmp, seq, func(pt ref.Point, rows []float32, n int) {
+		copy(tmp, p.x[r])
+		run := lm.RunUntil
+		if point == ref.DownIn {
+			run = lm.RunMLP
+		}
+		runErr := run(tmp, seq, func(pt ref.Point, rows []float32, n int) {
 			if pt != point || err != nil {
 				return
 			}
@@ -266,6 +273,9 @@ func (p *pipeline) capture(lm *ref.LayerModel, point ref.Point, width int, rot *
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("layer %d: %w", lm.Layer, err)
+		}
+		if point == ref.MLPIn {
+			copy(p.x[r], tmp)
 		}
 	}
 	return h, held, nil
@@ -354,9 +364,10 @@ func (p *pipeline) layer(ctx context.Context, li int) error {
 	if err := export.WriteMLP(p.o.Out, li, export.Basis{Online: L.Online, Block: p.plan.Block}, gate, up, down); err != nil {
 		return err
 	}
-	// The quantized layer's output feeds the next layer.
+	// The quantized layer's output feeds the next layer: its MLP, from the
+	// residual after the (final) mixer that the MLPIn capture left in p.x.
 	for r := range p.x {
-		if err := lm.Run(p.x[r], p.o.Calib.Seq, nil); err != nil {
+		if err := lm.RunMLP(p.x[r], p.o.Calib.Seq, nil, ref.DownIn+1); err != nil {
 			return err
 		}
 	}

@@ -191,31 +191,64 @@ func (lm *LayerModel) Run(x []float32, n int, capture CaptureFunc) error {
 // RunUntil is Run that stops each block once point until has been
 // captured, skipping work no later capture needs (x is then left
 // part-way and must be a scratch copy). until = DownIn+1 runs it all.
+// Stopped at MLPIn, x holds the residual stream after the mixer, which
+// RunMLP continues from.
 func (lm *LayerModel) RunUntil(x []float32, n int, capture CaptureFunc, until Point) error {
-	s, c := lm.s, &lm.m.cfg
-	H := c.Hidden
+	s := lm.s
+	if err := lm.check(x, n); err != nil {
+		return err
+	}
+	s.Reset()
+	if err := s.Fit(n); err != nil {
+		return err
+	}
+	lm.blocks(x, n, func(xb []float32, b int) {
+		s.gen++
+		lm.block(xb, b, orNop(capture), until)
+		s.pos += b
+		s.hi = max(s.hi, s.pos)
+	})
+	return nil
+}
+
+// RunMLP runs the MLP half of the layer (post-attention norm, MLP,
+// residual add) over n rows of x, the residual stream after the mixer as
+// RunUntil(…, MLPIn) leaves it, capturing MLPIn and DownIn up to until.
+// The MLP keeps no sequence state, so once the mixer is final the rebuild
+// runs it once per row instead of again for every later capture.
+func (lm *LayerModel) RunMLP(x []float32, n int, capture CaptureFunc, until Point) error {
+	if err := lm.check(x, n); err != nil {
+		return err
+	}
+	lm.blocks(x, n, func(xb []float32, b int) { lm.mlpBlock(xb, b, orNop(capture), until) })
+	return nil
+}
+
+func (lm *LayerModel) check(x []float32, n int) error {
+	H := lm.m.cfg.Hidden
 	if len(x) < n*H || n <= 0 {
 		return fmt.Errorf("layer %d: %d values for %d rows of %d", lm.Layer, len(x), n, H)
 	}
 	if n > lm.m.opts.Ladder.Largest() {
 		return fmt.Errorf("layer %d: sequence of %d tokens, longer than the %d it was opened for", lm.Layer, n, lm.m.opts.Ladder.Largest())
 	}
-	s.Reset()
-	if err := s.Fit(n); err != nil {
-		return err
-	}
-	if capture == nil {
-		capture = func(Point, []float32, int) {}
-	}
+	return nil
+}
+
+// blocks calls f on x in blocks of up to PrefillRows rows, in order.
+func (lm *LayerModel) blocks(x []float32, n int, f func(xb []float32, b int)) {
+	H := lm.m.cfg.Hidden
 	for start := 0; start < n; start += ane.PrefillRows {
 		b := min(ane.PrefillRows, n-start)
-		s.gen++
-		s.pos = start
-		lm.block(x[start*H:(start+b)*H], b, capture, until)
-		s.pos = start + b
-		s.hi = max(s.hi, s.pos)
+		f(x[start*H:(start+b)*H], b)
 	}
-	return nil
+}
+
+func orNop(capture CaptureFunc) CaptureFunc {
+	if capture == nil {
+		return func(Point, []float32, int) {}
+	}
+	return capture
 }
 
 // block runs one block of b rows at s.pos, stopping after point until.
@@ -242,6 +275,15 @@ func (lm *LayerModel) block(xb []float32, b int, capture CaptureFunc, until Poin
 		return
 	}
 	addTo(xb, y)
+	lm.mlpBlock(xb, b, capture, until)
+}
+
+// mlpBlock is the MLP half of block, from the residual after the mixer.
+func (lm *LayerModel) mlpBlock(xb []float32, b int, capture CaptureFunc, until Point) {
+	s, c := lm.s, &lm.m.cfg
+	H := c.Hidden
+	L := &s.m.w.layers[0]
+	h, y := s.s.h[:b*H], s.s.y[:b*H]
 	for t := 0; t < b; t++ {
 		nn.RMSNormCentered(h[t*H:(t+1)*H], xb[t*H:(t+1)*H], L.postNorm, c.Eps)
 	}

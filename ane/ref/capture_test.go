@@ -199,3 +199,48 @@ func TestRunUntilStopsEarly(t *testing.T) {
 		}
 	}
 }
+
+// RunMLP from the residual RunUntil(…, MLPIn) leaves gives the same MLP
+// captures and the same layer output as a full run (70 rows: two blocks).
+func TestRunMLPContinuesRunUntil(t *testing.T) {
+	lm, err := OpenLayer(tinyCheckpoint(t), 2, 70, 1, ane.Numerics{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Close()
+	n, H := 70, lm.m.cfg.Hidden
+	r := rand.New(rand.NewPCG(3, 3))
+	x0 := make([]float32, n*H)
+	for i := range x0 {
+		x0[i] = float32(r.NormFloat64())
+	}
+	collect := func(got map[Point][]float32) CaptureFunc {
+		return func(p Point, rows []float32, k int) { got[p] = append(got[p], rows...) }
+	}
+	full, fullCap := slices.Clone(x0), map[Point][]float32{}
+	if err := lm.Run(full, n, collect(fullCap)); err != nil {
+		t.Fatal(err)
+	}
+	mid := slices.Clone(x0)
+	if err := lm.RunUntil(mid, n, nil, MLPIn); err != nil {
+		t.Fatal(err)
+	}
+	got := map[Point][]float32{}
+	if err := lm.RunMLP(mid, n, collect(got), DownIn+1); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(mid, full) {
+		t.Error("RunMLP's layer output differs from Run's")
+	}
+	for _, p := range []Point{MLPIn, DownIn} {
+		if !slices.Equal(got[p], fullCap[p]) {
+			t.Errorf("point %d: RunMLP captured other rows than Run", p)
+		}
+	}
+	if len(got[MixerIn])+len(got[MixerOut]) != 0 {
+		t.Error("RunMLP captured mixer points")
+	}
+	if err := lm.RunMLP(mid, 71, nil, DownIn+1); err == nil || !strings.Contains(err.Error(), "71") {
+		t.Errorf("RunMLP of 71 rows into a 70-row layer: %v", err)
+	}
+}

@@ -105,6 +105,12 @@ func (s *Store) readMarker(name string) (*pendingMarker, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseMarker(data)
+}
+
+// parseMarker checks a marker's fields; its blob names become paths that
+// settling fsyncs, hashes or deletes, so each must be a bare SHA-256.
+func parseMarker(data []byte) (*pendingMarker, error) {
 	var m pendingMarker
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err

@@ -180,9 +180,9 @@ func (t *pairTask) RunRange(w, lo, hi int) {
 // mulRange computes rows [lo, hi) of p for the n tokens of x.
 func (r *Runner) mulRange(w int, p *product, x []float32, n, lo, hi int) {
 	m, rows, cols := p.m, p.m.Rows(), p.m.Cols()
-	if b, ok := m.(batchMatrix); n == 1 {
+	if n == 1 {
 		m.mulVec(p.dst, x, lo, hi)
-	} else if !ok || !b.mulBatch(p.dst, x, n, lo, hi) {
+	} else if b, ok := m.(batchMatrix); !ok || !b.mulBatch(p.dst, x, n, lo, hi) {
 		// Matrix-matrix: decode each row group once and use it for every
 		// token, so the stored weights are read once per block.
 		cd := m.Group()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/forgedaemon/forged/bundle/store"
 	"github.com/forgedaemon/forged/internal/units"
 )
 
@@ -23,6 +24,11 @@ func init() {
 		s, err := f.open(false)
 		if err != nil {
 			return err
+		}
+		s.Events = func(e store.Event) {
+			if e.Kind == "lock_wait" { // a pull is storing files, or holds a repository
+				fmt.Fprintln(cmd.ErrOrStderr(), e.Message)
+			}
 		}
 		res, err := s.GC(partials)
 		if err != nil {

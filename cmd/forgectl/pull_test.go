@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"os"
@@ -268,5 +269,55 @@ func TestUpdateCommands(t *testing.T) {
 	off := bundleCmd(t, []string{"FORGE_OFFLINE=1"}, "pull", "--endpoint", "http://127.0.0.1:1", "--data", data, "--revision", v1, cliRepo)
 	if out, err := off.CombinedOutput(); err != nil || !strings.Contains(string(out), "already installed") {
 		t.Fatalf("offline pull: %v\n%s", err, out)
+	}
+}
+
+// `forgectl gc` while a pull holds the blob lock (taken here, shared, as a
+// pull does) says it waits, and finishes once the lock is free.
+func TestGCSaysItWaitsForAPull(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(filepath.Join(data, "locks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(data, "locks", "blobs.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	c := bundleCmd(t, nil, "gc", "--data", data)
+	stderr, err := c.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	c.Stdout = &stdout
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	said := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "waiting") {
+				said <- sc.Text()
+			}
+		}
+		close(said)
+	}()
+	select {
+	case line, ok := <-said:
+		if !ok || !strings.Contains(line, "pull") {
+			t.Fatalf("gc waiting for the blob lock said %q", line)
+		}
+	case <-time.After(30 * time.Second):
+		c.Process.Kill()
+		t.Fatal("gc said nothing while the blob lock was held")
+	}
+	syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if err := c.Wait(); err != nil || !strings.HasPrefix(stdout.String(), "removed 0 snapshot(s), 0 blob(s)") {
+		t.Fatalf("gc after the lock was freed: %v, %q", err, stdout.String())
 	}
 }

@@ -23,13 +23,7 @@ func (e *env) storeBoot(t *testing.T, boot string) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := hub.New(e.hub.URL, e.hub.Token)
-	c.Backoff = time.Millisecond
-	c.StallTimeout = time.Second
-	c.PartSize = 1 << 20
-	s.Client = c
-	s.MarginBytes = 0
-	return s
+	return e.connect(s)
 }
 
 // pending returns the markers in the store, by file name.

@@ -54,6 +54,11 @@ func (e *env) store(t *testing.T) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e.connect(s)
+}
+
+// connect points s at the env's hub with fast retries and no disk margin.
+func (e *env) connect(s *Store) *Store {
 	c := hub.New(e.hub.URL, e.hub.Token)
 	c.Backoff = time.Millisecond
 	c.StallTimeout = time.Second

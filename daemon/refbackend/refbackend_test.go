@@ -205,11 +205,7 @@ func TestCloseReleasesSessions(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("sessions run single-threaded with GOMAXPROCS=1: no worker goroutines to release")
 	}
-	dir := t.TempDir()
-	if err := synth.Generate(dir, synth.Options{Preset: "tiny", Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := refbackend.Open(dir, refbackend.Options{Revision: "tiny-1"})
+	b, err := refbackend.Open(tinyDir(t), refbackend.Options{Revision: "tiny-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,6 +112,13 @@ bdone:
 	VZEROUPPER
 	RET
 
+// OUT2(hi, lo, off): the sum of the 32 lanes of lo and hi stored at off(AX)
+// (clobbers Z0, Y1).
+#define OUT2(hi, lo, off) \
+	VADDPS hi, lo, Z0; \
+	HSUM512; \
+	MOVSS  X0, off(AX)
+
 // func lutNibDot2x4AVX512(tabA, tabB *[16]float32, pA, pB *uint8, x *float32, xstride, blocks int, out *[8]float32)
 // The matrix-matrix form: two packed rows (A with tabA, B with tabB; the
 // two rows of a vector group share one index row) against four activation
@@ -191,31 +198,15 @@ c1:
 	JNE         c1
 
 cdone:
-	MOVQ    out+56(FP), AX
-	VADDPS  Z1, Z0, Z0
-	HSUM512
-	MOVSS   X0, (AX)
-	VADDPS  Z3, Z2, Z0
-	HSUM512
-	MOVSS   X0, 4(AX)
-	VADDPS  Z5, Z4, Z0
-	HSUM512
-	MOVSS   X0, 8(AX)
-	VADDPS  Z7, Z6, Z0
-	HSUM512
-	MOVSS   X0, 12(AX)
-	VADDPS  Z25, Z24, Z0
-	HSUM512
-	MOVSS   X0, 16(AX)
-	VADDPS  Z27, Z26, Z0
-	HSUM512
-	MOVSS   X0, 20(AX)
-	VADDPS  Z29, Z28, Z0
-	HSUM512
-	MOVSS   X0, 24(AX)
-	VADDPS  Z31, Z30, Z0
-	HSUM512
-	MOVSS   X0, 28(AX)
+	MOVQ out+56(FP), AX
+	OUT2(Z1, Z0, 0)
+	OUT2(Z3, Z2, 4)
+	OUT2(Z5, Z4, 8)
+	OUT2(Z7, Z6, 12)
+	OUT2(Z25, Z24, 16)
+	OUT2(Z27, Z26, 20)
+	OUT2(Z29, Z28, 24)
+	OUT2(Z31, Z30, 28)
 	VZEROUPPER
 	RET
 

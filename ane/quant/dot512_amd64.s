@@ -119,6 +119,17 @@ bdone:
 	HSUM512; \
 	MOVSS  X0, off(AX)
 
+// ROW4(xlo, xhi, alo, ahi, blo, bhi): one activation row's block (its low
+// and high 16 floats at xlo, xhi) against the looked-up values of rows A
+// (Z16, Z17) and B (Z18, Z19); clobbers Z20, Z21.
+#define ROW4(xlo, xhi, alo, ahi, blo, bhi) \
+	VMOVUPS     xlo, Z20; \
+	VMOVUPS     xhi, Z21; \
+	VFMADD231PS Z20, Z16, alo; \
+	VFMADD231PS Z21, Z17, ahi; \
+	VFMADD231PS Z20, Z18, blo; \
+	VFMADD231PS Z21, Z19, bhi
+
 // func lutNibDot2x4AVX512(tabA, tabB *[16]float32, pA, pB *uint8, x *float32, xstride, blocks int, out *[8]float32)
 // The matrix-matrix form: two packed rows (A with tabA, B with tabB; the
 // two rows of a vector group share one index row) against four activation
@@ -166,30 +177,10 @@ c1:
 	VPERMPS     Z8, Z17, Z17
 	VPERMPS     Z9, Z18, Z18
 	VPERMPS     Z9, Z19, Z19
-	VMOVUPS     (DI), Z20
-	VMOVUPS     64(DI), Z21
-	VFMADD231PS Z20, Z16, Z0
-	VFMADD231PS Z21, Z17, Z1
-	VFMADD231PS Z20, Z18, Z24
-	VFMADD231PS Z21, Z19, Z25
-	VMOVUPS     (DI)(DX*1), Z20
-	VMOVUPS     64(DI)(DX*1), Z21
-	VFMADD231PS Z20, Z16, Z2
-	VFMADD231PS Z21, Z17, Z3
-	VFMADD231PS Z20, Z18, Z26
-	VFMADD231PS Z21, Z19, Z27
-	VMOVUPS     (R8), Z20
-	VMOVUPS     64(R8), Z21
-	VFMADD231PS Z20, Z16, Z4
-	VFMADD231PS Z21, Z17, Z5
-	VFMADD231PS Z20, Z18, Z28
-	VFMADD231PS Z21, Z19, Z29
-	VMOVUPS     (R8)(DX*1), Z20
-	VMOVUPS     64(R8)(DX*1), Z21
-	VFMADD231PS Z20, Z16, Z6
-	VFMADD231PS Z21, Z17, Z7
-	VFMADD231PS Z20, Z18, Z30
-	VFMADD231PS Z21, Z19, Z31
+	ROW4(0(DI), 64(DI), Z0, Z1, Z24, Z25)
+	ROW4(0(DI)(DX*1), 64(DI)(DX*1), Z2, Z3, Z26, Z27)
+	ROW4(0(R8), 64(R8), Z4, Z5, Z28, Z29)
+	ROW4(0(R8)(DX*1), 64(R8)(DX*1), Z6, Z7, Z30, Z31)
 	ADDQ        $16, SI
 	ADDQ        $16, R9
 	ADDQ        $128, DI

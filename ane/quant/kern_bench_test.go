@@ -25,24 +25,3 @@ func benchLUT(b *testing.B, cd int) {
 func BenchmarkKernelLUT1(b *testing.B) { benchLUT(b, 1) }
 func BenchmarkKernelLUT2(b *testing.B) { benchLUT(b, 2) }
 func BenchmarkKernelLUT4(b *testing.B) { benchLUT(b, 4) }
-
-// BenchmarkBatch64 is one 64-row block through a vector-LUT matrix, the
-// prefill shape; tok/s is rows per second.
-func BenchmarkKernelBatch64(b *testing.B) {
-	r := rand.New(rand.NewPCG(1, 1))
-	rows, cols := 1024, 1024
-	idx := make([]uint8, rows/2*cols)
-	for i := range idx {
-		idx[i] = uint8(r.IntN(16))
-	}
-	m, _ := NewLUT("x", rows, cols, 2, randVec(r, 32), idx, randVec(r, rows))
-	lin, _ := NewLinear("x", m, nil, nil)
-	run := NewRunner(1)
-	defer run.Close()
-	x, y := randVec(r, 64*cols), make([]float32, 64*rows)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		run.Apply(lin, y, x, 64)
-	}
-	b.ReportMetric(float64(64*b.N)/b.Elapsed().Seconds(), "rows/s")
-}

@@ -19,7 +19,7 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
-	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/daemon/modelbackend"
 )
 
 // echoServer answers every length-prefixed frame with the same bytes: the
@@ -144,7 +144,7 @@ var (
 	fairClients  = flag.Int("fair.clients", 64, "BenchmarkFairness: concurrent clients")
 	fairDuration = flag.Duration("fair.duration", 3*time.Second, "BenchmarkFairness: how long the clients chat")
 	fairDelay    = flag.Duration("fair.delay", 200*time.Microsecond, "BenchmarkFairness: fake engine delay per token")
-	fairModel    = flag.String("fair.model", "", "BenchmarkFairness: serve this checkpoint dir with refbackend instead of the fake engine")
+	fairModel    = flag.String("fair.model", "", "BenchmarkFairness: serve this checkpoint dir with modelbackend instead of the fake engine")
 )
 
 // BenchmarkFairness has many clients (each its own app name) chat in a loop
@@ -157,7 +157,7 @@ var (
 func BenchmarkFairness(b *testing.B) {
 	var backend daemon.Backend = fakeengine.New(fakeengine.Options{TokenDelay: *fairDelay})
 	if *fairModel != "" {
-		rb, err := refbackend.Open(*fairModel, refbackend.Options{})
+		rb, err := modelbackend.Open(*fairModel, modelbackend.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -24,7 +24,7 @@ type Bundles struct {
 	Revision  string // tracked revision ("main" when empty)
 	Selection bundle.Selection
 	// Open opens an installed snapshot directory for serving (forged run:
-	// the reference backend's refbackend.OpenBundle).
+	// the reference backend's modelbackend.OpenBundle).
 	Open      func(dir, commit string) (Backend, error)
 	KeepAlive time.Duration // as ResidencyOptions.KeepAlive
 	Budget    int64         // as ResidencyOptions.Budget

@@ -14,16 +14,16 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
-	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/daemon/modelbackend"
 )
 
 var qwen3Dir = filepath.Join("..", "..", "shared", "testdata", "qwen3")
 
-// renderCapture renders chats with the real Qwen3 template (refbackend,
+// renderCapture renders chats with the real Qwen3 template (modelbackend,
 // tokenizer only) and records each prompt; the fake engine generates.
 type renderCapture struct {
 	*fakeengine.Engine
-	render  *refbackend.Backend
+	render  *modelbackend.Backend
 	mu      sync.Mutex
 	prompts []string
 }
@@ -48,7 +48,7 @@ func (b *renderCapture) last(t *testing.T) string {
 
 func startRenderCapture(t *testing.T) (*testServer, *renderCapture) {
 	t.Helper()
-	rb, err := refbackend.Open(qwen3Dir, refbackend.Options{TokenizerOnly: true})
+	rb, err := modelbackend.Open(qwen3Dir, modelbackend.Options{TokenizerOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/config"
-	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/daemon/modelbackend"
 	"github.com/forgedaemon/forged/daemon/residency"
 	"github.com/forgedaemon/forged/daemon/updater"
 	"github.com/forgedaemon/forged/internal/sysinfo"
@@ -197,7 +197,7 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		res = srv.EnableResidency(daemon.ResidencyOptions{
 			Bundle: f.model, KeepAlive: f.keepAlive, Budget: budget,
 			Load: func(context.Context) (daemon.Backend, error) {
-				return refbackend.Open(f.model, refbackend.Options{Revision: f.revision, TokenizerOnly: f.tokenizerOnly,
+				return modelbackend.Open(f.model, modelbackend.Options{Revision: f.revision, TokenizerOnly: f.tokenizerOnly,
 					Ladder: cappedLadder(f.contextMax), Drafter: f.drafterDir, Log: log})
 			},
 		})
@@ -254,7 +254,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int6
 		Selection: bundle.Selection{IncludeExport: true, Plain: f.drafter == config.DrafterOff},
 		KeepAlive: f.keepAlive, Budget: budget,
 		Open: func(dir, commit string) (daemon.Backend, error) {
-			return refbackend.OpenBundle(dir, refbackend.Options{Repo: f.repo, Revision: commit, TokenizerOnly: f.tokenizerOnly, Ladder: cappedLadder(f.contextMax)})
+			return modelbackend.OpenBundle(dir, modelbackend.Options{Repo: f.repo, Revision: commit, TokenizerOnly: f.tokenizerOnly, Ladder: cappedLadder(f.contextMax)})
 		},
 	})
 	return res, s.Client == nil, err

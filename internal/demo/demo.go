@@ -31,7 +31,7 @@ import (
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
-	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/daemon/modelbackend"
 	"github.com/forgedaemon/forged/internal/units"
 )
 
@@ -410,7 +410,7 @@ func (r *run) load() (string, error) {
 	// model, as it does for any served bundle.
 	r.res = r.srv.EnableResidency(daemon.ResidencyOptions{Bundle: Repo + "@" + st.Commit, KeepAlive: -1,
 		Load: func(context.Context) (daemon.Backend, error) {
-			return refbackend.OpenBundle(dir, refbackend.Options{Repo: Repo, Revision: st.Commit})
+			return modelbackend.OpenBundle(dir, modelbackend.Options{Repo: Repo, Revision: st.Commit})
 		}})
 	if err := r.res.Load(context.Background(), "forgectl demo"); err != nil {
 		return "", err

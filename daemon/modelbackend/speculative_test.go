@@ -1,4 +1,4 @@
-package refbackend_test
+package modelbackend_test
 
 import (
 	"bytes"
@@ -18,14 +18,14 @@ import (
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
-	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/daemon/modelbackend"
 )
 
 // openTiny serves the tiny checkpoint with the default drafter (prompt
 // lookup); the test's cleanup closes it.
-func openTiny(t *testing.T) *refbackend.Backend {
+func openTiny(t *testing.T) *modelbackend.Backend {
 	t.Helper()
-	b, err := refbackend.Open(tinyDir(t), refbackend.Options{})
+	b, err := modelbackend.Open(tinyDir(t), modelbackend.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestSpeculativeAcceptedDraftsOverSocket(t *testing.T) {
 	prompt := promptIDs(20, 2)
 	plain := generateOver(t, c, prompt, 24, false)
 	trace := intIDs(append(slices.Clone(prompt), plain.ids...))
-	refbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return &replayDrafter{trace: trace, wrongEvery: 4} })
+	modelbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return &replayDrafter{trace: trace, wrongEvery: 4} })
 	on := checkSpeculative(t, c, prompt)
 	if acc := on.res.Usage.Acceptance; acc[0] == sum(acc) || on.multi == 0 {
 		t.Fatalf("acceptance %v, %d multi-token events: the replayed drafts were not accepted", acc, on.multi)
@@ -180,7 +180,7 @@ func (neverDrafter) AddContext([]float32, []int) error { return nil }
 // every cycle lands in acceptance[0].
 func TestSpeculativeZeroAcceptance(t *testing.T) {
 	b := openTiny(t)
-	refbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return neverDrafter{id: 511} })
+	modelbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return neverDrafter{id: 511} })
 	c := serve(t, b)
 	on := checkSpeculative(t, c, repetitive())
 	if acc := on.res.Usage.Acceptance; acc[0] != sum(acc) {
@@ -205,7 +205,7 @@ func TestSpeculativeDFlashDrafter(t *testing.T) {
 		t.Skip("generates a drafter")
 	}
 	target, dir := tinyDir(t), synthDrafter(t)
-	b, err := refbackend.Open(target, refbackend.Options{Drafter: dir})
+	b, err := modelbackend.Open(target, modelbackend.Options{Drafter: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestUnpairedDrafterServesWithoutSpeculation(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	b, err := refbackend.Open(target, refbackend.Options{Drafter: dir, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	b, err := modelbackend.Open(target, modelbackend.Options{Drafter: dir, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatalf("an unpaired drafter failed the whole load: %v", err)
 	}
@@ -317,13 +317,13 @@ func TestFailedGenerationLeavesNoPartialState(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompt := promptIDs(30, 6)
-	refbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return failingDrafter{} })
+	modelbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return failingDrafter{} })
 	_, err = c.Generate(ctx, greedy(prompt, 8, sess)).Result()
 	var ce *client.Error
 	if !errors.As(err, &ce) || !strings.Contains(ce.Message, "drafter exploded") {
 		t.Fatalf("failing drafter: %v", err)
 	}
-	refbackend.SetRequestDrafter(b, func(p []int) spec.Drafter { return spec.NewLookupDrafter(p) })
+	modelbackend.SetRequestDrafter(b, func(p []int) spec.Drafter { return spec.NewLookupDrafter(p) })
 	res, err := c.Generate(ctx, greedy(prompt, 8, sess)).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +337,7 @@ func TestFailedGenerationLeavesNoPartialState(t *testing.T) {
 // Bad generation input is refused by name, with the right code, before
 // anything runs.
 func TestBadGenerateInput(t *testing.T) {
-	b, err := refbackend.Open(tinyDir(t), refbackend.Options{Ladder: []int{64}})
+	b, err := modelbackend.Open(tinyDir(t), modelbackend.Options{Ladder: []int{64}})
 	if err != nil {
 		t.Fatal(err)
 	}

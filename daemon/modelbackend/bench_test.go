@@ -1,4 +1,4 @@
-package refbackend_test
+package modelbackend_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane/spec"
 	"github.com/forgedaemon/forged/daemon"
-	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/daemon/modelbackend"
 )
 
 // BenchmarkServedSpeculation times greedy generations through
@@ -19,9 +19,9 @@ import (
 // variants alternating within each iteration. It reports tokens/s and
 // each variant's ratio to plain decoding, and fails if any output differs.
 //
-//	go test -run '^$' -bench ServedSpeculation -benchtime 5x ./daemon/refbackend/
+//	go test -run '^$' -bench ServedSpeculation -benchtime 5x ./daemon/modelbackend/
 func BenchmarkServedSpeculation(b *testing.B) {
-	be, err := refbackend.Open(tinyDir(b), refbackend.Options{})
+	be, err := modelbackend.Open(tinyDir(b), modelbackend.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func BenchmarkServedSpeculation(b *testing.B) {
 		_, d := run(false)
 		times[0] += d
 		for i, v := range variants {
-			refbackend.SetRequestDrafter(be, v.drafter)
+			modelbackend.SetRequestDrafter(be, v.drafter)
 			ids, d := run(true)
 			if !slices.Equal(ids, plain) {
 				b.Fatalf("%s: speculative output differs from plain", v.name)

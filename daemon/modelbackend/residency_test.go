@@ -1,4 +1,4 @@
-package refbackend_test
+package modelbackend_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
-	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/daemon/modelbackend"
 	"github.com/forgedaemon/forged/internal/sysinfo"
 )
 
@@ -88,7 +88,7 @@ func promptIDs(n, salt int) []uint32 {
 // within 10%, for the total and for the per-session parts, with sessions at
 // different context entries.
 func TestMemoryEstimateMatchesEngine(t *testing.T) {
-	b, err := refbackend.Open(tinyDir(t), refbackend.Options{Ladder: ane.Ladder{64, 128, 256}})
+	b, err := modelbackend.Open(tinyDir(t), modelbackend.Options{Ladder: ane.Ladder{64, 128, 256}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestMemoryEstimateMatchesEngine(t *testing.T) {
 // limit, never a truncation.
 func TestContextGrowthKeepsTokens(t *testing.T) {
 	run := func(ladder ane.Ladder) (contexts []uint64, tokens [][]uint32, err error) {
-		b, err := refbackend.Open(tinyDir(t), refbackend.Options{Ladder: ladder})
+		b, err := modelbackend.Open(tinyDir(t), modelbackend.Options{Ladder: ladder})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestContextGrowthKeepsTokens(t *testing.T) {
 func TestPressureDroppedSessionContinuesIdentically(t *testing.T) {
 	dir := tinyDir(t)
 	turns := func(t *testing.T, drop bool) (tokens [][]uint32, cached []uint64) {
-		b, err := refbackend.Open(dir, refbackend.Options{Ladder: ane.Ladder{64, 128, 256}})
+		b, err := modelbackend.Open(dir, modelbackend.Options{Ladder: ane.Ladder{64, 128, 256}})
 		if err != nil {
 			t.Fatal(err)
 		}

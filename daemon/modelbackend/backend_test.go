@@ -1,4 +1,4 @@
-package refbackend_test
+package modelbackend_test
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
-	"github.com/forgedaemon/forged/daemon/refbackend"
+	"github.com/forgedaemon/forged/daemon/modelbackend"
 )
 
 func qwen3Dir(t *testing.T) string {
@@ -41,7 +41,7 @@ func serve(t *testing.T, b daemon.Backend) *client.Client {
 // the real Qwen3 tokenizer, line for line.
 func TestTokenizeMatchesQwen3Reference(t *testing.T) {
 	dir := qwen3Dir(t)
-	b, err := refbackend.Open(dir, refbackend.Options{TokenizerOnly: true})
+	b, err := modelbackend.Open(dir, modelbackend.Options{TokenizerOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestChatOnTinyModel(t *testing.T) {
 	if err := synth.Generate(dir, synth.Options{Preset: "tiny", Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := refbackend.Open(dir, refbackend.Options{Revision: "tiny-1"})
+	b, err := modelbackend.Open(dir, modelbackend.Options{Revision: "tiny-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestCloseReleasesSessions(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("sessions run single-threaded with GOMAXPROCS=1: no worker goroutines to release")
 	}
-	b, err := refbackend.Open(tinyDir(t), refbackend.Options{Revision: "tiny-1"})
+	b, err := modelbackend.Open(tinyDir(t), modelbackend.Options{Revision: "tiny-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package refbackend
+package modelbackend
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-// Package refbackend serves a Hugging Face qwen3_5 checkpoint directory (or
+// Package modelbackend serves a Hugging Face qwen3_5 checkpoint directory (or
 // a bundle's model/ and export/) with the pure-Go runtime: ane/tokenizer
 // for tokens, ane/chat for the chat template, ane/ref for the forward pass
 // and ane/generate — the one generation API, shared with forgectl run — for
@@ -8,7 +8,7 @@
 // Speculation uses a DFlash2 drafter directory when one is given (checked
 // against the pairing rules; a refused drafter is logged and the backend
 // serves without speculation), and otherwise the prompt-lookup drafter.
-package refbackend
+package modelbackend
 
 import (
 	"context"

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/forgedaemon/forged/internal/refdata"
 )
 
 // BenchmarkRenderQwen3 renders a 40-turn conversation with tools and tool
 // calls with the real Qwen3 template (reports prompt bytes per second).
 func BenchmarkRenderQwen3(b *testing.B) {
-	tpl, err := LoadTemplate(sharedTestdata(b, "qwen3", "tokenizer_config.json"))
+	tpl, err := LoadTemplate(refdata.Path(b, "qwen3", "tokenizer_config.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

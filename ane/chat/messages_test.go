@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane/jinja"
+	"github.com/forgedaemon/forged/internal/refdata"
 )
 
 func TestNormalizeMessages(t *testing.T) {
@@ -49,7 +50,7 @@ func toJSON(t *testing.T, v jinja.Value) string {
 // What the template writes for an assistant turn parses back to the same
 // turn: render → parse → render is stable for the Qwen3 template.
 func TestParsedTurnRendersBack(t *testing.T) {
-	tpl, err := LoadTemplate(sharedTestdata(t, "qwen3", "tokenizer_config.json"))
+	tpl, err := LoadTemplate(refdata.Path(t, "qwen3", "tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"messages": [{"role": "user", "content": "hi"}], "tools": [{"name": "x"}], "add_generation_prompt": true}`))
 	f.Add([]byte(`{"messages": [{"role": "assistant", "tool_calls": [{"function": {"arguments": "{\"a\": [1, 2.5]}"}}]}]}`))
 	f.Add([]byte(`[[[[{}]]]]`))
-	tpl, err := LoadTemplate(sharedTestdata(f, "qwen3", "tokenizer_config.json"))
+	tpl, err := LoadTemplate(refdata.Path(f, "qwen3", "tokenizer_config.json"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -104,11 +105,11 @@ func FuzzParseRequest(f *testing.F) {
 // cannot take that as is (it tests '</think>' in content); normalized, the
 // request renders exactly as the reference rendering with content "".
 func TestNormalizedNullContentMatchesReference(t *testing.T) {
-	tpl, err := LoadTemplate(sharedTestdata(t, "qwen3", "tokenizer_config.json"))
+	tpl, err := LoadTemplate(refdata.Path(t, "qwen3", "tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(sharedTestdata(t, "qwen3", "chat_renders.jsonl"))
+	data, err := os.ReadFile(refdata.Path(t, "qwen3", "chat_renders.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,34 +5,22 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/forgedaemon/forged/ane/jinja"
+	"github.com/forgedaemon/forged/internal/refdata"
 )
 
-// sharedTestdata is ../shared/testdata relative to the repository root.
-func sharedTestdata(t testing.TB, parts ...string) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	p := filepath.Join(append([]string{root, "..", "shared", "testdata"}, parts...)...)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("reference data missing: %v", err)
-	}
-	return p
-}
-
-// Every conversation in the shared reference renderings renders byte for
+// Every conversation in the reference renderings (testdata/qwen3) renders byte for
 // byte, with Jinja2 semantics and with the reference renderer's strip.
 func TestReferenceRenders(t *testing.T) {
-	tpl, err := LoadTemplate(sharedTestdata(t, "qwen3", "tokenizer_config.json"))
+	tpl, err := LoadTemplate(refdata.Path(t, "qwen3", "tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRenders(t, tpl, sharedTestdata(t, "qwen3", "chat_renders.jsonl"), 8, jinja.Options{})
-	checkRenders(t, tpl, sharedTestdata(t, "qwen3", "chat_renders.jsonl"), 8, jinja.Options{JSStrip: true})
+	checkRenders(t, tpl, refdata.Path(t, "qwen3", "chat_renders.jsonl"), 8, jinja.Options{})
+	checkRenders(t, tpl, refdata.Path(t, "qwen3", "chat_renders.jsonl"), 8, jinja.Options{JSStrip: true})
 }
 
 // 150 seeded random conversations (system prompts, reasoning, tool calls
@@ -43,7 +31,7 @@ func TestReferenceRenders(t *testing.T) {
 // with spaces and tabs at its edges, which the reference strips and Jinja2
 // (and we, by default) keep.
 func TestRandomReferenceRenders(t *testing.T) {
-	tpl, err := LoadTemplate(sharedTestdata(t, "qwen3", "tokenizer_config.json"))
+	tpl, err := LoadTemplate(refdata.Path(t, "qwen3", "tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/forgedaemon/forged/internal/refdata"
 )
 
 type signsCase struct {
@@ -16,13 +16,10 @@ type signsCase struct {
 	Raw   []uint64 `json:"pcg64_raw_first8"`
 }
 
-// loadSigns reads the NumPy reference file from ../shared/testdata relative
-// to the repository root.
+// loadSigns reads the NumPy reference file, testdata/numpy-pcg64/signs.jsonl.
 func loadSigns(t *testing.T) []signsCase {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	path := filepath.Join(root, "..", "shared", "testdata", "numpy-pcg64", "signs.jsonl")
+	path := refdata.Path(t, "numpy-pcg64", "signs.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatalf("reference data: %v", err)

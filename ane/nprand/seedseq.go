@@ -5,7 +5,7 @@
 //
 // The algorithms follow NumPy's bit_generator.pyx (SeedSequence),
 // pcg64.h (PCG64 XSL-RR 128/64) and distributions.c (Lemire's bounded
-// integers); ../shared/testdata/numpy-pcg64/signs.jsonl, produced by NumPy
+// integers); testdata/numpy-pcg64/signs.jsonl, produced by NumPy
 // 1.24.2, is the reference the tests check against.
 package nprand
 

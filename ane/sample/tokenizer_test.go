@@ -1,13 +1,13 @@
 package sample
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/internal/refdata"
 )
 
 var qwen3 struct {
@@ -16,13 +16,12 @@ var qwen3 struct {
 	err  error
 }
 
-// qwen3Tokenizer loads (once) the real Qwen3 tokenizer from the shared
-// reference data (../shared/testdata from the repository root).
+// qwen3Tokenizer loads (once) the real Qwen3 tokenizer from the
+// repository's reference data (testdata/qwen3).
 func qwen3Tokenizer(t *testing.T) *tokenizer.Tokenizer {
 	t.Helper()
-	qwen3.once.Do(func() {
-		qwen3.tok, qwen3.err = tokenizer.Load(filepath.Join("..", "..", "..", "shared", "testdata", "qwen3", "tokenizer.json"))
-	})
+	path := refdata.Path(t, "qwen3", "tokenizer.json")
+	qwen3.once.Do(func() { qwen3.tok, qwen3.err = tokenizer.Load(path) })
 	if qwen3.err != nil {
 		t.Fatal(qwen3.err)
 	}

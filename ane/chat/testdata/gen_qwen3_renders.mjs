@@ -1,11 +1,11 @@
 // Regenerates qwen3_renders.jsonl: seeded random conversations rendered with the real Qwen3
-// chat template (../../../../shared/testdata/qwen3/tokenizer_config.json) by the reference renderer,
-// @huggingface/jinja 0.5.11 — the renderer behind shared/testdata/qwen3/chat_renders.jsonl:
+// chat template (the repository's testdata/qwen3/tokenizer_config.json) by the reference renderer,
+// @huggingface/jinja 0.5.11 — the renderer behind testdata/qwen3/chat_renders.jsonl:
 //   npm install @huggingface/jinja@0.5.11 && node gen_qwen3_renders.mjs
 import { Template } from "@huggingface/jinja";
 import fs from "fs";
 
-const cfg = JSON.parse(fs.readFileSync(new URL("../../../../shared/testdata/qwen3/tokenizer_config.json", import.meta.url)));
+const cfg = JSON.parse(fs.readFileSync(new URL("../../../testdata/qwen3/tokenizer_config.json", import.meta.url)));
 const tpl = new Template(cfg.chat_template);
 
 let state = 12345;

@@ -1,5 +1,5 @@
 // Regenerates reference.jsonl from cases.json with the reference renderer,
-// @huggingface/jinja 0.5.11 (the renderer behind ../shared/testdata/qwen3/chat_renders.jsonl):
+// @huggingface/jinja 0.5.11 (the renderer behind the repository's testdata/qwen3/chat_renders.jsonl):
 //   npm install @huggingface/jinja@0.5.11 && node gen_reference.mjs [cases.json reference.jsonl]
 // Each output line is a case plus "text" (the rendering) or "error": true.
 import { Template } from "@huggingface/jinja";

@@ -2,9 +2,7 @@ package coreai
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -13,9 +11,11 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/forgedaemon/forged/ane/coreai/standin"
 )
 
-// The test bridge (testbridge/testbridge.c) is compiled once per test
+// The test bridge (standin/bridge.c) is compiled once per test
 // binary with the system C compiler into a temporary directory (not cgo),
 // and its compute callback is registered once: purego callbacks are never
 // freed, so the count must stay at one however many runs happen.
@@ -60,25 +60,25 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testBridge returns the path of the compiled test bridge, skipping the
-// test when no C compiler is installed.
+// testBridge returns the path of the compiled test bridge (built by
+// ane/coreai/standin from its bridge.c), skipping the test when no C
+// compiler is installed.
 func testBridge(t testing.TB) string {
 	t.Helper()
 	bridgeOnce.Do(func() {
-		cc, err := exec.LookPath("cc")
-		if err != nil {
-			bridgeErr = errSkip
-			return
-		}
+		var err error
 		bridgeDir, err = os.MkdirTemp("", "coreai-testbridge-")
 		if err != nil {
 			bridgeErr = err
 			return
 		}
-		bridgePath = filepath.Join(bridgeDir, "libtestbridge.so")
-		out, err := exec.Command(cc, "-O1", "-shared", "-fPIC", "-o", bridgePath, "testbridge/testbridge.c").CombinedOutput()
+		bridgePath, err = standin.Build(bridgeDir)
+		if errors.Is(err, standin.ErrNoCompiler) {
+			bridgeErr = errSkip
+			return
+		}
 		if err != nil {
-			bridgeErr = fmt.Errorf("cc testbridge.c: %v\n%s", err, out)
+			bridgeErr = err
 			return
 		}
 		h, err := purego.Dlopen(bridgePath, purego.RTLD_NOW|purego.RTLD_LOCAL)

@@ -1,10 +1,12 @@
 /*
- * testbridge.c: a Linux stand-in for the Swift Core AI bridge. It exports
- * the same cai_* C ABI (version 1) so the Go binding and the chunk driver
- * run for real on Linux: buffer management, function descriptions, binding
- * validation and every error path are implemented here; only the compute
- * of a function is delegated to a callback the Go test registers once
- * (tb_set_compute). A "model" is a directory holding functions.txt:
+ * bridge.c: the Linux stand-in for the Swift Core AI bridge
+ * (ane/coreai/bridge/CoreAIBridge.swift). It exports the same cai_* C ABI
+ * (version 1, docs/COREAI.md) so the Go binding and the drivers in
+ * ane/coreai run for real off a Mac: buffer management, function
+ * descriptions, binding validation and every error path are implemented
+ * here; only the compute of a function is delegated to one callback that
+ * Go registers once per process (tb_set_compute; ane/coreai/standin). A
+ * "model" is a directory holding functions.txt:
  *
  *   mpsgraph 7.0.80                    package MPSGraph version (optional)
  *   fail_if_exists /some/path          load fails while that path exists
@@ -12,7 +14,13 @@
  *   input|output|state NAME DTYPE RANK d0 .. d(RANK-1) [strides s0 ..]
  *   end
  *
- * Test-only symbols: tb_set_compute, tb_live (live object counts).
+ * Environment: TB_ABI_VERSION overrides cai_abi_version (default 1),
+ * TB_OS_MPSGRAPH_VERSION the OS MPSGraph version (default 7.0.80).
+ *
+ * Stand-in symbols: tb_set_compute (the compute callback), tb_set_events
+ * (when on, the callback also hears of every model load and release,
+ * event 1 and 2, so Go can drop what it keeps per package), tb_live (live
+ * object counts).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -72,11 +80,15 @@ typedef struct {
 	const int64_t *nbytes;
 	char *err;
 	int64_t err_cap;
+	int64_t event; /* TB_RUN, or TB_LOADED / TB_RELEASED (function NULL, n 0) */
 } tb_call;
+
+enum { TB_RUN = 0, TB_LOADED = 1, TB_RELEASED = 2 };
 
 typedef int32_t (*compute_fn)(tb_call *);
 
 static compute_fn g_compute;
+static int32_t g_events;
 static int64_t g_live[4]; /* models, functions, buffers, bindings */
 
 static const char *role_name[3] = {"input", "output", "state"};
@@ -86,6 +98,15 @@ static const int dtype_size[11] = {2, 4, 4, 1, 1, 2, 2, 2, 8, 8, 1};
 static void seterr(char *err, int64_t cap, const char *msg) {
 	if (err && cap > 0) {
 		snprintf(err, (size_t)cap, "%s", msg);
+	}
+}
+
+/* notify tells the callback a model at path was loaded or released. */
+static void notify(const char *path, int64_t event) {
+	if (g_compute && g_events) {
+		char cerr[8] = "";
+		tb_call c = {path, NULL, 0, NULL, NULL, NULL, cerr, sizeof cerr, event};
+		g_compute(&c);
 	}
 }
 
@@ -222,6 +243,7 @@ void *cai_model_load(const char *path, int32_t compute, int32_t check_version, c
 		return NULL;
 	}
 	g_live[0]++;
+	notify(m->path, TB_LOADED);
 	return m;
 fail:
 	fclose(fp);
@@ -230,8 +252,10 @@ fail:
 	return NULL;
 }
 
-void cai_model_release(void *m) {
+void cai_model_release(void *mp) {
+	model *m = mp;
 	if (m) {
+		notify(m->path, TB_RELEASED);
 		free(m);
 		g_live[0]--;
 	}
@@ -492,7 +516,7 @@ void cai_binding_release(void *b) {
 int32_t cai_run(int32_t n, void **bindings, double *times_ms, char *err, int64_t cap) {
 	char msg[1024];
 	if (!g_compute) {
-		seterr(err, cap, "testbridge: no compute callback registered (tb_set_compute)");
+		seterr(err, cap, "stand-in bridge: no compute callback registered (tb_set_compute)");
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
@@ -504,7 +528,7 @@ int32_t cai_run(int32_t n, void **bindings, double *times_ms, char *err, int64_t
 			sizes[k] = bd->bufs[k]->nbytes;
 		}
 		char cerr[900] = "";
-		tb_call c = {bd->fn->m->path, bd->fn->d->name, bd->n, bd->names, ptrs, sizes, cerr, sizeof cerr};
+		tb_call c = {bd->fn->m->path, bd->fn->d->name, bd->n, bd->names, ptrs, sizes, cerr, sizeof cerr, TB_RUN};
 		if (g_compute(&c) != 0) {
 			snprintf(msg, sizeof msg, "binding %d (%s): %s", i, bd->fn->d->name, cerr);
 			seterr(err, cap, msg);
@@ -516,5 +540,7 @@ int32_t cai_run(int32_t n, void **bindings, double *times_ms, char *err, int64_t
 }
 
 void tb_set_compute(void *fn) { g_compute = (compute_fn)fn; }
+
+void tb_set_events(int32_t on) { g_events = on; }
 
 int64_t tb_live(int32_t kind) { return kind >= 0 && kind < 4 ? g_live[kind] : -1; }

@@ -1,0 +1,339 @@
+package standin
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/coreai/refchunk"
+	"github.com/forgedaemon/forged/ane/coreai/refdraft"
+	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/tensor"
+)
+
+// Files of a stand-in package directory, beside functions.txt (the
+// bridge's function descriptions, csrc/bridge.c).
+const (
+	FunctionsFile = "functions.txt"
+	ProgramFile   = "standin.json"
+	WeightsFile   = "weights.safetensors"
+)
+
+// Kinds of stand-in package.
+const (
+	KindChunk   = "chunk"   // layers of the target: refchunk.Chunk
+	KindHead    = "head"    // final norm and LM head: refchunk.Head
+	KindDrafter = "drafter" // the DFlash2 drafter's draft/ctx64: refdraft.Program
+)
+
+// ProgramFormat is the version string of standin.json.
+const ProgramFormat = "forged-standin-1"
+
+// Program is standin.json: what the package computes. A chunk or head
+// package reads the target's config from Config and its tensors from
+// weights.safetensors (float32, checkpoint names, only this package's);
+// a drafter package sits in its drafter directory (config.json,
+// model.safetensors, selector.safetensors, as bundle.DrafterModel does)
+// and its weights.safetensors holds what the drafter borrows from the
+// target: the embedding and the LM head.
+type Program struct {
+	Format string `json:"format"`
+	Kind   string `json:"kind"`
+	// Config is the target's config.json (config.Model.MarshalHF); chunk
+	// and head packages.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Layers [lo, hi], inner Taps (their residuals are outputs; hi is the
+	// chunk's y), Pend pending DeltaNet rows and the KV history layout of
+	// a chunk package.
+	Layers [2]int `json:"layers"`
+	Taps   []int  `json:"taps,omitempty"`
+	Pend   int    `json:"pend,omitempty"`
+	KV     KVSpec `json:"kv"`
+	// Entries are the package's functions (chunk: v8_/p64_ entries; head:
+	// h8).
+	Entries []Entry `json:"entries,omitempty"`
+	// Drafter is the drafter package's sidecar values (dflash.Metadata).
+	Drafter *DrafterSpec `json:"drafter,omitempty"`
+}
+
+// KVSpec is a chunk's host-owned history layout (refchunk.KV).
+type KVSpec struct {
+	Format string `json:"format,omitempty"` // fp16 | v8 | kv8
+	KeysT  bool   `json:"keys_transposed,omitempty"`
+}
+
+// Entry is one function: T rows over kv_len history rows (refchunk.Entry).
+type Entry struct {
+	Name    string `json:"name"`
+	Rows    int    `json:"rows"`
+	Prefill bool   `json:"prefill,omitempty"`
+	KVLen   int    `json:"kv_len,omitempty"`
+}
+
+// DrafterSpec is what refdraft needs of the drafter's sidecar.
+type DrafterSpec struct {
+	W         int     `json:"W"`
+	T         int     `json:"T"`
+	R         int     `json:"R"`
+	RP        int     `json:"RP"`
+	FeatScale float64 `json:"feat_scale,omitempty"`
+}
+
+func (k KVSpec) refchunk() (refchunk.KV, error) {
+	kv := refchunk.KV{KeysT: k.KeysT}
+	switch k.Format {
+	case "fp16":
+	case "v8":
+		kv.V8 = true
+	case "kv8":
+		kv.K8 = true
+	default:
+		return kv, fmt.Errorf("KV format %q is not fp16, v8 or kv8", k.Format)
+	}
+	return kv, nil
+}
+
+// program computes the functions of one loaded package.
+type program interface {
+	run(function string, tensors map[string][]byte) error
+}
+
+// cache holds the loaded programs by model path. A program is loaded on
+// the first run of its package and dropped when the bridge has released
+// every model loaded from that path (the load/release events), so an
+// unload frees its weights and a rewritten package is read again.
+type cache struct {
+	mu    sync.Mutex
+	refs  map[string]int
+	slots map[string]*slot
+}
+
+type slot struct {
+	mu sync.Mutex
+	p  program
+}
+
+var programs = &cache{refs: map[string]int{}, slots: map[string]*slot{}}
+
+func (c *cache) loaded(path string) {
+	c.mu.Lock()
+	c.refs[path]++
+	c.mu.Unlock()
+}
+
+func (c *cache) released(path string) {
+	c.mu.Lock()
+	if c.refs[path]--; c.refs[path] <= 0 {
+		delete(c.refs, path)
+		delete(c.slots, path)
+	}
+	c.mu.Unlock()
+}
+
+// get returns the program of the package at path, loading it once; a
+// failed load is not kept, so the next run tries again.
+func (c *cache) get(path string) (program, error) {
+	c.mu.Lock()
+	s := c.slots[path]
+	if s == nil {
+		s = &slot{}
+		c.slots[path] = s
+	}
+	c.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil {
+		p, err := load(path)
+		if err != nil {
+			return nil, err
+		}
+		s.p = p
+	}
+	return s.p, nil
+}
+
+// size is how many programs are held (tests).
+func (c *cache) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, s := range c.slots {
+		s.mu.Lock()
+		if s.p != nil {
+			n++
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// ReadProgram reads and checks a package's standin.json.
+func ReadProgram(pkg string) (*Program, error) {
+	file := filepath.Join(pkg, ProgramFile)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("stand-in package %s: %w (not a stand-in package, or an incomplete one)", pkg, err)
+	}
+	var p Program
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("stand-in package %s: %w", file, err)
+	}
+	if p.Format != ProgramFormat {
+		return nil, fmt.Errorf("stand-in package %s: format %q, want %q", file, p.Format, ProgramFormat)
+	}
+	return &p, nil
+}
+
+// load builds the program of the package directory pkg.
+func load(pkg string) (program, error) {
+	p, err := ReadProgram(pkg)
+	if err != nil {
+		return nil, err
+	}
+	weights := filepath.Join(pkg, WeightsFile)
+	switch p.Kind {
+	case KindChunk, KindHead:
+		return loadTarget(pkg, weights, p)
+	case KindDrafter:
+		return loadDrafter(pkg, weights, p)
+	}
+	return nil, fmt.Errorf("stand-in package %s: kind %q is not %s, %s or %s",
+		filepath.Join(pkg, ProgramFile), p.Kind, KindChunk, KindHead, KindDrafter)
+}
+
+func loadTarget(pkg, weights string, p *Program) (program, error) {
+	file := filepath.Join(pkg, ProgramFile)
+	cfg, err := config.ParseModel(p.Config)
+	if err != nil {
+		return nil, fmt.Errorf("stand-in package %s: config: %w", file, err)
+	}
+	w, err := loadCheckpoint(p.Config, weights)
+	if err != nil {
+		return nil, err
+	}
+	entries := map[string]refchunk.Entry{}
+	for _, e := range p.Entries {
+		entries[e.Name] = refchunk.Entry{Name: e.Name, Rows: e.Rows, Prefill: e.Prefill, KVLen: e.KVLen}
+	}
+	if p.Kind == KindHead {
+		if len(p.Entries) != 1 {
+			return nil, fmt.Errorf("stand-in package %s: a head has one entry, not %d", file, len(p.Entries))
+		}
+		h, err := refchunk.NewHead(w, p.Entries[0].Rows)
+		if err != nil {
+			return nil, fmt.Errorf("stand-in package %s: %w", weights, err)
+		}
+		return headProgram{h, p.Entries[0].Name}, nil
+	}
+	kv, err := p.KV.refchunk()
+	if err != nil {
+		return nil, fmt.Errorf("stand-in package %s: %w", file, err)
+	}
+	if p.Layers[1] >= cfg.NumHiddenLayers {
+		return nil, fmt.Errorf("stand-in package %s: layers %v outside the config's %d", file, p.Layers, cfg.NumHiddenLayers)
+	}
+	c, err := refchunk.NewChunk(w, p.Layers[0], p.Layers[1], p.Taps, p.Pend, kv)
+	if err != nil {
+		return nil, fmt.Errorf("stand-in package %s: %w", weights, err)
+	}
+	return chunkProgram{c, entries}, nil
+}
+
+// loadCheckpoint reads weights.safetensors as refchunk weights. refchunk
+// reads a checkpoint directory (config.json, model.safetensors), so the
+// two are presented to it in a temporary directory, removed at once.
+func loadCheckpoint(cfgJSON []byte, weights string) (*refchunk.Weights, error) {
+	f, err := tensor.OpenSafetensors(weights)
+	if err != nil {
+		return nil, fmt.Errorf("stand-in package: %w", err)
+	}
+	f.Close()
+	abs, err := filepath.Abs(weights)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "standin-ckpt-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.WriteFile(filepath.Join(tmp, "config.json"), cfgJSON, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.Symlink(abs, filepath.Join(tmp, "model.safetensors")); err != nil {
+		return nil, err
+	}
+	w, err := refchunk.LoadCheckpoint(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("stand-in package %s: %w", weights, err)
+	}
+	return w, nil
+}
+
+type chunkProgram struct {
+	c       *refchunk.Chunk
+	entries map[string]refchunk.Entry
+}
+
+func (p chunkProgram) run(fn string, ts map[string][]byte) error {
+	e, ok := p.entries[fn]
+	if !ok {
+		return fmt.Errorf("stand-in chunk L%d-%d has no entry %s", p.c.Lo, p.c.Hi, fn)
+	}
+	return p.c.Run(e, ts)
+}
+
+type headProgram struct {
+	h    *refchunk.Head
+	name string
+}
+
+func (p headProgram) run(fn string, ts map[string][]byte) error {
+	if fn != p.name {
+		return fmt.Errorf("stand-in head has no entry %s (only %s)", fn, p.name)
+	}
+	return p.h.Run(ts)
+}
+
+// drafterProgram serialises its runs: a dflash.Net is not safe for
+// concurrent use. Its Net runs on one thread, which starts no workers, so
+// a dropped program needs no Close.
+type drafterProgram struct {
+	mu sync.Mutex
+	p  *refdraft.Program
+}
+
+func (p *drafterProgram) run(fn string, ts map[string][]byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.p.Run(fn, ts)
+}
+
+func loadDrafter(pkg, weights string, p *Program) (program, error) {
+	file := filepath.Join(pkg, ProgramFile)
+	if p.Drafter == nil {
+		return nil, fmt.Errorf("stand-in package %s: kind drafter without \"drafter\"", file)
+	}
+	dir := filepath.Dir(pkg)
+	dw, err := dflash.LoadWeights(dir)
+	if err != nil {
+		return nil, fmt.Errorf("stand-in drafter package %s: the drafter directory: %w", pkg, err)
+	}
+	target, err := readTarget(weights, dw.Config.VocabSize, dw.Config.HiddenSize)
+	if err != nil {
+		return nil, err
+	}
+	net, err := dflash.NewNet(dw, target, 1)
+	if err != nil {
+		return nil, fmt.Errorf("stand-in drafter package %s: %w", pkg, err)
+	}
+	d := p.Drafter
+	prog, err := refdraft.New(net, &dflash.Metadata{W: d.W, T: d.T, R: d.R, RP: d.RP, FeatScale: d.FeatScale})
+	if err != nil {
+		return nil, fmt.Errorf("stand-in package %s: %w", file, err)
+	}
+	return &drafterProgram{p: prog}, nil
+}

@@ -1,0 +1,98 @@
+package standin
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/forgedaemon/forged/ane/coreai/refchunk"
+	"github.com/forgedaemon/forged/ane/tensor"
+)
+
+// MPSGraphVersion is the package version written into functions.txt: not
+// newer than the stand-in's OS version (7.0.80), so packages load with
+// the version check on.
+const MPSGraphVersion = "7.0.10"
+
+// FunctionsText describes functions (name → inputs then outputs, as
+// refchunk and refdraft list them) in the bridge's functions.txt format
+// (csrc/bridge.c), in name order, after the package's MPSGraph version
+// line when version is not empty.
+func FunctionsText(version string, fns map[string][]refchunk.Spec) string {
+	var sb strings.Builder
+	if version != "" {
+		fmt.Fprintf(&sb, "mpsgraph %s\n", version)
+	}
+	for _, name := range slices.Sorted(maps.Keys(fns)) {
+		fmt.Fprintf(&sb, "function %s\n", name)
+		for _, s := range fns[name] {
+			role := map[refchunk.Role]string{refchunk.Input: "input", refchunk.Output: "output"}[s.Role]
+			fmt.Fprintf(&sb, "%s %s %s %d", role, s.Name, s.DType, len(s.Shape))
+			for _, d := range s.Shape {
+				fmt.Fprintf(&sb, " %d", d)
+			}
+			sb.WriteString("\n")
+		}
+		sb.WriteString("end\n")
+	}
+	return sb.String()
+}
+
+// weightTensor is one float32 tensor of weights.safetensors.
+type weightTensor struct {
+	name  string
+	shape []int
+}
+
+// writePackage writes one stand-in package directory: functions.txt,
+// standin.json and weights.safetensors (the named tensors of src, float32,
+// in order). It returns the bytes written.
+func writePackage(dir string, fns map[string][]refchunk.Spec, p *Program, src map[string][]float32, want []weightTensor) (int64, error) {
+	p.Format = ProgramFormat
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	var ts []tensor.Tensor
+	for _, w := range want {
+		v, ok := src[w.name]
+		n := 1
+		for _, d := range w.shape {
+			n *= d
+		}
+		if !ok {
+			return 0, fmt.Errorf("stand-in package %s: tensor %s is missing", filepath.Base(dir), w.name)
+		}
+		if len(v) != n {
+			return 0, fmt.Errorf("stand-in package %s: tensor %s has %d values, shape %v needs %d", filepath.Base(dir), w.name, len(v), w.shape, n)
+		}
+		ts = append(ts, tensor.Tensor{Name: w.name, DType: tensor.F32, Shape: w.shape,
+			Data: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))})
+	}
+	if err := tensor.WriteSafetensors(filepath.Join(dir, WeightsFile), map[string]string{"format": "pt", "generator": "forged stand-in package"}, ts); err != nil {
+		return 0, err
+	}
+	prog, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return 0, err
+	}
+	files := map[string][]byte{FunctionsFile: []byte(FunctionsText(MPSGraphVersion, fns)), ProgramFile: append(prog, '\n')}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return 0, err
+		}
+	}
+	var total int64
+	for _, name := range []string{FunctionsFile, ProgramFile, WeightsFile} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return 0, err
+		}
+		total += st.Size()
+	}
+	return total, nil
+}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/residency"
@@ -68,6 +69,9 @@ func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxT
 		case residency.Never:
 			return wire.Errorf(wire.CodeBusy, "not enough memory: %s", d.Reason)
 		}
+		if s.parkLeastRecent(g.session) {
+			continue // an idle session's state left memory: decide again
+		}
 		if noWait {
 			return wire.Errorf(wire.CodeBusy, "not enough memory now (if_busy: busy, so not queued): %s", d.Reason)
 		}
@@ -81,6 +85,30 @@ func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxT
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// parkLeastRecent parks the least recently used idle session holding
+// state in memory (other than except), when the backend can park: a
+// request that would fit without it does not wait for it. False when the
+// backend cannot park or no such session exists.
+func (s *Server) parkLeastRecent(except string) bool {
+	if _, ok := s.Backend().(SessionParker); !ok {
+		return false
+	}
+	var c *conn
+	var id string
+	var last time.Time
+	s.forEachSession(func(cc *conn, sess *session) {
+		if sess.context > 0 && !sess.busy && sess.id != except && (c == nil || sess.lastUsed.Before(last)) {
+			c, id, last = cc, sess.id, sess.lastUsed
+		}
+	})
+	if c == nil || !c.freeSessionState(id) {
+		return false
+	}
+	s.log.Info("parked an idle session to admit a request", "session", id)
+	s.memoryFreed()
+	return true
 }
 
 // memoryChanged is closed the next time memory may have been freed.

@@ -31,6 +31,28 @@ type Backend interface {
 	Memory() wire.Memory
 }
 
+// Describer is a Backend that names the engine serving the model (hello
+// and status show it as backend).
+type Describer interface {
+	BackendInfo() *wire.BackendInfo
+}
+
+// SessionParker is a Backend that can move an idle session's engine state
+// out of the model's memory and resume it on its next turn without
+// prefilling again (Core AI). ParkSession reports false when it cannot
+// (the daemon then drops the state instead).
+type SessionParker interface {
+	ParkSession(id string) (bool, error)
+}
+
+// backendInfo is what b says about its engine, or nil.
+func backendInfo(b Backend) *wire.BackendInfo {
+	if d, ok := b.(Describer); ok {
+		return d.BackendInfo()
+	}
+	return nil
+}
+
 // StreamDecoder matches ane/tokenizer's StreamDecoder.
 type StreamDecoder interface {
 	Add(id int) string

@@ -14,8 +14,9 @@ type session struct {
 	id       string
 	busy     bool
 	history  []wire.Message
-	tokens   int // tokens in the engine state after the last turn
-	context  int // context entry of the last turn; 0 when the backend holds no state for it
+	tokens   int  // tokens in the engine state after the last turn
+	context  int  // context entry of the last turn; 0 when the backend holds no state for it in memory
+	parked   bool // the backend parked the state out of memory (tokens kept; the next turn resumes it)
 	lastUsed time.Time
 }
 
@@ -36,16 +37,33 @@ func (s *Server) forEachSession(f func(c *conn, sess *session)) {
 	}
 }
 
-// dropSessionState forgets that the backend holds state for an idle
-// session (the caller frees it); false if the session is busy or gone.
-func (c *conn) dropSessionState(id string) bool {
+// freeSessionState frees an idle session's engine memory: parked when the
+// backend can park (its next turn resumes without prefilling), else
+// dropped (its next turn prefills the conversation again). False if the
+// session is busy, gone or holds nothing in memory. The connection's lock
+// is held while parking, so no request can claim the session meanwhile.
+func (c *conn) freeSessionState(id string) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	sess, ok := c.sessions[id]
-	if !ok || sess.busy {
+	if !ok || sess.busy || sess.context == 0 {
+		c.mu.Unlock()
 		return false
 	}
-	sess.tokens, sess.context = 0, 0
+	backend := c.s.Backend()
+	if p, ok := backend.(SessionParker); ok {
+		parked, err := p.ParkSession(id)
+		if err != nil {
+			c.s.log.Warn("parking a session failed; dropping its state", "session", id, "err", err)
+		}
+		if parked && err == nil {
+			sess.context, sess.parked = 0, true
+			c.mu.Unlock()
+			return true
+		}
+	}
+	sess.tokens, sess.context, sess.parked = 0, 0, false
+	c.mu.Unlock()
+	backend.CloseSession(id)
 	return true
 }
 
@@ -101,7 +119,7 @@ func (c *conn) sessionInfos() []wire.SessionInfo {
 	defer c.mu.Unlock()
 	out := make([]wire.SessionInfo, 0, len(c.sessions))
 	for _, s := range c.sessions {
-		out = append(out, wire.SessionInfo{Session: s.id, UID: c.peer.UID, Client: c.client, Tokens: uint64(s.tokens), Context: uint64(s.context)})
+		out = append(out, wire.SessionInfo{Session: s.id, UID: c.peer.UID, Client: c.client, Tokens: uint64(s.tokens), Context: uint64(s.context), Parked: s.parked})
 	}
 	return out
 }
@@ -192,7 +210,7 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 		c.mu.Lock()
 		sess.history = append(conversation, wire.Message{Role: "assistant", Content: res.Text})
 		sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
-		sess.context = int(res.Context)
+		sess.context, sess.parked = int(res.Context), false
 		sess.lastUsed = time.Now()
 		c.mu.Unlock()
 	}
@@ -228,7 +246,7 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 	if err == nil && sess != nil {
 		c.mu.Lock()
 		sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
-		sess.context = int(res.Context)
+		sess.context, sess.parked = int(res.Context), false
 		sess.lastUsed = time.Now()
 		c.mu.Unlock()
 	}

@@ -160,6 +160,7 @@ func (c *conn) opHello(_ context.Context, req wire.Request) (any, error) {
 	return wire.HelloResult{
 		Daemon: daemonVersion, Protocol: wire.ProtocolVersion, Capabilities: c.s.capabilities(),
 		Bundle: c.s.Backend().Model().Bundle, State: state, MaxFrame: uint64(c.s.cfg.Limits.MaxFrame),
+		Backend: backendInfo(c.s.Backend()),
 	}, nil
 }
 
@@ -176,6 +177,7 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 		Bundle: s.Backend().Model().Bundle, UptimeMS: uint64(time.Since(s.started).Milliseconds()),
 		Queued: uint64(queued), Running: uint64(running), Slots: uint64(slots),
 		Sessions: []wire.SessionInfo{}, Requests: []wire.RequestInfo{}, Memory: s.Backend().Memory(),
+		Backend: backendInfo(s.Backend()),
 	}
 	s.mu.Lock()
 	res.Connections = uint64(len(s.conns))

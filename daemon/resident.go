@@ -227,13 +227,13 @@ func (r *Residency) Unload(force bool, why string) error {
 		return err
 	}
 	old := r.s.Backend()
-	r.s.SetBackend(Unavailable{Reason: "the model is not loaded", Bundle: old.Model().Bundle})
+	r.s.SetBackend(Unavailable{Reason: "the model is not loaded", Bundle: old.Model().Bundle, Backend: backendInfo(old)})
 	r.mu.Unlock()
 	// Cancelled requests stop at their next step; closing the backend
 	// under a step still running would pull its weights from under it.
 	_ = r.waitIdle(context.Background())
 	// Sessions lose their engine state; their next turn prefills again.
-	r.s.forEachSession(func(c *conn, sess *session) { sess.tokens, sess.context = 0, 0 })
+	r.s.forEachSession(func(c *conn, sess *session) { sess.tokens, sess.context, sess.parked = 0, 0, false })
 	if cl, ok := old.(io.Closer); ok {
 		if err := cl.Close(); err != nil {
 			r.s.log.Warn("closing the unloaded model", "err", err)
@@ -377,16 +377,13 @@ func (r *Residency) Pressure(level sysinfo.Level) []residency.Step {
 		}
 	})
 	steps := f.PressureSteps(level, l)
-	backend := r.s.Backend()
 	for _, step := range steps {
 		r.s.log.Warn("memory pressure", "level", level, "step", step.String())
 		switch step.Kind {
 		case residency.DropSession, residency.Shrink:
-			c := idle[step.Session]
-			if !c.dropSessionState(step.Session) {
+			if !idle[step.Session].freeSessionState(step.Session) {
 				continue // it started a request meanwhile: leave it
 			}
-			backend.CloseSession(step.Session)
 			r.memoryFreed()
 		case residency.DropDrafter:
 			r.mu.Lock()

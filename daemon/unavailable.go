@@ -12,7 +12,13 @@ import (
 type Unavailable struct {
 	Reason string
 	Bundle wire.Bundle
+	// Backend is the engine that served before (an unloaded model), so
+	// status still names it; nil when none has.
+	Backend *wire.BackendInfo
 }
+
+// BackendInfo implements Describer.
+func (u Unavailable) BackendInfo() *wire.BackendInfo { return u.Backend }
 
 func (u Unavailable) err() error { return wire.Errorf(wire.CodeUnavailable, "%s", u.Reason) }
 

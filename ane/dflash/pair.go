@@ -185,13 +185,19 @@ func (e *PairError) Rules() []string {
 // (nil: the drafter's own target_layer_ids are used, so only their range is
 // checked, by the config).
 func CheckDirs(drafterDir, modelDir, exportDir string, taps []int) error {
-	model, err := config.LoadModel(modelDir)
-	if err != nil {
-		return fmt.Errorf("drafter pairing: target: %w", err)
-	}
 	name := filepath.Base(filepath.Clean(modelDir))
 	if exportDir != "" {
 		name = filepath.Base(filepath.Clean(exportDir))
+	}
+	return CheckPair(drafterDir, modelDir, name, taps)
+}
+
+// CheckPair is CheckDirs with the target's export identity given by name
+// (a Core AI runtime names it in its manifest's export key).
+func CheckPair(drafterDir, modelDir, name string, taps []int) error {
+	model, err := config.LoadModel(modelDir)
+	if err != nil {
+		return fmt.Errorf("drafter pairing: target: %w", err)
 	}
 	var vs []Violation
 	meta, err := ReadMetadata(drafterDir)

@@ -281,3 +281,16 @@ func TestKernelsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelLevelNamesTheSelectedSet: KernelLevel follows the switches
+// the products read, at every level this machine has.
+func TestKernelLevelNamesTheSelectedSet(t *testing.T) {
+	for _, l := range kernelLevels() {
+		restore := useLevel(l)
+		got := KernelLevel()
+		restore()
+		if got != l.name {
+			t.Errorf("at level %s KernelLevel() = %q", l.name, got)
+		}
+	}
+}

@@ -119,6 +119,37 @@ type HelloResult struct {
 	Bundle       Bundle   `msgpack:"bundle" json:"bundle"`
 	State        string   `msgpack:"state" json:"state"`
 	MaxFrame     uint64   `msgpack:"max_frame" json:"max_frame"`
+	// Backend names the engine serving the bundle; absent until a model
+	// has been loaded (docs/PROTOCOL.md §4).
+	Backend *BackendInfo `msgpack:"backend,omitempty" json:"backend,omitempty"`
+}
+
+// Backend names (BackendInfo.Name, the config key backend).
+const (
+	BackendCoreAI = "coreai" // the published Core AI packages, on the ANE
+	BackendRef    = "ref"    // the pure-Go reference engine over export/
+)
+
+// BackendInfo says what runs the model. Name is BackendCoreAI or
+// BackendRef; the other fields describe that backend and are absent for
+// the other one.
+type BackendInfo struct {
+	Name string `msgpack:"name" json:"name"`
+	// Why is how the backend was chosen: "auto: ..." or "forced by config".
+	Why string `msgpack:"why,omitempty" json:"why,omitempty"`
+	// Core AI: the compute-unit preference, the bridge's release string,
+	// the OS's MPSGraph version, each package's MPSGraph version as
+	// "file=version (compiled|source)", the chip and the KV cache format.
+	ComputeUnits    string   `msgpack:"compute_units,omitempty" json:"compute_units,omitempty"`
+	BridgeRelease   string   `msgpack:"bridge_release,omitempty" json:"bridge_release,omitempty"`
+	BridgePath      string   `msgpack:"bridge_path,omitempty" json:"bridge_path,omitempty"`
+	OSMPSGraph      string   `msgpack:"os_mpsgraph,omitempty" json:"os_mpsgraph,omitempty"`
+	PackageMPSGraph []string `msgpack:"package_mpsgraph,omitempty" json:"package_mpsgraph,omitempty"`
+	Chip            string   `msgpack:"chip,omitempty" json:"chip,omitempty"`
+	KV              string   `msgpack:"kv,omitempty" json:"kv,omitempty"`
+	// Reference engine: the kernel level its products run ("avx512",
+	// "avx2", "go").
+	Kernels string `msgpack:"kernels,omitempty" json:"kernels,omitempty"`
 }
 
 // Memory is the daemon's memory account in bytes.
@@ -138,6 +169,10 @@ type SessionInfo struct {
 	Client  string `msgpack:"client" json:"client"`
 	Tokens  uint64 `msgpack:"tokens" json:"tokens"`
 	Context uint64 `msgpack:"context" json:"context"`
+	// Parked: the session's engine state was moved out of the model's
+	// memory (to host memory or disk); its next turn resumes it without
+	// prefilling again. Context is 0 while parked.
+	Parked bool `msgpack:"parked,omitempty" json:"parked,omitempty"`
 }
 
 // RequestInfo is one queued or running generation in a status result.
@@ -173,6 +208,8 @@ type StatusResult struct {
 	// lookup", or "off: " and why a drafter was refused; absent when the
 	// backend does not say (or no model is loaded).
 	Speculation string `msgpack:"speculation,omitempty" json:"speculation,omitempty"`
+	// Backend names the engine serving the bundle (as in hello).
+	Backend *BackendInfo `msgpack:"backend,omitempty" json:"backend,omitempty"`
 }
 
 // ModelInfo is one model in a models result.

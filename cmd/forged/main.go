@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -70,6 +72,7 @@ type runFlags struct {
 	memoryReserve                                             string
 	drafter                                                   string // config drafter: "off" pulls without the drafter
 	drafterDir                                                string // with --model: a DFlash2 drafter directory
+	backend                                                   string // auto, coreai or ref (--repo)
 	contextMax                                                int    // config context.max: 0 = the whole ladder
 	allowedUIDs                                               []uint32
 	// changed reports whether a flag was given on the command line (it
@@ -89,10 +92,14 @@ SIGINT or SIGTERM, which stop accepting, cancel running requests and exit.
 --model DIR serves a Hugging Face qwen3_5 checkpoint directory with the pure-Go reference
 engine (tokenizer.json, tokenizer_config.json, config.json and safetensors shards).
 --repo REPO serves a published bundle from the bundle store in the data directory (the one
-forgectl pull --data DIR fills) with the same reference engine, from the snapshot's model/ and
-export/ (the Core AI packages need a Mac and are not used by this backend). A repository not
-installed yet is state "unavailable" until the admin op pull installs it. The served snapshot
-is watched: a change stops serving from it and verifies it in full.
+forgectl pull --data DIR fills). --backend picks the engine: coreai runs the snapshot's Core
+AI packages through the bridge (macOS; on Linux only with the stand-in bridge named by
+FORGE_BRIDGE), ref runs its export/ on the CPU, and auto (the default) chooses Core AI on a
+Mac whose bridge loads and the reference engine elsewhere. When nothing here can serve the
+snapshot the bundle is state "unavailable" with the reason and the fix. Pulls take export/
+only where it will be read (not on a Mac under auto). A repository not installed yet is
+state "unavailable" until the admin op pull installs it. The served snapshot is watched: a
+change stops serving from it and verifies it in full.
 
 --config FILE reads the config file (docs/CONFIG.md); flags given on the command line win
 over it. The file is followed: a valid edit (or SIGHUP, or config.set) applies keep_alive,
@@ -113,6 +120,7 @@ configuration stays in force. The installed services run forged run --config FIL
 	fl.StringVar(&f.repo, "repo", "", "serve this bundle repository from the bundle store in --data")
 	fl.StringVar(&f.revision, "revision", "", "with --repo: the revision pull and updates track (default main); with --model: the revision reported (default \"local\")")
 	fl.BoolVar(&f.tokenizerOnly, "tokenizer-only", false, "with --model: load only the tokenizer and chat template")
+	fl.StringVar(&f.backend, "backend", config.BackendAuto, "with --repo: the engine, auto, coreai or ref (docs/CONFIG.md)")
 	fl.StringVar(&f.drafterDir, "drafter-dir", "", "with --model: speculate with this DFlash2 drafter directory if it pairs (default: prompt lookup)")
 	fl.StringVar(&f.adminGroup, "admin-group", "", "group (name or gid) whose members may use admin operations")
 	fl.IntVar(&f.maxFrame, "max-frame", wire.DefaultLimits.MaxFrame, "largest request frame in bytes")
@@ -145,6 +153,14 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: &level}))
 	if f.model == "" && f.repo == "" {
 		return errors.New("nothing to serve: give --model DIR or --repo REPO")
+	}
+	switch f.backend {
+	case "", config.BackendAuto, config.BackendCoreAI, config.BackendRef:
+	default:
+		return fmt.Errorf("--backend %q: want auto, coreai or ref", f.backend)
+	}
+	if f.model != "" && f.backend == config.BackendCoreAI {
+		return errors.New("--backend coreai serves a bundle (--repo); --model is a checkpoint directory for the reference engine")
 	}
 	if f.drafterDir != "" && f.model == "" {
 		return errors.New("--drafter-dir goes with --model (a bundle speculates with its own drafter/)")
@@ -188,7 +204,7 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	if f.repo != "" {
 		var offline bool
 		bandwidth := func() int64 { return int64(policy.Load().Bandwidth) }
-		if res, offline, err = serveStore(ctx, srv, f, budget, bandwidth); err != nil {
+		if res, offline, err = serveStore(ctx, srv, f, budget, bandwidth, log); err != nil {
 			ln.Close()
 			return err
 		}
@@ -231,9 +247,9 @@ func runDaemon(ctx context.Context, f runFlags) error {
 }
 
 // serveStore serves --repo from the bundle store in the data directory
-// with the reference backend (the bundle's model/ and export/); the hub is
+// with the backend --backend chooses (modelbackend.OpenSnapshot); the hub is
 // $HF_ENDPOINT (or huggingface.co), none at all with FORGE_OFFLINE=1.
-func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int64, bandwidth func() int64) (res *daemon.Residency, offline bool, err error) {
+func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int64, bandwidth func() int64, log *slog.Logger) (res *daemon.Residency, offline bool, err error) {
 	s, err := store.Open(f.data)
 	if err != nil {
 		return nil, false, fmt.Errorf("--data: %w", err)
@@ -251,10 +267,11 @@ func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int6
 	}
 	res, err = srv.ServeStore(ctx, daemon.Bundles{
 		Store: s, Background: bg, Repo: f.repo, Revision: f.revision,
-		Selection: bundle.Selection{IncludeExport: true, Plain: f.drafter == config.DrafterOff},
+		Selection: bundle.Selection{IncludeExport: modelbackend.WantsExport(f.backend, runtime.GOOS), Plain: f.drafter == config.DrafterOff},
 		KeepAlive: f.keepAlive, Budget: budget,
 		Open: func(dir, commit string) (daemon.Backend, error) {
-			return modelbackend.OpenBundle(dir, modelbackend.Options{Repo: f.repo, Revision: commit, TokenizerOnly: f.tokenizerOnly, Ladder: cappedLadder(f.contextMax)})
+			return modelbackend.OpenSnapshot(dir, modelbackend.Options{Repo: f.repo, Revision: commit, TokenizerOnly: f.tokenizerOnly,
+				Ladder: cappedLadder(f.contextMax), Backend: f.backend, SpillDir: filepath.Join(f.data, "spill"), Log: log})
 		},
 	})
 	return res, s.Client == nil, err
@@ -282,6 +299,7 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 		f.repo, f.revision = c.Repo, c.Revision
 	}
 	f.drafter, f.contextMax = c.Drafter, c.Context.Max
+	str("backend", &f.backend, c.Backend)
 	str("admin-group", &f.adminGroup, c.AdminGroup)
 	str("log-level", &f.logLevel, c.LogLevel)
 	str("memory-reserve", &f.memoryReserve, c.Memory.Reserve.String())

@@ -39,6 +39,7 @@ type Config struct {
 	Limits       Limits   `json:"limits"`
 	Context      Context  `json:"context"`
 	Drafter      string   `json:"drafter"`
+	Backend      string   `json:"backend"`
 	LogLevel     string   `json:"log_level"`
 }
 
@@ -76,6 +77,14 @@ const (
 	DrafterOff  = "off"
 )
 
+// Backend settings: auto chooses Core AI on a Mac with the bridge and the
+// reference engine over export/ elsewhere (daemon/modelbackend.Choose).
+const (
+	BackendAuto   = "auto"
+	BackendCoreAI = "coreai"
+	BackendRef    = "ref"
+)
+
 // DefaultRepo is the published bundle the daemon tracks unless told otherwise.
 const DefaultRepo = "anemll/anemll-forge-qwen3.8-27B"
 
@@ -97,6 +106,7 @@ func Default() *Config {
 		AllowedUsers: []string{}, // written as [], never null
 		Limits:       Limits{MaxFrame: 1 << 20, PerCaller: 4, MaxQueue: 256, Slots: 1},
 		Drafter:      DrafterAuto,
+		Backend:      BackendAuto,
 		LogLevel:     "info",
 	}
 }
@@ -230,6 +240,11 @@ func (c *Config) Validate() error {
 	default:
 		bad("drafter", `must be "auto", "on" or "off", got %q`, c.Drafter)
 	}
+	switch c.Backend {
+	case BackendAuto, BackendCoreAI, BackendRef:
+	default:
+		bad("backend", `must be "auto", "coreai" or "ref", got %q`, c.Backend)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -270,7 +285,7 @@ func (c *Config) AllowedUIDs() ([]int, error) {
 }
 
 // RestartKeys are the keys a running daemon cannot apply without a restart.
-var RestartKeys = []string{"socket", "data_dir"}
+var RestartKeys = []string{"socket", "data_dir", "backend"}
 
 // Changed lists the keys (dotted paths) whose values differ between a and b.
 func Changed(a, b *Config) []string {

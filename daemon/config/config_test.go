@@ -103,6 +103,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{`{"limits": {"slots": 1.5}}`, "limits.slots: must be an integer"},
 		{`{"context": {"max": 5000}}`, "context.max: must be 0 (no cap) or a multiple of 1024"},
 		{`{"drafter": "sometimes"}`, `drafter: must be "auto", "on" or "off", got "sometimes"`},
+		{`{"backend": "gpu"}`, `backend: must be "auto", "coreai" or "ref", got "gpu"`},
 		{`{"log_level": "loud"}`, "log_level: must be"},
 		{`{"keep_alive": null}`, "keep_alive: null is not a value"},
 		{`{"limits": {"slots": null}}`, "limits.slots: null is not a value"},

@@ -1,13 +1,17 @@
-// Package modelbackend serves a Hugging Face qwen3_5 checkpoint directory (or
-// a bundle's model/ and export/) with the pure-Go runtime: ane/tokenizer
-// for tokens, ane/chat for the chat template, ane/ref for the forward pass
-// and ane/generate — the one generation API, shared with forgectl run — for
-// sampling, speculative decoding and the thinking budget. It is the adapter
-// between daemon.Backend and the engine packages.
+// Package modelbackend is the daemon's model backend: it serves one loaded
+// model through any ane.Engine. What every engine shares lives here — the
+// tokenizer (ane/tokenizer), the chat template (ane/chat), generation
+// through ane/generate (sampling, speculative decoding, the thinking
+// budget; the same API forgectl run uses), one engine session per
+// conversation, parking, and the memory account. Only opening the model
+// differs: the pure-Go reference engine (ane/ref) from a checkpoint or a
+// bundle's export/ (ref.go), or the published Core AI packages through the
+// cai_* bridge (ane/coreai, coreai.go). OpenSnapshot (open.go) chooses
+// between them (select.go).
 //
-// Speculation uses a DFlash2 drafter directory when one is given (checked
-// against the pairing rules; a refused drafter is logged and the backend
-// serves without speculation), and otherwise the prompt-lookup drafter.
+// Speculation uses the bundle's DFlash2 drafter when it passes the pairing
+// rules (a refused drafter is logged, and status says why), prompt lookup
+// otherwise.
 package modelbackend
 
 import (
@@ -22,10 +26,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/chat"
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/generate"
-	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/sample"
 	"github.com/forgedaemon/forged/ane/spec"
 	"github.com/forgedaemon/forged/ane/tokenizer"
@@ -40,103 +41,113 @@ type Options struct {
 	// TokenizerOnly loads only the tokenizer and chat template: tokenize and
 	// detokenize work, generation answers unavailable.
 	TokenizerOnly bool
-	// Ladder is the context ladder (default ane.DefaultLadder).
+	// Ladder restricts the context ladder (default: ane.DefaultLadder for
+	// the reference engine, every manifest context for Core AI).
 	Ladder ane.Ladder
-	// Drafter is a DFlash2 drafter directory (config.json,
-	// model.safetensors, selector.safetensors, the sidecar) to speculate
-	// with; "" speculates with prompt lookup.
+	// Drafter is a DFlash2 drafter directory to speculate with (reference
+	// engine, --model); "" uses the bundle's drafter/ or prompt lookup.
 	Drafter string
+	// Backend is the engine to serve with: wire.BackendCoreAI,
+	// wire.BackendRef, or "" / "auto" to choose (Choose).
+	Backend string
+	// Bridge is the Core AI bridge library ("": FindBridge).
+	Bridge string
+	// SpillDir is where parked Core AI sessions are written ("": kept in
+	// host memory).
+	SpillDir string
 	// Log receives the drafter decision (default slog.Default()).
 	Log *slog.Logger
 }
 
-// CPUCycleCost is what a speculative cycle costs in plain steps on this
-// engine: a verify of 8 rows costs about 4.6 single-row steps on the CPU
-// (docs/SAMPLING.md §6), so auto mode drafts only while a drafter averages
-// more than about 3.8 accepted drafts per cycle (break-even 3.7 plus a margin).
-const CPUCycleCost = 4.7
+func (o *Options) log() *slog.Logger {
+	if o.Log == nil {
+		return slog.Default()
+	}
+	return o.Log
+}
 
-// Backend implements daemon.Backend.
+// modelRuntime is one loaded model of an engine family: everything the backend
+// needs that differs between ane/ref and ane/coreai.
+type modelRuntime interface {
+	// newSession makes one conversation's engine and, with a DFlash2
+	// drafter, its drafter.
+	newSession() (sessionEngine, spec.Drafter, error)
+	// requestDrafter makes a request's drafter from its prompt (prompt
+	// lookup), or is nil.
+	requestDrafter() func(prompt []int) spec.Drafter
+	vocab() int
+	stopTokens() []int
+	// cycleCost is what a speculative cycle costs in plain steps (auto mode).
+	cycleCost() float64
+	// weightBytes is what the model holds besides its sessions: weights,
+	// embedding, the drafter's weights.
+	weightBytes() int64
+	footprint() *residency.Footprint
+	describe() wire.BackendInfo
+	speculation() string
+	close() error
+}
+
+// sessionEngine is an engine session the backend owns.
+type sessionEngine interface {
+	ane.Engine
+	Close() error
+}
+
+// parker is an engine (or drafter) session that can move its state out of
+// the model's memory and back (coreai.Engine).
+type parker interface {
+	Park(spillDir string) error
+	Parked() bool
+}
+
+// Backend implements daemon.Backend for one loaded model.
 type Backend struct {
 	tok  *tokenizer.Tokenizer
-	tmpl *chat.Template // nil when the directory has no chat template
+	tmpl *chat.Template // nil when the model directory has no chat template
 	// turnStart is the chat template's turn-start token (<|im_start|>), -1 if none.
 	turnStart int
-	model     *ref.Model // nil when TokenizerOnly
-	// engines makes the sessions: model itself, or a view of it tapping
-	// the drafter's layers.
-	engines *ref.Model
-	// drafter: the DFlash2 weights shared by every session's drafter. Else
+	rt        modelRuntime // nil when TokenizerOnly
 	// perRequest, when set, makes each request's drafter from its prompt
-	// (prompt lookup). Neither: no speculation.
-	drafter    *dflash.Weights
+	// (prompt lookup); tests replace it.
 	perRequest func(prompt []int) spec.Drafter
-	drafting   string // see Speculation
 	info       daemon.ModelInfo
+	why        string // how the backend was chosen
+	spillDir   string
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
 
-	footprintOnce sync.Once // Footprint measures once
-	footprint     *residency.Footprint
+	footprintOnce sync.Once
+	fp            *residency.Footprint
 }
 
 // sessionState is one conversation's generation stack: the engine, its
-// drafter (DFlash2 only; a lookup drafter is made per request from the
-// prompt) and the generator that knows what they hold.
+// DFlash2 drafter (a lookup drafter is made per request from the prompt)
+// and the generator that knows what they hold.
 type sessionState struct {
-	engine  *ref.Session
-	drafter *dflash.Drafter
+	engine  sessionEngine
+	drafter spec.Drafter
 	gen     *generate.Generator
 }
 
 func (st *sessionState) close() {
-	if st.drafter != nil {
-		st.drafter.Close()
+	if c, ok := st.drafter.(interface{ Close() error }); ok {
+		c.Close()
+	} else if c, ok := st.drafter.(interface{ Close() }); ok {
+		c.Close()
 	}
 	st.engine.Close()
 }
 
-func (b *Backend) newSession() (*sessionState, error) {
-	st := &sessionState{engine: b.engines.NewSession()}
-	st.gen = &generate.Generator{Engine: st.engine, Vocab: b.model.Config().Vocab, Tokenizer: b.tok,
-		Template: b.tmpl, StopTokens: b.model.EOS, Auto: spec.Auto{CycleCost: CPUCycleCost}}
-	if b.drafter != nil {
-		d, err := dflash.New(b.drafter, b.engines, 0)
-		if err != nil {
-			st.engine.Close()
-			return nil, fmt.Errorf("drafter: %w", err)
-		}
-		st.drafter, st.gen.Drafter = d, d
-	}
-	return st, nil
-}
-
-// Open loads dir: tokenizer.json, tokenizer_config.json (chat template) and,
-// unless opts.TokenizerOnly, the BF16 checkpoint and the drafter.
-func Open(dir string, opts Options) (*Backend, error) {
-	b, err := openText(dir, opts)
-	if err != nil || opts.TokenizerOnly {
-		return b, err
-	}
-	if opts.Ladder == nil {
-		opts.Ladder = ane.DefaultLadder
-	}
-	m, err := ref.Open(dir, ref.Options{Ladder: opts.Ladder})
-	if err != nil {
-		return nil, err
-	}
-	b.serve(m, opts, dir, "")
-	return b, nil
-}
-
-// openText loads the tokenizer and chat template of a checkpoint directory.
-func openText(dir string, opts Options) (*Backend, error) {
+// openText loads the tokenizer and chat template of a model directory and
+// names what is served.
+func openText(dir string, opts Options, model string) (*Backend, error) {
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{tok: tok, sessions: map[string]*sessionState{}, turnStart: -1}
+	b := &Backend{tok: tok, sessions: map[string]*sessionState{}, turnStart: -1, spillDir: opts.SpillDir}
 	if id, ok := tok.TokenID("<|im_start|>"); ok {
 		b.turnStart = id
 	}
@@ -149,75 +160,67 @@ func openText(dir string, opts Options) (*Backend, error) {
 		opts.Revision = "local"
 	}
 	if opts.Repo == "" {
-		opts.Repo = "local/" + filepath.Base(dir)
+		opts.Repo = "local/" + model
 	}
-	b.info = daemon.ModelInfo{Bundle: wire.Bundle{Repo: opts.Repo, Revision: opts.Revision, Model: filepath.Base(dir)}}
+	b.info = daemon.ModelInfo{Bundle: wire.Bundle{Repo: opts.Repo, Revision: opts.Revision, Model: model}}
 	return b, nil
 }
 
-// serve installs the loaded model and chooses the drafter: the DFlash2
-// directory in opts if it pairs with the target (modelDir, exportDir),
-// otherwise no speculation; prompt lookup when none is given.
-func (b *Backend) serve(m *ref.Model, opts Options, modelDir, exportDir string) {
-	b.model, b.engines = m, m
-	b.info.ContextEntries = append([]int(nil), opts.Ladder...)
-	log := opts.Log
-	if log == nil {
-		log = slog.Default()
-	}
-	if opts.Drafter == "" {
-		// The speculative cycle hands every drafter the committed rows'
-		// features; prompt lookup uses only their positions, so one tap
-		// layer keeps that cheap.
-		tapped, err := m.WithTaps([]int{0})
-		if err != nil {
-			b.drafting = "off: " + err.Error()
-			return
-		}
-		b.engines, b.drafting = tapped, "prompt lookup"
-		b.perRequest = func(prompt []int) spec.Drafter { return spec.NewLookupDrafter(prompt) }
-		return
-	}
-	w, engines, err := loadDrafter(m, opts.Drafter, modelDir, exportDir)
-	if err != nil {
-		b.drafting = "off: " + err.Error()
-		log.Warn("serving without speculation: the drafter is refused", "drafter", opts.Drafter, "err", err)
-		return
-	}
-	b.drafter, b.engines, b.drafting = w, engines, "dflash2 "+opts.Drafter
-	log.Info("speculating with the DFlash2 drafter", "drafter", opts.Drafter, "taps", w.Config.DFlash.TargetLayerIDs)
+// serve installs a loaded model.
+func (b *Backend) serve(rt modelRuntime, ladder []int, why string) {
+	b.rt, b.why = rt, why
+	b.perRequest = rt.requestDrafter()
+	b.info.ContextEntries = append([]int(nil), ladder...)
 }
 
-// loadDrafter applies the pairing rules (a *dflash.PairError names each
-// failed rule) and loads the drafter's weights, returning them with a
-// view of m tapping the drafter's layers.
-func loadDrafter(m *ref.Model, dir, modelDir, exportDir string) (*dflash.Weights, *ref.Model, error) {
-	cfg, err := config.LoadDrafter(dir)
+func (b *Backend) newSession() (*sessionState, error) {
+	e, d, err := b.rt.newSession()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	taps := cfg.DFlash.TargetLayerIDs
-	if err := dflash.CheckDirs(dir, modelDir, exportDir, taps); err != nil {
-		return nil, nil, err
+	st := &sessionState{engine: e, drafter: d}
+	st.gen = &generate.Generator{Engine: e, Vocab: b.rt.vocab(), Tokenizer: b.tok, Template: b.tmpl,
+		StopTokens: b.rt.stopTokens(), Auto: spec.Auto{CycleCost: b.rt.cycleCost()}}
+	if d != nil {
+		st.gen.Drafter = d
 	}
-	w, err := dflash.LoadWeights(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	tapped, err := m.WithTaps(taps)
-	if err != nil {
-		return nil, nil, err
-	}
-	return w, tapped, nil
+	return st, nil
 }
 
 // Speculation says how generations draft: "dflash2 DIR", "prompt lookup",
 // or "off: " and why the drafter was refused ("" without a model).
-func (b *Backend) Speculation() string { return b.drafting }
+func (b *Backend) Speculation() string {
+	if b.rt == nil {
+		return ""
+	}
+	return b.rt.speculation()
+}
 
-// Close releases the sessions (each holds worker goroutines and its
-// state) and the model. Nothing may be generating: the daemon closes a
-// backend only once its requests have returned.
+// BackendInfo names the engine serving the model (nil: only the tokenizer
+// is loaded).
+func (b *Backend) BackendInfo() *wire.BackendInfo {
+	if b.rt == nil {
+		return nil
+	}
+	info := b.rt.describe()
+	info.Why = b.why
+	return &info
+}
+
+// Footprint is the memory model of the loaded model for the residency
+// policy (nil when only the tokenizer is loaded).
+func (b *Backend) Footprint() *residency.Footprint {
+	if b.rt == nil {
+		return nil
+	}
+	b.footprintOnce.Do(func() { b.fp = b.rt.footprint() })
+	return b.fp
+}
+
+// Close releases the sessions (each holds engine state and, on the
+// reference engine, worker goroutines) and the model. Nothing may be
+// generating: the daemon closes a backend only once its requests have
+// returned.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	sessions := b.sessions
@@ -226,8 +229,8 @@ func (b *Backend) Close() error {
 	for _, st := range sessions {
 		st.close()
 	}
-	if b.model != nil {
-		return b.model.Close()
+	if b.rt != nil {
+		return b.rt.close()
 	}
 	return nil
 }
@@ -251,7 +254,7 @@ func (b *Backend) Detokenize(ids []int) (string, error) {
 // NewStreamDecoder implements daemon.Backend.
 func (b *Backend) NewStreamDecoder() daemon.StreamDecoder { return b.tok.NewStreamDecoder() }
 
-// RenderChat renders with the checkpoint's own template.
+// RenderChat renders with the model's own template.
 func (b *Backend) RenderChat(p daemon.ChatPrompt) (string, error) {
 	if b.tmpl == nil {
 		return "", wire.Errorf(wire.CodeUnavailable, "chat: the model directory has no chat template")
@@ -272,13 +275,13 @@ func (b *Backend) RenderChat(p daemon.ChatPrompt) (string, error) {
 }
 
 // Generate runs one generation through ane/generate on the session's
-// engine: speculatively with the backend's drafter when req.Speculative
-// (auto mode: drafting stops where it does not pay), plainly otherwise.
-// Each engine call's tokens (a cycle's accepted drafts plus one, or the
-// thinking budget's forced stop text) reach emit together.
+// engine: speculatively with the drafter when req.Speculative (auto mode:
+// drafting stops where it does not pay), plainly otherwise. Each engine
+// call's tokens (a cycle's accepted drafts plus one, or the thinking
+// budget's forced stop text) reach emit together.
 func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit func([]int) error) (daemon.Outcome, error) {
 	out := daemon.Outcome{Revision: b.info.Bundle.Revision, FinishReason: wire.FinishLength}
-	if b.model == nil {
+	if b.rt == nil {
 		return out, wire.Errorf(wire.CodeUnavailable, "generation: this daemon serves only the tokenizer (no model loaded)")
 	}
 	opts := sample.Options{Temperature: req.Sampling.Temperature, TopK: int(req.Sampling.TopK),
@@ -380,27 +383,74 @@ func (b *Backend) CloseSession(id string) {
 	}
 }
 
-// Memory implements daemon.Backend.
+// ParkSession moves an idle session's engine state out of the model's
+// memory (to host memory, or a file in Options.SpillDir) where the engine
+// can; its next turn resumes it without prefilling again. It reports
+// whether the session was parked; false means the engine cannot park (the
+// caller then drops the state instead) or the session holds none. The
+// daemon calls it only for sessions with no request running.
+func (b *Backend) ParkSession(id string) (bool, error) {
+	b.mu.Lock()
+	st := b.sessions[id]
+	b.mu.Unlock()
+	if st == nil {
+		return false, nil
+	}
+	p, ok := st.engine.(parker)
+	if !ok {
+		return false, nil
+	}
+	if err := p.Park(b.spillDir); err != nil {
+		return false, err
+	}
+	// The drafter's ring is a cache of the target's features: a parked
+	// conversation's drafter starts over (the target verifies every
+	// draft, so what is generated is unchanged).
+	if d, ok := st.drafter.(parker); ok {
+		if err := d.Park(b.spillDir); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// Memory implements daemon.Backend: the weights once, and what each
+// session's engine and drafter hold (for Core AI, the bridge's buffers).
 func (b *Backend) Memory() wire.Memory {
 	var m wire.Memory
-	if b.model == nil {
+	if b.rt == nil {
 		return m
 	}
-	m.Weights = uint64(b.model.WeightBytes() + b.model.EmbeddingBytes())
-	if b.drafter != nil {
-		m.Weights += uint64(b.drafter.Bytes())
-	}
+	m.Weights = uint64(b.rt.weightBytes())
 	b.mu.Lock()
 	for _, st := range b.sessions {
 		r := st.engine.Memory()
 		m.KV += uint64(r.KV)
 		m.State += uint64(r.Recurrent)
 		m.Scratch += uint64(r.Scratch)
-		if st.drafter != nil {
-			m.State += uint64(st.drafter.StateBytes())
-		}
+		m.State += uint64(drafterStateBytes(st.drafter))
 	}
 	b.mu.Unlock()
 	m.Total = m.Weights + m.KV + m.State + m.Scratch
 	return m
+}
+
+// drafterStateBytes is a session drafter's own memory (ring, buffers).
+func drafterStateBytes(d spec.Drafter) int64 {
+	switch d := d.(type) {
+	case interface{ StateBytes() int64 }:
+		return d.StateBytes()
+	case interface{ Memory() ane.MemoryReport }:
+		return d.Memory().Session()
+	}
+	return 0
+}
+
+// modelName is what status calls a served directory: a bundle snapshot by
+// its repository's last path element, a checkpoint by its directory.
+func modelName(repo, dir string) string {
+	if repo != "" {
+		return filepath.Base(repo)
+	}
+	return filepath.Base(dir)
 }

@@ -22,7 +22,7 @@ import (
 // loads no model; a bundle without its export is refused naming the file.
 func TestOpenBundleServesTheBundle(t *testing.T) {
 	dir := testbundle.Tiny(t, 4)
-	b, err := modelbackend.OpenBundle(dir, modelbackend.Options{Repo: "o/n", Revision: "abc", Ladder: []int{1024}})
+	b, err := modelbackend.OpenRefBundle(dir, modelbackend.Options{Repo: "o/n", Revision: "abc", Ladder: []int{1024}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestOpenBundleServesTheBundle(t *testing.T) {
 		t.Errorf("served generation %v, greedy over ref.OpenBundle %v", got, want)
 	}
 
-	tb, err := modelbackend.OpenBundle(dir, modelbackend.Options{TokenizerOnly: true})
+	tb, err := modelbackend.OpenRefBundle(dir, modelbackend.Options{TokenizerOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestOpenBundleServesTheBundle(t *testing.T) {
 		t.Error("a tokenizer-only backend generated")
 	}
 	os.Remove(filepath.Join(dir, "export", "layer_01.safetensors"))
-	if _, err := modelbackend.OpenBundle(dir, modelbackend.Options{}); err == nil || !strings.Contains(err.Error(), "layer_01.safetensors") {
+	if _, err := modelbackend.OpenRefBundle(dir, modelbackend.Options{}); err == nil || !strings.Contains(err.Error(), "layer_01.safetensors") {
 		t.Errorf("without export/layer_01.safetensors: %v", err)
 	}
 }
@@ -97,7 +97,7 @@ func TestOpenBundleServesTheBundle(t *testing.T) {
 // reported. Without them the backend speculates with prompt lookup.
 func TestOpenBundleUsesItsDrafter(t *testing.T) {
 	dir := testbundle.Tiny(t, 5)
-	b, err := modelbackend.OpenBundle(dir, modelbackend.Options{Ladder: []int{1024}})
+	b, err := modelbackend.OpenRefBundle(dir, modelbackend.Options{Ladder: []int{1024}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestOpenBundleUsesItsDrafter(t *testing.T) {
 	if _, err := dflash.GenerateSynthetic(filepath.Join(dir, "model"), filepath.Join(dir, "export"), drafter, 4); err != nil {
 		t.Fatal(err)
 	}
-	b, err = modelbackend.OpenBundle(dir, modelbackend.Options{Ladder: []int{1024}})
+	b, err = modelbackend.OpenRefBundle(dir, modelbackend.Options{Ladder: []int{1024}})
 	if err != nil {
 		t.Fatal(err)
 	}

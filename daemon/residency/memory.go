@@ -12,11 +12,13 @@ import (
 const (
 	KVFP16 = "fp16"
 	KVV8   = "v8"
+	KVKV8  = "kv8"
 )
 
 // KVBytesPerRow is the bytes one position of attention history takes over
 // every full-attention layer. FP16 stores K and V as fp16; V8 (reference
-// §5.1) stores K as fp16, V as int8 and one fp16 scale per token and kv head.
+// §5.1) stores K as fp16, V as int8 and one fp16 scale per token and kv head;
+// KV8 stores both as int8, each with its own fp16 scale.
 func KVBytesPerRow(format string, attnLayers, kvHeads, headDim int) (int64, error) {
 	if attnLayers <= 0 || kvHeads <= 0 || headDim <= 0 {
 		return 0, fmt.Errorf("kv bytes per row: layers %d, kv heads %d and head_dim %d must all be positive", attnLayers, kvHeads, headDim)
@@ -27,8 +29,10 @@ func KVBytesPerRow(format string, attnLayers, kvHeads, headDim int) (int64, erro
 		return l * 2 * h * d * 2, nil
 	case KVV8:
 		return l * (h*d*2 + h*d + h*2), nil
+	case KVKV8:
+		return l * (h*d + h*d + 2*h*2), nil
 	}
-	return 0, fmt.Errorf("kv bytes per row: unknown kv cache format %q (want %q or %q)", format, KVFP16, KVV8)
+	return 0, fmt.Errorf("kv bytes per row: unknown kv cache format %q (want %q, %q or %q)", format, KVFP16, KVV8, KVKV8)
 }
 
 // Footprint is what one loaded model costs in memory, in bytes.

@@ -410,7 +410,7 @@ func (r *run) load() (string, error) {
 	// model, as it does for any served bundle.
 	r.res = r.srv.EnableResidency(daemon.ResidencyOptions{Bundle: Repo + "@" + st.Commit, KeepAlive: -1,
 		Load: func(context.Context) (daemon.Backend, error) {
-			return modelbackend.OpenBundle(dir, modelbackend.Options{Repo: Repo, Revision: st.Commit})
+			return modelbackend.OpenRefBundle(dir, modelbackend.Options{Repo: Repo, Revision: st.Commit})
 		}})
 	if err := r.res.Load(context.Background(), "forgectl demo"); err != nil {
 		return "", err

@@ -2,8 +2,13 @@ package coreai
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -96,7 +101,7 @@ type Library struct {
 	path   string
 	handle uintptr
 	abi    abi
-	mu     sync.Mutex // serializes runs: the bridge runs bindings one list at a time
+	mu     sync.Mutex // serializes runs of every model and drafter on this bridge: one cai_run at a time per process
 }
 
 var (
@@ -175,22 +180,23 @@ func growCall(f func(out *byte, cap int64) int64) string {
 	}
 }
 
-// Model is a loaded model package.
-type Model struct {
+// Package is a loaded model package (cai_model_load). (The shared,
+// multi-session runtime is Model, in engine.go.)
+type Package struct {
 	lib    *Library
 	path   string
 	handle uintptr
 }
 
-// LoadModel loads (and, on first use, specializes) the package at path.
+// LoadPackage loads (and, on first use, specializes) the package at path.
 // checkVersion asks the bridge to refuse packages built for a newer MPSGraph.
-func (l *Library) LoadModel(path string, compute Compute, checkVersion bool) (*Model, error) {
+func (l *Library) LoadPackage(path string, compute Compute, checkVersion bool) (*Package, error) {
 	buf := make([]byte, errCap)
 	h := l.abi.modelLoad(path, int32(compute), boolInt(checkVersion), &buf[0], int64(len(buf)))
 	if h == 0 {
 		return nil, fmt.Errorf("coreai: load %s: %s", path, cString(buf))
 	}
-	return &Model{lib: l, path: path, handle: h}, nil
+	return &Package{lib: l, path: path, handle: h}, nil
 }
 
 func boolInt(b bool) int32 {
@@ -200,11 +206,11 @@ func boolInt(b bool) int32 {
 	return 0
 }
 
-// Path is the package the model was loaded from.
-func (m *Model) Path() string { return m.path }
+// Path is the package's path.
+func (m *Package) Path() string { return m.path }
 
-// FunctionNames lists the model's functions.
-func (m *Model) FunctionNames() ([]string, error) {
+// FunctionNames lists the package's functions.
+func (m *Package) FunctionNames() ([]string, error) {
 	js := growCall(func(out *byte, n int64) int64 { return m.lib.abi.modelFunctionNames(m.handle, out, n) })
 	var names []string
 	if err := json.Unmarshal([]byte(js), &names); err != nil {
@@ -213,8 +219,8 @@ func (m *Model) FunctionNames() ([]string, error) {
 	return names, nil
 }
 
-// Close releases the model. Functions loaded from it must be closed first.
-func (m *Model) Close() error {
+// Close releases the package. Functions loaded from it must be closed first.
+func (m *Package) Close() error {
 	if m.handle != 0 {
 		m.lib.abi.modelRelease(m.handle)
 		m.handle = 0
@@ -222,10 +228,10 @@ func (m *Model) Close() error {
 	return nil
 }
 
-// Function is one loaded function (entry point) of a model.
+// Function is one loaded function (entry point) of a package.
 type Function struct {
 	lib    *Library
-	model  *Model
+	model  *Package
 	handle uintptr
 	Desc   FunctionDesc
 }
@@ -262,7 +268,7 @@ func (d *FunctionDesc) Find(name string) (TensorDesc, bool) {
 }
 
 // LoadFunction loads the function called name and reads its description.
-func (m *Model) LoadFunction(name string) (*Function, error) {
+func (m *Package) LoadFunction(name string) (*Function, error) {
 	buf := make([]byte, errCap)
 	h := m.lib.abi.functionLoad(m.handle, name, &buf[0], int64(len(buf)))
 	if h == 0 {
@@ -389,6 +395,15 @@ func packedStrides(shape []int64) []int64 {
 // Bytes is the buffer's memory (including stride padding).
 func (b *Buffer) Bytes() []byte { return b.data }
 
+// NBytes is the buffer's size as the bridge reports it now
+// (cai_buffer_nbytes); 0 once closed.
+func (b *Buffer) NBytes() int64 {
+	if *b.handle == 0 {
+		return 0
+	}
+	return b.lib.abi.bufferNBytes(*b.handle)
+}
+
 // Close releases the buffer; its Bytes must not be used afterwards.
 func (b *Buffer) Close() error {
 	if *b.handle != 0 {
@@ -508,7 +523,64 @@ func (l *Library) Run(bindings []*Binding, times []float64) error {
 	l.mu.Unlock()
 	runtime.KeepAlive(bindings)
 	if rc != 0 {
-		return fmt.Errorf("coreai: run: %s", cString(buf))
+		return runError(bindings, cString(buf))
 	}
 	return nil
+}
+
+// RunError is a failed cai_run, named by the package file and the entry
+// (function) of the binding that failed, e.g. "coreai: chunk_L00-01.aimodel
+// entry v8_1k: run: <bridge message>". Package is the file name of the
+// package that was loaded (a compiled package ends in "c"); Entry is the
+// function's name in that package (after the manifest's aliases). When the
+// bridge's message does not say which binding failed, Package lists every
+// package of the run, joined by "+", and Entry every entry.
+type RunError struct {
+	Package, Entry string
+	Err            error // the bridge's message
+}
+
+func (e *RunError) Error() string {
+	return "coreai: " + e.Package + " entry " + e.Entry + ": run: " + e.Err.Error()
+}
+
+func (e *RunError) Unwrap() error { return e.Err }
+
+// bindingMsgRe is how both bridges (Swift and the test stand-in) start a
+// run error: "binding <index> (<function>): <message>".
+var bindingMsgRe = regexp.MustCompile(`(?s)^binding (\d+) \(([^)]*)\): (.*)$`)
+
+// runError attributes a bridge run message to the binding it names.
+func runError(bindings []*Binding, msg string) *RunError {
+	if m := bindingMsgRe.FindStringSubmatch(msg); m != nil {
+		if i, err := strconv.Atoi(m[1]); err == nil && i >= 0 && i < len(bindings) {
+			f := bindings[i].fn
+			return &RunError{Package: filepath.Base(f.model.path), Entry: f.Desc.Name, Err: errors.New(m[3])}
+		}
+	}
+	var pkgs, entries []string
+	for _, b := range bindings {
+		if p := filepath.Base(b.fn.model.path); !slices.Contains(pkgs, p) {
+			pkgs = append(pkgs, p)
+		}
+		if !slices.Contains(entries, b.fn.Desc.Name) {
+			entries = append(entries, b.fn.Desc.Name)
+		}
+	}
+	return &RunError{Package: strings.Join(pkgs, "+"), Entry: strings.Join(entries, "+"), Err: errors.New(msg)}
+}
+
+// String names the compute units: ane, gpu, cpu, default.
+func (c Compute) String() string {
+	switch c {
+	case ComputeANE:
+		return "ane"
+	case ComputeGPU:
+		return "gpu"
+	case ComputeCPU:
+		return "cpu"
+	case ComputeDefault:
+		return "default"
+	}
+	return "compute(" + strconv.Itoa(int(c)) + ")"
 }

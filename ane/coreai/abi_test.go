@@ -46,14 +46,14 @@ func arith(fn string, ts map[string][]byte) error {
 	return errors.New("the program failed on purpose")
 }
 
-func openArith(t *testing.T) (*Library, *Model) {
+func openArith(t *testing.T) (*Library, *Package) {
 	lib, err := OpenLibrary(testBridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := writeModel(t, t.TempDir(), "arith.aimodel", arithFunctions)
 	setHandler(t, path, arith)
-	m, err := lib.LoadModel(path, ComputeANE, true)
+	m, err := lib.LoadPackage(path, ComputeANE, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,26 +131,26 @@ func TestVersionsAndNames(t *testing.T) {
 	}
 }
 
-func TestLoadModelErrors(t *testing.T) {
+func TestLoadPackageErrors(t *testing.T) {
 	lib, err := OpenLibrary(testBridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	_, err = lib.LoadModel(filepath.Join(dir, "missing.aimodel"), ComputeANE, true)
+	_, err = lib.LoadPackage(filepath.Join(dir, "missing.aimodel"), ComputeANE, true)
 	wantErr(t, err, "missing.aimodel")
 	newer := writeModel(t, dir, "newer.aimodel", "mpsgraph 7.1.0\nfunction f\ninput a f32 1 1\nend\n")
-	_, err = lib.LoadModel(newer, ComputeANE, true)
+	_, err = lib.LoadPackage(newer, ComputeANE, true)
 	wantErr(t, err, "needs MPSGraph 7.1.0", "OS has 7.0.80")
-	m, err := lib.LoadModel(newer, ComputeANE, false) // the check is the caller's choice
+	m, err := lib.LoadPackage(newer, ComputeANE, false) // the check is the caller's choice
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
 	bad := writeModel(t, dir, "bad.aimodel", "function f\ninput a f99 1 1\nend\n")
-	_, err = lib.LoadModel(bad, ComputeANE, true)
+	_, err = lib.LoadPackage(bad, ComputeANE, true)
 	wantErr(t, err, "line 2")
-	_, err = lib.LoadModel(newer, Compute(7), false)
+	_, err = lib.LoadPackage(newer, Compute(7), false)
 	wantErr(t, err, "compute unit 7")
 }
 
@@ -279,7 +279,20 @@ func TestRunComputesAndReportsErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bb.Close()
-	wantErr(t, lib.Run([]*Binding{bd, bb}, nil), "binding 1 (boom)", "failed on purpose")
+	// A failed run names the package and the function of the binding that
+	// failed (the bridge says "binding 1 (boom): …").
+	err = lib.Run([]*Binding{bd, bb}, nil)
+	wantErr(t, err, "coreai: arith.aimodel entry boom: run: the program failed on purpose")
+	var re *RunError
+	if !errors.As(err, &re) || re.Package != "arith.aimodel" || re.Entry != "boom" || re.Err.Error() != "the program failed on purpose" {
+		t.Fatalf("run error %#v", err)
+	}
+	// A message that names no binding is attributed to every package and
+	// entry of the run.
+	re = runError([]*Binding{bd, bd2, bb}, "the device went away")
+	if re.Package != "arith.aimodel" || re.Entry != "axpy+boom" || re.Error() != "coreai: arith.aimodel entry axpy+boom: run: the device went away" {
+		t.Fatalf("unattributed run error %#v: %v", re, re)
+	}
 	bb.Close()
 	wantErr(t, lib.Run([]*Binding{bd, bb}, nil), "binding 1 is closed")
 }
@@ -399,7 +412,14 @@ func TestSwiftBridgeExportsEverySymbol(t *testing.T) {
 			t.Errorf("the Swift bridge does not export %s", s)
 		}
 	}
-	c, err := os.ReadFile("testbridge/testbridge.c")
+	// The C stand-in's source: where ane/coreai/standin keeps it, or where
+	// it used to be.
+	var c []byte
+	for _, p := range []string{"standin/csrc/bridge.c", "testbridge/testbridge.c"} {
+		if c, err = os.ReadFile(p); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,16 +13,21 @@ import (
 // tokens remain and the context has a p64 entry, the rest through the
 // verify entry with every row accepted.
 func (e *Engine) Feed(ids []int) ([]float32, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if err := e.checkNoVerify("Feed"); err != nil {
 		return nil, err
 	}
 	if err := e.checkIDs(ids); err != nil {
 		return nil, err
 	}
-	if err := e.Fit(e.pos + len(ids)); err != nil {
+	if err := e.ready("Feed"); err != nil {
 		return nil, err
 	}
-	for len(ids) > ane.VerifyRows && e.hasPrefill(e.ctx) {
+	if err := e.fit(e.pos + len(ids)); err != nil {
+		return nil, err
+	}
+	for len(ids) > ane.VerifyRows && e.m.hasPrefill(e.ctx) {
 		n := min(len(ids), ane.PrefillRows)
 		if err := e.prefill(ids[:n]); err != nil {
 			return nil, err
@@ -43,11 +48,13 @@ func (e *Engine) Feed(ids []int) ([]float32, error) {
 		e.commitRows(n)
 		ids = ids[n:]
 	}
-	return e.logits[len(e.logits)-e.vocab:], nil
+	return e.logits[len(e.logits)-e.m.vocab:], nil
 }
 
 // Verify implements ane.Engine.
 func (e *Engine) Verify(tokens []int) (ane.Logits, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if err := e.checkNoVerify("Verify"); err != nil {
 		return ane.Logits{}, err
 	}
@@ -57,16 +64,24 @@ func (e *Engine) Verify(tokens []int) (ane.Logits, error) {
 	if err := e.checkIDs(tokens); err != nil {
 		return ane.Logits{}, err
 	}
+	if err := e.ready("Verify"); err != nil {
+		return ane.Logits{}, err
+	}
 	if err := e.call(tokens); err != nil {
 		return ane.Logits{}, err
 	}
 	e.verify = len(tokens)
-	return ane.Logits{Rows: len(tokens), Vocab: e.vocab, Data: e.logits}, nil
+	return ane.Logits{Rows: len(tokens), Vocab: e.m.vocab, Data: e.logits}, nil
 }
 
 // Accept implements ane.Engine: only the accepted K/V rows are written;
 // the DeltaNet rows are committed lazily by the next call.
 func (e *Engine) Accept(k int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready("Accept"); err != nil {
+		return err
+	}
 	if e.verify == 0 {
 		return errors.New("Accept: no Verify to accept")
 	}
@@ -86,33 +101,36 @@ func (e *Engine) commitRows(k int) {
 }
 
 // Features implements ane.Engine from the tap outputs of the last call
-// (the tap of a chunk's last layer is that chunk's y).
+// (the tap of a chunk's last layer is that chunk's y). A park keeps them:
+// Features of the call before a park works after the resume.
 func (e *Engine) Features(n int) ([]float32, error) {
-	taps := e.man.Taps
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, errors.New("Features: engine is closed")
+	}
+	if e.parked != nil {
+		if err := e.resume(); err != nil {
+			return nil, fmt.Errorf("Features: %w", err)
+		}
+	}
+	return e.features(n)
+}
+
+func (e *Engine) features(n int) ([]float32, error) {
+	taps := e.m.man.Taps
 	if len(taps) == 0 {
 		return nil, errors.New("Features: the manifest has no tap layers")
 	}
 	if n <= 0 || n > e.last.rows {
 		return nil, fmt.Errorf("Features: %d rows requested, the last call had %d", n, e.last.rows)
 	}
-	kind := kindVerify
-	if e.last.prefill {
-		kind = kindPrefill
-	}
-	H := e.hidden
+	kind := e.lastKind()
+	H := e.m.hidden
 	F := len(taps) * H
 	out := make([]float32, n*F)
 	for k, l := range taps {
-		var b *Buffer
-		for i, c := range e.chunks {
-			if l >= c.spec.Layers[0] && l <= c.spec.Layers[1] {
-				name := "tap" + strconv.Itoa(l)
-				if l == c.spec.Layers[1] {
-					name = "y"
-				}
-				b = e.bufs[e.outKey(kind, i, name)]
-			}
-		}
+		b := e.bufs[e.tapKey(kind, l)]
 		if b == nil {
 			return nil, fmt.Errorf("Features: no output holds tap layer %d", l)
 		}
@@ -126,29 +144,70 @@ func (e *Engine) Features(n int) ([]float32, error) {
 	return out, nil
 }
 
-// Fit implements ane.Engine.
-func (e *Engine) Fit(tokens int) error {
-	if tokens <= e.kvLen(e.ctx) {
-		return nil
+func (e *Engine) lastKind() string {
+	if e.last.prefill {
+		return kindPrefill
 	}
-	for _, c := range e.ladder {
-		if e.kvLen(c) >= tokens {
-			return e.Resize(c)
+	return kindVerify
+}
+
+// tapKey is the output buffer holding tap layer l for an entry kind ("" if
+// no chunk holds it).
+func (e *Engine) tapKey(kind string, l int) string {
+	key := ""
+	for i, c := range e.m.chunks {
+		if l >= c.spec.Layers[0] && l <= c.spec.Layers[1] {
+			name := "tap" + strconv.Itoa(l)
+			if l == c.spec.Layers[1] {
+				name = "y"
+			}
+			key = e.outKey(kind, i, name)
 		}
 	}
-	return fmt.Errorf("%d positions exceed the largest context entry (%d holds %d)", tokens, e.ladder.Largest(), e.kvLen(e.ladder.Largest()))
+	return key
+}
+
+// Fit implements ane.Engine.
+func (e *Engine) Fit(tokens int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready("Fit"); err != nil {
+		return err
+	}
+	return e.fit(tokens)
+}
+
+func (e *Engine) fit(tokens int) error {
+	if tokens <= e.m.kvLen(e.ctx) {
+		return nil
+	}
+	for _, c := range e.m.ladder {
+		if e.m.kvLen(c) >= tokens {
+			return e.resizeTo(c)
+		}
+	}
+	return fmt.Errorf("%d positions exceed the largest context entry (%d holds %d)", tokens, e.m.ladder.Largest(), e.m.kvLen(e.m.ladder.Largest()))
 }
 
 // Resize implements ane.Engine.
 func (e *Engine) Resize(ctx int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready("Resize"); err != nil {
+		return err
+	}
+	return e.resizeTo(ctx)
+}
+
+func (e *Engine) resizeTo(ctx int) error {
 	if err := e.checkNoVerify("Resize"); err != nil {
 		return err
 	}
-	if !e.ladder.Has(ctx) {
-		return fmt.Errorf("Resize: %d is not a context ladder entry %v", ctx, e.ladder)
+	if !e.m.ladder.Has(ctx) {
+		return fmt.Errorf("Resize: %d is not a context ladder entry %v", ctx, e.m.ladder)
 	}
-	if e.kvLen(ctx) < e.pos {
-		return fmt.Errorf("Resize: context %d holds %d rows, %d are committed", ctx, e.kvLen(ctx), e.pos)
+	if e.m.kvLen(ctx) < e.pos {
+		return fmt.Errorf("Resize: context %d holds %d rows, %d are committed", ctx, e.m.kvLen(ctx), e.pos)
 	}
 	if ctx == e.ctx {
 		return nil
@@ -159,23 +218,23 @@ func (e *Engine) Resize(ctx int) error {
 // resize allocates the K/V (and scale) buffers and mask of ctx, copies the
 // history prefix, and drops the cached bindings.
 func (e *Engine) resize(ctx int) error {
-	L := e.kvLen(ctx)
+	L := e.m.kvLen(ctx)
 	keep := min(e.hi, L)
 	nk := map[string]*Buffer{}
 	fail := func(err error) error {
 		for _, b := range nk {
-			b.Close()
+			e.m.release(b)
 		}
 		return err
 	}
 	entry := bundle.EntryName(kindVerify, ctx)
 	var mask *Buffer
-	for i, c := range e.chunks {
+	for i, c := range e.m.chunks {
 		f := c.fns[entry]
 		for _, t := range f.Desc.Inputs {
 			switch {
 			case t.Name == "mask" && mask == nil:
-				b, err := e.lib.NewBufferFor(t)
+				b, err := e.m.newBuffer(t)
 				if err != nil {
 					return fail(err)
 				}
@@ -183,7 +242,7 @@ func (e *Engine) resize(ctx int) error {
 				nk["mask"] = b
 			case kvName(t.Name):
 				key := "c" + strconv.Itoa(i) + "/" + t.Name
-				b, err := e.lib.NewBufferFor(t)
+				b, err := e.m.newBuffer(t)
 				if err != nil {
 					return fail(err)
 				}
@@ -196,7 +255,7 @@ func (e *Engine) resize(ctx int) error {
 					}
 				}
 				if old := e.kvBufs[key]; old != nil {
-					copyRows(b, old, keep, e.keysT && t.Name[0] == 'k' && t.Name[1] != 's')
+					copyRows(b, old, keep, e.m.keysT && t.Name[0] == 'k' && t.Name[1] != 's')
 				}
 			}
 		}
@@ -206,10 +265,10 @@ func (e *Engine) resize(ctx int) error {
 	}
 	delete(nk, "mask")
 	for _, b := range e.kvBufs {
-		b.Close()
+		e.m.release(b)
 	}
 	if e.mask != nil {
-		e.mask.Close()
+		e.m.release(e.mask)
 	}
 	for j := 0; j < int(mask.Shape[1]); j++ {
 		mask.setF16(maskOff, 0, j)
@@ -258,10 +317,16 @@ type snapshot struct {
 
 func (s *snapshot) Position() int { return s.pos }
 
-// Snapshot implements ane.Engine: the DeltaNet state set in use is copied;
-// K/V is not (it is masked by position).
+// Snapshot implements ane.Engine: the DeltaNet state set in use is copied
+// to host memory; K/V is not (it is masked by position). Snapshots stay
+// valid across a park and resume.
 func (e *Engine) Snapshot() (ane.Snapshot, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if err := e.checkNoVerify("Snapshot"); err != nil {
+		return nil, err
+	}
+	if err := e.ready("Snapshot"); err != nil {
 		return nil, err
 	}
 	s := &snapshot{e: e, pos: e.pos, pending: e.pending, ctx: e.ctx, gen: e.gen, state: map[string][]byte{}}
@@ -278,11 +343,16 @@ func (e *Engine) Restore(snap ane.Snapshot) error {
 	if !ok || s.e != e {
 		return errors.New("Restore: snapshot is not from this engine")
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if err := e.checkNoVerify("Restore"); err != nil {
 		return err
 	}
-	if s.pos > min(e.hi, e.kvLen(e.ctx)) {
-		return fmt.Errorf("Restore: snapshot at position %d, only %d history rows are held", s.pos, min(e.hi, e.kvLen(e.ctx)))
+	if err := e.ready("Restore"); err != nil {
+		return err
+	}
+	if s.pos > min(e.hi, e.m.kvLen(e.ctx)) {
+		return fmt.Errorf("Restore: snapshot at position %d, only %d history rows are held", s.pos, min(e.hi, e.m.kvLen(e.ctx)))
 	}
 	for _, g := range e.rowGen[:s.pos] {
 		if g > s.gen {
@@ -297,8 +367,8 @@ func (e *Engine) Restore(snap ane.Snapshot) error {
 	// restored position; history past it is dropped (a later Restore of a
 	// snapshot beyond it is refused). If the smaller buffers cannot be
 	// allocated now, the session stays valid at its larger context.
-	for _, c := range e.ladder {
-		if c < e.ctx && e.kvLen(c) >= s.pos {
+	for _, c := range e.m.ladder {
+		if c < e.ctx && e.m.kvLen(c) >= s.pos {
 			_ = e.resize(c)
 			break
 		}
@@ -306,8 +376,27 @@ func (e *Engine) Restore(snap ane.Snapshot) error {
 	return nil
 }
 
-// Reset implements ane.Engine.
+// Reset implements ane.Engine. A parked engine stays parked, holding an
+// empty session (its spill file or host copy is dropped): the next call
+// allocates fresh buffers.
 func (e *Engine) Reset() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	e.reset()
+}
+
+func (e *Engine) reset() {
+	if e.parked != nil {
+		e.discardParked()
+		e.parked = &parkRecord{}
+		e.pos, e.pending, e.verify, e.hi, e.last = 0, 0, 0, 0, lastCall{}
+		e.ctx = e.m.ladder.Smallest()
+		e.rowGen = make([]uint32, e.m.kvLen(e.ctx))
+		return
+	}
 	for _, set := range e.state {
 		for _, b := range set {
 			b.zero()
@@ -315,23 +404,21 @@ func (e *Engine) Reset() {
 	}
 	e.pos, e.pending, e.verify, e.hi, e.last = 0, 0, 0, 0, lastCall{}
 	clear(e.rowGen)
-	if small := e.ladder.Smallest(); e.ctx != small {
+	if small := e.m.ladder.Smallest(); e.ctx != small {
 		// If the smaller buffers cannot be allocated now, the session stays
 		// valid at its larger context.
 		_ = e.resize(small)
 	}
 }
 
-// Memory implements ane.Engine: package sizes as weights, buffer sizes
-// for the rest.
+// Memory implements ane.Engine: the model's package sizes as weights (see
+// Model.Memory: every session of a model reports the same weights and
+// embedding, held once), buffer sizes for the rest; a parked session's
+// KV, Recurrent and Scratch are zero (see ParkedBytes).
 func (e *Engine) Memory() ane.MemoryReport {
-	r := ane.MemoryReport{Embedding: e.emb.Bytes()}
-	for _, p := range e.chunks {
-		r.Weights += p.bytes
-	}
-	if e.head != nil {
-		r.Weights += e.head.bytes
-	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.m.Memory()
 	for _, b := range e.kvBufs {
 		r.KV += int64(len(b.data))
 	}
@@ -352,10 +439,10 @@ func (e *Engine) Memory() ane.MemoryReport {
 // sinkFeatures hands the last call's n rows to FeatureSink (the drafter's
 // context) with their positions, before they are committed.
 func (e *Engine) sinkFeatures(n int) error {
-	if e.FeatureSink == nil || len(e.man.Taps) == 0 {
+	if e.FeatureSink == nil || len(e.m.man.Taps) == 0 {
 		return nil
 	}
-	f, err := e.Features(n)
+	f, err := e.features(n)
 	if err != nil {
 		return err
 	}

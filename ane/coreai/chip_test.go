@@ -189,7 +189,17 @@ func TestOpenPicksCompiledPackage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := filepath.Base(e.chunks[0].path)
+		got := filepath.Base(e.m.chunks[0].path)
+		// Info says which package was loaded and its MPSGraph version.
+		pi := e.Model().Info().Packages[0]
+		wantVersion := c.version
+		if !strings.HasSuffix(c.want, "c") {
+			wantVersion = "7.0.10"
+		}
+		if pi.File != "chunk_L00-01.aimodel" || pi.Loaded != c.want || pi.Compiled != strings.HasSuffix(c.want, "c") ||
+			pi.MPSGraph != wantVersion || pi.Bytes <= 0 {
+			t.Fatalf("package info %+v, want %s loaded at MPSGraph %s", pi, c.want, wantVersion)
+		}
 		if _, err := e.Feed([]int{1, 2, 3}); err != nil {
 			t.Fatal(err)
 		}

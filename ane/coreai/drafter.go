@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/config"
@@ -32,16 +34,43 @@ type DrafterOptions struct {
 	CacheDir  string // "" = DefaultCacheDir()
 }
 
-// Drafter is the host side of the DFlash2 drafter on Core AI (§3.5): it
-// owns the ring of keys and values (W slots by position, bridge buffers
-// bound as the draft entry's kc{i}/vc{i}), projects committed target rows
-// into it through ctx64 in RP-row blocks, sends the ≤ R remaining rows
-// with each draft call, and walks the candidate selector on the host. It
-// implements spec.Drafter, with Rewind and Reset like ane/dflash.Drafter,
-// whose Ring and Selector it shares. It is not safe for concurrent use.
-type Drafter struct {
+// DrafterModel is a loaded DFlash2 drafter: the package and its draft and
+// ctx64 functions, the selector codebooks, the config and the sidecar,
+// shared by its sessions. NewSession allocates one session's ring and
+// buffers. Like Model, Close closes the live sessions first.
+type DrafterModel struct {
 	lib       *Library
 	pkg       *pkg
+	cfg       *config.Drafter
+	sel       *dflash.Selector
+	emb       Embedding
+	inv       []float64
+	featScale float32
+	W, R      int
+	RP, T, F  int
+	// mu serializes every bridge call made for the drafter's sessions
+	// (runs, buffer and binding creation and release): the drafter has its
+	// own mutex, not the target model's, since the two are loaded apart.
+	// Their runs still never overlap: every cai_run on a bridge library
+	// goes through the Library's one run mutex.
+	mu       sync.Mutex
+	smu      sync.Mutex // guards sessions and closed
+	sessions map[*Drafter]struct{}
+	closed   bool
+}
+
+// Drafter is the host side of the DFlash2 drafter on Core AI (§3.5), one
+// session of a DrafterModel: it owns the ring of keys and values (W slots
+// by position, bridge buffers bound as the draft entry's kc{i}/vc{i}),
+// projects committed target rows into it through ctx64 in RP-row blocks,
+// sends the ≤ R remaining rows with each draft call, and walks the
+// candidate selector on the host. It implements spec.Drafter, with Rewind
+// and Reset like ane/dflash.Drafter, whose Ring and Selector it shares.
+// Its methods serialize on the drafter.
+type Drafter struct {
+	dm        *DrafterModel
+	own       bool // opened with OpenDrafter: Close closes the model too
+	mu        sync.Mutex
 	cfg       *config.Drafter
 	sel       *dflash.Selector
 	emb       Embedding
@@ -55,14 +84,15 @@ type Drafter struct {
 	plans          map[string][]*Binding // per entry
 	logits         []float32             // the draft rows' logits, reused: 7 × vocab
 	hp             []float32             // their hidden projections, reused
+	parked         bool
 	closed         bool
 }
 
-// OpenDrafter loads a drafter directory (bundle.DrafterModel and its
-// sidecar, config.json, selector.safetensors) through the bridge, checks
-// the entries' descriptions against the config and sidecar, allocates the
-// ring and every input and output buffer, and binds both entries once.
-func OpenDrafter(dir string, opts DrafterOptions) (*Drafter, error) {
+// LoadDrafter loads a drafter directory (bundle.DrafterModel and its
+// sidecar, config.json, selector.safetensors) through the bridge and
+// checks the entries' descriptions against the config and sidecar. It
+// allocates nothing per session: NewSession does.
+func LoadDrafter(dir string, opts DrafterOptions) (*DrafterModel, error) {
 	if opts.Embedding == nil {
 		return nil, errors.New("coreai drafter: DrafterOptions.Embedding is required")
 	}
@@ -100,33 +130,115 @@ func OpenDrafter(dir string, opts DrafterOptions) (*Drafter, error) {
 	if fs == 0 {
 		fs = 1
 	}
-	d := &Drafter{lib: lib, cfg: cfg, sel: sel, emb: opts.Embedding, inv: ropeInv(cfg.RopeTheta, cfg.HeadDim),
+	dm := &DrafterModel{lib: lib, cfg: cfg, sel: sel, emb: opts.Embedding, inv: ropeInv(cfg.RopeTheta, cfg.HeadDim),
 		featScale: fs, W: meta.W, R: meta.R, RP: meta.RP, T: cfg.DFlash.BlockSize, F: cfg.FeatureSize(cfg.HiddenSize),
-		bufs: map[string]*Buffer{}, plans: map[string][]*Binding{}}
-	d.ring = dflash.NewRing(d.W, d.F)
-	fail := func(err error) (*Drafter, error) { d.Close(); return nil, err }
-	if d.pkg, err = loadPackage(lib, dir, bundle.DrafterModel, "", lo); err != nil {
+		sessions: map[*Drafter]struct{}{}}
+	fail := func(err error) (*DrafterModel, error) { dm.Close(); return nil, err }
+	if dm.pkg, err = loadPackage(lib, dir, bundle.DrafterModel, "", lo); err != nil {
 		return fail(err)
 	}
 	for _, name := range []string{draftEntry, ctxEntry} {
-		f, err := d.pkg.model.LoadFunction(name)
+		f, err := dm.pkg.model.LoadFunction(name)
 		if err != nil {
 			return fail(err)
 		}
-		d.pkg.fns[name] = f
-		if err := d.checkDesc(f); err != nil {
+		dm.pkg.fns[name] = f
+		if err := dm.checkDesc(f); err != nil {
 			return fail(err)
 		}
-		if err := d.allocate(f); err != nil {
-			return fail(err)
-		}
+	}
+	return dm, nil
+}
+
+// OpenDrafter loads a drafter directory (LoadDrafter) and opens one
+// session (NewSession); closing the drafter also closes its model.
+func OpenDrafter(dir string, opts DrafterOptions) (*Drafter, error) {
+	dm, err := LoadDrafter(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	d, err := dm.NewSession()
+	if err != nil {
+		dm.Close()
+		return nil, err
+	}
+	d.own = true
+	return d, nil
+}
+
+// NewSession allocates one drafter session: the ring and every input and
+// output buffer, with both entries bound once.
+func (dm *DrafterModel) NewSession() (*Drafter, error) {
+	d := &Drafter{dm: dm, cfg: dm.cfg, sel: dm.sel, emb: dm.emb, inv: dm.inv, featScale: dm.featScale,
+		W: dm.W, R: dm.R, RP: dm.RP, T: dm.T, F: dm.F, bufs: map[string]*Buffer{}, plans: map[string][]*Binding{}}
+	d.ring = dflash.NewRing(d.W, d.F)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dm.smu.Lock()
+	if dm.closed {
+		dm.smu.Unlock()
+		return nil, errors.New("coreai drafter: NewSession: the drafter model is closed")
+	}
+	dm.sessions[d] = struct{}{}
+	dm.smu.Unlock()
+	if err := d.allocateAll(); err != nil {
+		d.closeLocked()
+		return nil, err
 	}
 	return d, nil
 }
 
+// Close closes every live session and releases the functions and package.
+func (dm *DrafterModel) Close() error {
+	dm.smu.Lock()
+	if dm.closed {
+		dm.smu.Unlock()
+		return nil
+	}
+	dm.closed = true
+	live := slices.Collect(maps.Keys(dm.sessions))
+	dm.smu.Unlock()
+	for _, d := range live {
+		d.mu.Lock()
+		d.closeLocked()
+		d.mu.Unlock()
+	}
+	dm.mu.Lock()
+	defer dm.mu.Unlock()
+	dm.pkg.close()
+	return nil
+}
+
+// Config is the drafter's config.json.
+func (dm *DrafterModel) Config() *config.Drafter { return dm.cfg }
+
+// Info describes the drafter package that was loaded.
+func (dm *DrafterModel) Info() PackageInfo { return dm.pkg.info }
+
+// Memory is what the drafter model holds once: the package on disk and
+// the selector codebooks, as weights.
+func (dm *DrafterModel) Memory() ane.MemoryReport {
+	r := ane.MemoryReport{Weights: dm.sel.Bytes()}
+	if dm.pkg != nil {
+		r.Weights += dm.pkg.bytes
+	}
+	return r
+}
+
+// AllocatedBytes is the drafter model's weights as Memory counts them;
+// each session's buffers are its Drafter.AllocatedBytes.
+func (dm *DrafterModel) AllocatedBytes() int64 { return dm.Memory().Weights }
+
+// Sessions is the number of live drafter sessions.
+func (dm *DrafterModel) Sessions() int {
+	dm.smu.Lock()
+	defer dm.smu.Unlock()
+	return len(dm.sessions)
+}
+
 // wantShapes lists the tensors of an entry the host fills or reads, with
 // the shapes the config and sidecar imply.
-func (d *Drafter) wantShapes(entry string) map[string][]int64 {
+func (d *DrafterModel) wantShapes(entry string) map[string][]int64 {
 	c := d.cfg
 	hd, nkv, rows := int64(c.HeadDim), int64(c.NumKeyValueHeads), int64(d.RP)
 	w := map[string][]int64{}
@@ -152,7 +264,7 @@ func (d *Drafter) wantShapes(entry string) map[string][]int64 {
 
 // checkDesc refuses an entry whose description does not match the config
 // and sidecar, naming the tensor, before any buffer is allocated.
-func (d *Drafter) checkDesc(f *Function) error {
+func (d *DrafterModel) checkDesc(f *Function) error {
 	for name, shape := range d.wantShapes(f.Desc.Name) {
 		t, ok := f.Desc.Find(name)
 		if !ok {
@@ -179,7 +291,7 @@ func (d *Drafter) allocate(f *Function) error {
 			b, ok := d.bufs[key]
 			if !ok {
 				var err error
-				if b, err = d.lib.NewBufferFor(t); err != nil {
+				if b, err = d.dm.newBuffer(t); err != nil {
 					return fmt.Errorf("coreai drafter: allocate %s: %w", key, err)
 				}
 				d.bufs[key] = b
@@ -187,12 +299,42 @@ func (d *Drafter) allocate(f *Function) error {
 			list.dst[t.Name] = b
 		}
 	}
-	bd, err := f.Bind(in, out, nil)
+	bd, err := d.dm.bind(f, in, out)
 	if err != nil {
 		return err
 	}
 	d.plans[f.Desc.Name] = []*Binding{bd}
 	return nil
+}
+
+// allocateAll allocates and binds both entries.
+func (d *Drafter) allocateAll() error {
+	for _, name := range []string{draftEntry, ctxEntry} {
+		if err := d.allocate(d.dm.pkg.fns[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Bridge calls of the drafter's sessions, under the drafter model's mutex.
+
+func (dm *DrafterModel) newBuffer(t TensorDesc) (*Buffer, error) {
+	dm.mu.Lock()
+	defer dm.mu.Unlock()
+	return dm.lib.NewBufferFor(t)
+}
+
+func (dm *DrafterModel) bind(f *Function, in, out map[string]*Buffer) (*Binding, error) {
+	dm.mu.Lock()
+	defer dm.mu.Unlock()
+	return f.Bind(in, out, nil)
+}
+
+func (dm *DrafterModel) run(plan []*Binding) error {
+	dm.mu.Lock()
+	defer dm.mu.Unlock()
+	return dm.lib.Run(plan, nil)
 }
 
 func (d *Drafter) key(entry, name string) string {
@@ -216,7 +358,9 @@ func ringName(name string) bool {
 // through ctx64, up to RP at a time. A failed ctx64 run leaves its rows
 // queued for the next call.
 func (d *Drafter) AddContext(features []float32, positions []int) error {
-	if err := d.checkOpen(); err != nil {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ready(); err != nil {
 		return err
 	}
 	if err := d.ring.Add(features, positions); err != nil {
@@ -240,8 +384,8 @@ func (d *Drafter) flushExcess() error {
 // values in the ring.
 func (d *Drafter) flush(n int) error {
 	d.fillContext(ctxEntry, n)
-	if err := d.lib.Run(d.plans[ctxEntry], nil); err != nil {
-		return fmt.Errorf("coreai drafter: ctx64: %w", err)
+	if err := d.dm.run(d.plans[ctxEntry]); err != nil {
+		return err // a *RunError naming the package and ctx64
 	}
 	d.storeRows(ctxEntry, n)
 	return nil
@@ -297,6 +441,8 @@ func (d *Drafter) storeRows(entry string, n int) {
 // the new rows' keys and values go into the ring, and the selector walk
 // over the 7 logits rows picks the drafts.
 func (d *Drafter) Propose(anchor, pos int) (spec.Proposal, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if err := d.checkOpen(); err != nil {
 		return spec.Proposal{}, err
 	}
@@ -305,6 +451,9 @@ func (d *Drafter) Propose(anchor, pos int) (spec.Proposal, error) {
 	}
 	if pos <= d.ring.Last() {
 		return spec.Proposal{}, fmt.Errorf("drafter: anchor position %d is not after the last context position %d", pos, d.ring.Last())
+	}
+	if err := d.ready(); err != nil {
+		return spec.Proposal{}, err
 	}
 	if err := d.flushExcess(); err != nil { // rows a failed flush left queued
 		return spec.Proposal{}, err
@@ -320,8 +469,8 @@ func (d *Drafter) Propose(anchor, pos int) (spec.Proposal, error) {
 	}
 	fillRoPE(d.bufs[draftEntry+"/q_cos"], d.bufs[draftEntry+"/q_sin"], d.inv, func(t int) int { return pos + t })
 	d.fillMask(pos, n)
-	if err := d.lib.Run(d.plans[draftEntry], nil); err != nil {
-		return spec.Proposal{}, fmt.Errorf("coreai drafter: draft: %w", err)
+	if err := d.dm.run(d.plans[draftEntry]); err != nil {
+		return spec.Proposal{}, err // a *RunError naming the package and draft
 	}
 	d.storeRows(draftEntry, n)
 	rows, V, rank := d.T-1, d.cfg.VocabSize, d.cfg.DFlash.SelectorRank
@@ -370,19 +519,94 @@ func (d *Drafter) fillMask(pos, n int) {
 }
 
 // Rewind forgets the context at positions ≥ pos (dflash.Ring.Rewind).
-func (d *Drafter) Rewind(pos int) { d.ring.Rewind(pos) }
+func (d *Drafter) Rewind(pos int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ring.Rewind(pos)
+}
 
 // Reset empties the ring and the pending rows.
-func (d *Drafter) Reset() { d.ring.Reset() }
+func (d *Drafter) Reset() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ring.Reset()
+}
+
+// Park empties the session (Reset) and releases every bridge buffer and
+// binding it owns. Nothing is saved: the drafter is a cache of the
+// target's context and the target verifies every draft, so a drafter that
+// lost its context proposes worse drafts until new context arrives, never
+// different output. AddContext and Propose reallocate (Resume) first.
+func (d *Drafter) Park() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if d.parked {
+		return nil
+	}
+	d.ring.Reset()
+	d.releaseBridge()
+	d.parked = true
+	return nil
+}
+
+// Resume reallocates and rebinds a parked session's buffers (an empty
+// ring); nothing to do when not parked. On failure it stays parked.
+func (d *Drafter) Resume() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ready()
+}
+
+// Parked reports whether the session is parked.
+func (d *Drafter) Parked() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.parked
+}
+
+// ready refuses a closed drafter and resumes a parked one.
+func (d *Drafter) ready() error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if !d.parked {
+		return nil
+	}
+	if err := d.allocateAll(); err != nil {
+		d.releaseBridge()
+		return fmt.Errorf("coreai drafter: resume: %w", err)
+	}
+	d.parked = false
+	return nil
+}
+
+// releaseBridge releases the session's bindings and buffers.
+func (d *Drafter) releaseBridge() {
+	d.dm.mu.Lock()
+	defer d.dm.mu.Unlock()
+	for k, p := range d.plans {
+		for _, b := range p {
+			b.Close()
+		}
+		delete(d.plans, k)
+	}
+	for k, b := range d.bufs {
+		b.Close()
+		delete(d.bufs, k)
+	}
+}
 
 // Memory is the drafter's share: the package on disk and the selector
-// codebooks as weights, the ring as KV, every other buffer as scratch.
-// The embedding is the target's and is not counted again.
+// codebooks as weights (the model's, the same for every session), the
+// ring as KV, every other buffer as scratch; a parked session holds no KV
+// or scratch. The embedding is the target's and is not counted again.
 func (d *Drafter) Memory() ane.MemoryReport {
-	r := ane.MemoryReport{Weights: d.sel.Bytes()}
-	if d.pkg != nil {
-		r.Weights += d.pkg.bytes
-	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := d.dm.Memory()
 	for k, b := range d.bufs {
 		if len(k) > 5 && k[:5] == "ring/" {
 			r.KV += int64(len(b.data))
@@ -393,6 +617,23 @@ func (d *Drafter) Memory() ane.MemoryReport {
 	return r
 }
 
+// AllocatedBytes is what the bridge reports for the session's live
+// buffers (cai_buffer_nbytes): 0 while parked or closed.
+func (d *Drafter) AllocatedBytes() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dm.mu.Lock()
+	defer d.dm.mu.Unlock()
+	var n int64
+	for _, b := range d.bufs {
+		n += b.NBytes()
+	}
+	return n
+}
+
+// Model is the loaded drafter this session belongs to.
+func (d *Drafter) Model() *DrafterModel { return d.dm }
+
 func (d *Drafter) checkOpen() error {
 	if d.closed {
 		return errors.New("drafter: closed")
@@ -400,22 +641,27 @@ func (d *Drafter) checkOpen() error {
 	return nil
 }
 
-// Close releases the bindings, buffers, functions and package.
+// Close releases the session's bindings and buffers; a drafter from
+// OpenDrafter also closes its model (functions and package).
 func (d *Drafter) Close() error {
+	d.mu.Lock()
+	d.closeLocked()
+	d.mu.Unlock()
+	if d.own {
+		d.dm.Close()
+	}
+	return nil
+}
+
+func (d *Drafter) closeLocked() {
 	if d.closed {
-		return nil
+		return
 	}
 	d.closed = true
-	for _, p := range d.plans {
-		for _, b := range p {
-			b.Close()
-		}
-	}
-	for _, b := range d.bufs {
-		b.Close()
-	}
-	d.pkg.close()
-	return nil
+	d.releaseBridge()
+	d.dm.smu.Lock()
+	delete(d.dm.sessions, d)
+	d.dm.smu.Unlock()
 }
 
 var _ spec.Drafter = (*Drafter)(nil)

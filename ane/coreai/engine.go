@@ -3,8 +3,10 @@ package coreai
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
@@ -20,7 +22,7 @@ type Embedding interface {
 	Bytes() int64
 }
 
-// Options configure Open.
+// Options configure Load and Open.
 type Options struct {
 	Bridge    string    // bridge library path
 	Embedding Embedding // token embedding table (required)
@@ -43,16 +45,50 @@ type pkg struct {
 	spec  *bundle.Chunk // nil for the head
 	path  string
 	bytes int64
-	model *Model
+	model *Package
 	fns   map[string]*Function // canonical entry name → function
 	gdnJ  []int
 	attJ  []int
+	info  PackageInfo
 }
 
-// Engine is the Core AI chunk driver for one session: it owns every
-// buffer the published runtime keeps on the host and implements ane.Engine.
-type Engine struct {
+// Info is what status shows about a loaded model.
+type Info struct {
+	Compute       string        `json:"compute"`        // compute units asked for: ane, gpu, cpu, default
+	BridgeRelease string        `json:"bridge_release"` // cai_release
+	OSMPSGraph    string        `json:"os_mpsgraph"`    // the OS's MPSGraph version ("" if the bridge could not tell)
+	Chip          string        `json:"chip,omitempty"` // e.g. "H17"; "" when not detected
+	SoC           string        `json:"soc,omitempty"`  // entries_by_soc key, e.g. "m5"
+	CompileMode   int           `json:"compile_mode,omitempty"`
+	KV            ane.KVFormat  `json:"kv"`
+	KeysT         bool          `json:"keys_transposed,omitempty"` // key_layout dim_token
+	Packages      []PackageInfo `json:"packages"`                  // the chunks in order, then the head
+}
+
+// PackageInfo is one loaded package.
+type PackageInfo struct {
+	File     string `json:"file"`     // the manifest's file (the source .aimodel)
+	Loaded   string `json:"loaded"`   // the file actually loaded (the compiled package when Compiled)
+	Compiled bool   `json:"compiled"` // the compiled package was loaded, not the source
+	MPSGraph string `json:"mpsgraph"` // the loaded package's MPSGraph version ("" if unreadable)
+	Bytes    int64  `json:"bytes"`    // size on disk
+}
+
+// Model is a loaded Core AI runtime: the manifest, the bridge library,
+// every chunk and head package with the functions of every context entry,
+// and the dimensions read from their descriptions. It holds no session
+// state; NewSession allocates one session's buffers. A Model is safe for
+// concurrent use, and so are its sessions' methods (each Engine serializes
+// its own calls), but one conversation is one Engine.
+//
+// Closing: Close closes every live session of the model first (their later
+// calls fail with "engine is closed"; parked sessions' spill files are
+// removed), waiting for a call in progress on a session to return, and then
+// releases the functions and packages. Closing the sessions first is
+// equally fine.
+type Model struct {
 	lib    *Library
+	dir    string
 	man    *bundle.Manifest
 	emb    Embedding
 	ladder ane.Ladder
@@ -63,14 +99,46 @@ type Engine struct {
 	hidden int
 	vocab  int
 	rot    int
-	rope   []float64 // inverse frequencies
-	prefer string    // manifest SoC key for entry aliases
-	// LoadTime is how long Open took to load every package.
+	prefer string // manifest SoC key for entry aliases
+	info   Info
+	theta  float64 // RoPE θ of new sessions (0: the default 1e7)
+	// unwritten lists, per chunk, the DeltaNet state tensors some entry
+	// reads but does not write (no *_out): a park keeps both sets of those.
+	unwritten map[string]bool
+	// LoadTime is how long Load took to load every package.
+	LoadTime time.Duration
+
+	// mu serializes every bridge call made for the model's sessions: each
+	// cai_run of any session (one ANE; the bridge's thread safety is
+	// unverified), and also the creation and release of their buffers and
+	// bindings. Host work (filling inputs, converting logits, writing K/V
+	// rows) runs outside it, in each session's own goroutine. Runs of
+	// every model and drafter on the same bridge library additionally go
+	// one at a time through the Library.
+	mu sync.Mutex
+
+	smu      sync.Mutex // guards sessions and closed
+	sessions map[*Engine]struct{}
+	closed   bool
+}
+
+// Engine is one session of a Model: it owns every buffer the published
+// runtime keeps on the host per conversation (per-call inputs and outputs,
+// two DeltaNet state sets, K/V and the mask of the current context) and
+// implements ane.Engine. Its methods serialize on the engine; FeatureSink
+// is called with the engine busy and must not call back into it.
+type Engine struct {
+	m   *Model
+	own bool // opened with Open: closing the engine closes the model
+	mu  sync.Mutex
+	// LoadTime is how long Open took (Load plus the session's buffers);
+	// for a session from NewSession, the model's LoadTime.
 	LoadTime time.Duration
 	// FeatureSink, when set, receives the tap features of every block
 	// Feed runs, with their positions (the drafter's context).
 	FeatureSink func(features []float32, positions []int) error
 
+	rope    []float64          // inverse frequencies
 	bufs    map[string]*Buffer // per-call inputs and outputs by key
 	state   [2]map[string]*Buffer
 	kvBufs  map[string]*Buffer // "k3@chunk1" etc. for the current context
@@ -87,6 +155,7 @@ type Engine struct {
 	gen     uint32
 	rowGen  []uint32
 	logits  []float32
+	parked  *parkRecord // non-nil while parked
 	closed  bool
 }
 
@@ -101,10 +170,10 @@ type lastCall struct {
 	rows    int
 }
 
-// Open loads runtimeDir (coreai/manifest.json and its packages) through
-// the bridge at opts.Bridge and allocates the session's buffers at the
-// smallest context. Every entry of every context is loaded up front.
-func Open(runtimeDir string, opts Options) (*Engine, error) {
+// Load reads runtimeDir (coreai/manifest.json), opens the bridge at
+// opts.Bridge and loads every package with the functions of every entry of
+// every ladder context. It allocates no session buffers: NewSession does.
+func Load(runtimeDir string, opts Options) (*Model, error) {
 	t0 := time.Now()
 	if opts.Embedding == nil {
 		return nil, errors.New("coreai: Options.Embedding is required")
@@ -123,9 +192,9 @@ func Open(runtimeDir string, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{lib: lib, man: man, emb: opts.Embedding, bufs: map[string]*Buffer{}, plans: map[planKey][]*Binding{},
-		hidden: opts.Embedding.Cols()}
-	if e.kv, e.keysT, err = pickKV(man, opts.KV); err != nil {
+	m := &Model{lib: lib, dir: runtimeDir, man: man, emb: opts.Embedding, hidden: opts.Embedding.Cols(),
+		sessions: map[*Engine]struct{}{}, unwritten: map[string]bool{}}
+	if m.kv, m.keysT, err = pickKV(man, opts.KV); err != nil {
 		return nil, err
 	}
 	ctxs := man.Ctxs
@@ -137,14 +206,14 @@ func Open(runtimeDir string, opts Options) (*Engine, error) {
 			}
 		}
 	}
-	if e.ladder, err = ane.NewLadder(ctxs); err != nil {
+	if m.ladder, err = ane.NewLadder(ctxs); err != nil {
 		return nil, fmt.Errorf("coreai: requested contexts %v against manifest %v: %w", opts.Ladder, man.Ctxs, err)
 	}
 	lo, err := newLoadOptions(opts.Chip, opts.Compute, opts.CacheDir)
 	if err != nil {
 		return nil, err
 	}
-	e.prefer = lo.soc
+	m.prefer = lo.soc
 	load := func(file, compiled string, spec *bundle.Chunk) (*pkg, error) {
 		p, err := loadPackage(lib, runtimeDir, file, compiled, lo)
 		if p != nil {
@@ -152,7 +221,7 @@ func Open(runtimeDir string, opts Options) (*Engine, error) {
 		}
 		return p, err
 	}
-	fail := func(err error) (*Engine, error) { e.Close(); return nil, err }
+	fail := func(err error) (*Model, error) { m.Close(); return nil, err }
 	for i := range man.Chunks {
 		c := &man.Chunks[i]
 		p, err := load(c.File, c.Compiled, c)
@@ -160,10 +229,10 @@ func Open(runtimeDir string, opts Options) (*Engine, error) {
 			return fail(err)
 		}
 		p.gdnJ, p.attJ = c.GDNJ, c.AttJ
-		e.chunks = append(e.chunks, p)
-		for _, ctx := range e.ladder {
-			for _, canonical := range e.entriesFor(ctx) {
-				f, err := p.model.LoadFunction(physicalEntry(c, canonical, string(e.kv), e.prefer))
+		m.chunks = append(m.chunks, p)
+		for _, ctx := range m.ladder {
+			for _, canonical := range m.entriesFor(ctx) {
+				f, err := p.model.LoadFunction(physicalEntry(c, canonical, string(m.kv), m.prefer))
 				if err != nil {
 					return fail(err)
 				}
@@ -171,26 +240,161 @@ func Open(runtimeDir string, opts Options) (*Engine, error) {
 			}
 		}
 	}
-	if e.head, err = load(man.Head.File, man.Head.Compiled, nil); err != nil {
+	if m.head, err = load(man.Head.File, man.Head.Compiled, nil); err != nil {
 		return fail(err)
 	}
-	hf, err := e.head.model.LoadFunction("h8")
+	hf, err := m.head.model.LoadFunction("h8")
 	if err != nil {
 		return fail(err)
 	}
-	e.head.fns["h8"] = hf
-	if err := e.readDims(); err != nil {
+	m.head.fns["h8"] = hf
+	if err := m.readDims(); err != nil {
 		return fail(err)
 	}
-	if err := e.allocate(); err != nil {
-		return fail(err)
+	m.findUnwritten()
+	osv, _ := lib.OSMPSGraphVersion()
+	m.info = Info{Compute: lo.compute.String(), BridgeRelease: lib.Release(), OSMPSGraph: osv, KV: m.kv, KeysT: m.keysT,
+		CompileMode: lo.mode, SoC: lo.soc}
+	if lo.chip != 0 {
+		m.info.Chip = lo.chip.String()
 	}
-	if err := e.resize(e.ladder.Smallest()); err != nil {
-		return fail(err)
+	for _, p := range append(slices.Clone(m.chunks), m.head) {
+		m.info.Packages = append(m.info.Packages, p.info)
 	}
+	m.LoadTime = time.Since(t0)
+	return m, nil
+}
+
+// Open loads runtimeDir (Load) and allocates one session (NewSession) at
+// the smallest context. Closing the engine also closes its model.
+func Open(runtimeDir string, opts Options) (*Engine, error) {
+	t0 := time.Now()
+	m, err := Load(runtimeDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	e, err := m.NewSession()
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	e.own = true
 	e.LoadTime = time.Since(t0)
 	return e, nil
 }
+
+// NewSession allocates one session's buffers (per-call inputs and
+// outputs, two DeltaNet state sets, K/V and mask at the smallest context).
+func (m *Model) NewSession() (*Engine, error) {
+	e := &Engine{m: m, bufs: map[string]*Buffer{}, plans: map[planKey][]*Binding{}, LoadTime: m.LoadTime}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m.smu.Lock()
+	if m.closed {
+		m.smu.Unlock()
+		return nil, errors.New("coreai: NewSession: the model is closed")
+	}
+	if m.theta != 0 {
+		e.rope = ropeInv(m.theta, m.rot)
+	}
+	m.sessions[e] = struct{}{}
+	m.smu.Unlock()
+	if err := e.allocate(); err != nil {
+		e.closeLocked()
+		return nil, err
+	}
+	if err := e.resize(m.ladder.Smallest()); err != nil {
+		e.closeLocked()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close closes every live session (see Model) and releases the functions
+// and packages. It is idempotent.
+func (m *Model) Close() error {
+	m.smu.Lock()
+	if m.closed {
+		m.smu.Unlock()
+		return nil
+	}
+	m.closed = true
+	live := slices.Collect(maps.Keys(m.sessions))
+	m.smu.Unlock()
+	for _, e := range live {
+		e.mu.Lock()
+		e.closeLocked()
+		e.mu.Unlock()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range append(slices.Clone(m.chunks), m.head) {
+		p.close()
+	}
+	return nil
+}
+
+// Sessions is the number of live (open) sessions, parked ones included.
+func (m *Model) Sessions() int {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	return len(m.sessions)
+}
+
+// SetRoPE sets θ for the RoPE tables of sessions created afterwards
+// (default 1e7, the published value).
+func (m *Model) SetRoPE(theta float64) {
+	m.smu.Lock()
+	m.theta = theta
+	m.smu.Unlock()
+}
+
+// Manifest is the runtime's manifest.
+func (m *Model) Manifest() *bundle.Manifest { return m.man }
+
+// Ladder is the contexts the sessions move over.
+func (m *Model) Ladder() ane.Ladder { return m.ladder }
+
+// Vocab is the logits width.
+func (m *Model) Vocab() int { return m.vocab }
+
+// Hidden is the hidden size (the embedding width).
+func (m *Model) Hidden() int { return m.hidden }
+
+// KV is the cache format the sessions use.
+func (m *Model) KV() ane.KVFormat { return m.kv }
+
+// Taps are the layers whose outputs Features returns (the manifest's).
+func (m *Model) Taps() []int { return slices.Clone(m.man.Taps) }
+
+// KVLen is the number of history rows the context entry ctx holds.
+func (m *Model) KVLen(ctx int) int { return m.kvLen(ctx) }
+
+// Info is what status shows about the model: compute units, bridge and
+// MPSGraph versions, chip, KV format and each package loaded.
+func (m *Model) Info() Info {
+	i := m.info
+	i.Packages = slices.Clone(m.info.Packages)
+	return i
+}
+
+// Memory is what the model holds once, whatever the number of sessions:
+// package sizes on disk as weights, and the embedding.
+func (m *Model) Memory() ane.MemoryReport {
+	r := ane.MemoryReport{Embedding: m.emb.Bytes()}
+	for _, p := range m.chunks {
+		r.Weights += p.bytes
+	}
+	if m.head != nil {
+		r.Weights += m.head.bytes
+	}
+	return r
+}
+
+// AllocatedBytes is what the model itself holds: the package bytes, as
+// Memory counts them (the bridge reports no size for a loaded package).
+// Each session's buffers are its Engine.AllocatedBytes.
+func (m *Model) AllocatedBytes() int64 { return m.Memory().Weights }
 
 // pickKV resolves the manifest's cache layout for the requested format.
 func pickKV(man *bundle.Manifest, want ane.KVFormat) (ane.KVFormat, bool, error) {
@@ -229,73 +433,105 @@ func pickKV(man *bundle.Manifest, want ane.KVFormat) (ane.KVFormat, bool, error)
 
 // entriesFor lists the canonical entries a context uses: v8 always, p64
 // when the bundle has prefill for it with the same KV length.
-func (e *Engine) entriesFor(ctx int) []string {
+func (m *Model) entriesFor(ctx int) []string {
 	names := []string{bundle.EntryName("v8", ctx)}
-	if e.hasPrefill(ctx) {
+	if m.hasPrefill(ctx) {
 		names = append(names, bundle.EntryName("p64", ctx))
 	}
 	return names
 }
 
-func (e *Engine) hasPrefill(ctx int) bool {
+func (m *Model) hasPrefill(ctx int) bool {
 	k := strconv.Itoa(ctx)
-	return e.man.TP == ane.PrefillRows && slices.Contains(e.man.PCtxs, ctx) && e.man.PKVLen[k] == e.man.KVLen[k]
+	return m.man.TP == ane.PrefillRows && slices.Contains(m.man.PCtxs, ctx) && m.man.PKVLen[k] == m.man.KVLen[k]
 }
 
-func (e *Engine) kvLen(ctx int) int { return e.man.KVLen[strconv.Itoa(ctx)] }
+func (m *Model) kvLen(ctx int) int { return m.man.KVLen[strconv.Itoa(ctx)] }
 
 // readDims takes hidden size, vocab and RoPE width from the descriptions.
-func (e *Engine) readDims() error {
-	hd := e.head.fns["h8"].Desc
+func (m *Model) readDims() error {
+	hd := m.head.fns["h8"].Desc
 	x, ok1 := hd.Find("x")
 	lg, ok2 := hd.Find("logits")
 	if !ok1 || !ok2 || len(lg.Shape) != 2 || len(x.Shape) != 4 {
 		return errors.New("coreai: head h8 lacks x (1,H,1,8) or logits (8,V)")
 	}
-	if int(x.Shape[1]) != e.hidden {
-		return fmt.Errorf("coreai: head hidden size %d, embedding width %d", x.Shape[1], e.hidden)
+	if int(x.Shape[1]) != m.hidden {
+		return fmt.Errorf("coreai: head hidden size %d, embedding width %d", x.Shape[1], m.hidden)
 	}
-	e.vocab = int(lg.Shape[1])
-	f := e.chunks[0].fns[bundle.EntryName("v8", e.ladder.Smallest())]
+	m.vocab = int(lg.Shape[1])
+	f := m.chunks[0].fns[bundle.EntryName("v8", m.ladder.Smallest())]
 	cs, ok := f.Desc.Find("cos")
 	if !ok || len(cs.Shape) != 2 {
 		return fmt.Errorf("coreai: %s has no cos (T, rot) input", f.Desc.Name)
 	}
-	e.rot = int(cs.Shape[1])
+	m.rot = int(cs.Shape[1])
 	return nil
+}
+
+// findUnwritten records the DeltaNet state tensors that some entry reads
+// without writing their *_out: the other state set of those is not
+// overwritten by the next call, so a park must keep both sets.
+func (m *Model) findUnwritten() {
+	for i, c := range m.chunks {
+		for _, f := range c.fns {
+			for _, t := range f.Desc.Inputs {
+				if base, ok := stateName(t.Name); ok {
+					if _, out := f.Desc.Find(base + "_out"); !out {
+						m.unwritten["c"+strconv.Itoa(i)+"/"+base] = true
+					}
+				}
+			}
+		}
+	}
 }
 
 // SetRoPE sets θ for the RoPE tables (default 1e7, the published value).
-func (e *Engine) SetRoPE(theta float64) { e.rope = ropeInv(theta, e.rot) }
+func (e *Engine) SetRoPE(theta float64) {
+	e.mu.Lock()
+	e.rope = ropeInv(theta, e.m.rot)
+	e.mu.Unlock()
+}
 
-// Close releases every binding, buffer, function and model.
+// Model is the loaded runtime this session belongs to.
+func (e *Engine) Model() *Model { return e.m }
+
+// Close releases the session's bindings and buffers (and a parked
+// session's spill file). An engine from Open also closes its model.
 func (e *Engine) Close() error {
-	if e.closed {
-		return nil
-	}
-	e.closed = true
-	e.dropPlans()
-	for _, b := range e.bufs {
-		b.Close()
-	}
-	for _, s := range e.state {
-		for _, b := range s {
-			b.Close()
-		}
-	}
-	for _, b := range e.kvBufs {
-		b.Close()
-	}
-	if e.mask != nil {
-		e.mask.Close()
-	}
-	for _, p := range append(slices.Clone(e.chunks), e.head) {
-		p.close()
+	e.mu.Lock()
+	e.closeLocked()
+	e.mu.Unlock()
+	if e.own {
+		e.m.Close()
 	}
 	return nil
 }
 
+// closeLocked releases everything the session owns and leaves the model's
+// session set; the engine's mutex is held.
+func (e *Engine) closeLocked() {
+	if e.closed {
+		return
+	}
+	e.closed = true
+	e.releaseBridge()
+	e.discardParked()
+	e.m.smu.Lock()
+	delete(e.m.sessions, e)
+	e.m.smu.Unlock()
+}
+
+// releaseBridge releases every binding and buffer the session owns.
+func (e *Engine) releaseBridge() {
+	e.dropPlans()
+	e.m.release(e.buffers()...)
+	e.bufs, e.state, e.kvBufs, e.mask = map[string]*Buffer{}, [2]map[string]*Buffer{}, nil, nil
+}
+
 func (e *Engine) dropPlans() {
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
 	for k, bs := range e.plans {
 		for _, b := range bs {
 			b.Close()
@@ -304,16 +540,83 @@ func (e *Engine) dropPlans() {
 	}
 }
 
+// Bridge calls of the model's sessions, under the model's mutex.
+
+func (m *Model) newBuffer(t TensorDesc) (*Buffer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lib.NewBufferFor(t)
+}
+
+func (m *Model) release(bufs ...*Buffer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, b := range bufs {
+		b.Close()
+	}
+}
+
+func (m *Model) bind(f *Function, in, out map[string]*Buffer) (*Binding, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return f.Bind(in, out, nil)
+}
+
+func (m *Model) run(plan []*Binding) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.lib.Run(plan, nil); err != nil {
+		return err
+	}
+	return nil
+}
+
+// AllocatedBytes is what the bridge reports for the session's live
+// buffers (cai_buffer_nbytes): 0 while parked or closed.
+func (e *Engine) AllocatedBytes() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	var n int64
+	for _, b := range e.buffers() {
+		n += b.NBytes()
+	}
+	return n
+}
+
+// buffers lists every live buffer of the session.
+func (e *Engine) buffers() []*Buffer {
+	var all []*Buffer
+	for _, m := range []map[string]*Buffer{e.bufs, e.state[0], e.state[1], e.kvBufs} {
+		for _, b := range m {
+			all = append(all, b)
+		}
+	}
+	if e.mask != nil {
+		all = append(all, e.mask)
+	}
+	return all
+}
+
 // Position implements ane.Engine.
-func (e *Engine) Position() int { return e.pos }
+func (e *Engine) Position() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.pos
+}
 
 // Context implements ane.Engine.
-func (e *Engine) Context() int { return e.ctx }
+func (e *Engine) Context() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ctx
+}
 
 // Vocab is the logits width.
-func (e *Engine) Vocab() int { return e.vocab }
+func (e *Engine) Vocab() int { return e.m.vocab }
 
 // Ladder is the contexts this engine moves over.
-func (e *Engine) Ladder() ane.Ladder { return e.ladder }
+func (e *Engine) Ladder() ane.Ladder { return e.m.ladder }
 
 var _ ane.Engine = (*Engine)(nil)

@@ -157,8 +157,8 @@ func PurgeCache(cacheDir, pkg string) ([]string, error) {
 
 // loadWithRetry loads a package; on failure it purges that package's
 // compile cache and tries once more.
-func loadWithRetry(lib *Library, pkg string, compute Compute, cacheDir string) (*Model, error) {
-	m, err := lib.LoadModel(pkg, compute, true)
+func loadWithRetry(lib *Library, pkg string, compute Compute, cacheDir string) (*Package, error) {
+	m, err := lib.LoadPackage(pkg, compute, true)
 	if err == nil {
 		return m, nil
 	}
@@ -166,7 +166,7 @@ func loadWithRetry(lib *Library, pkg string, compute Compute, cacheDir string) (
 	if perr != nil {
 		return nil, fmt.Errorf("%w (and the cache purge failed: %v)", err, perr)
 	}
-	m, err2 := lib.LoadModel(pkg, compute, true)
+	m, err2 := lib.LoadPackage(pkg, compute, true)
 	if err2 != nil {
 		return nil, fmt.Errorf("%w; after purging %d cache entries, again: %v", err, len(purged), err2)
 	}
@@ -179,6 +179,7 @@ type loadOptions struct {
 	cacheDir string
 	mode     int    // ANE bonded compile mode (0: chip unknown, not set)
 	soc      string // manifest entries_by_soc key ("" when the chip is unknown)
+	chip     Chip   // 0 when unknown
 }
 
 // newLoadOptions resolves the chip (0: DetectChip; a failed detection only
@@ -198,7 +199,7 @@ func newLoadOptions(chip Chip, compute Compute, cacheDir string) (loadOptions, e
 			return lo, err
 		}
 		os.Setenv(CompileModeEnv, strconv.Itoa(mode)) // read by MPSGraph when it specializes
-		lo.mode, lo.soc = mode, chip.SoC()
+		lo.mode, lo.soc, lo.chip = mode, chip.SoC(), chip
 	}
 	return lo, nil
 }
@@ -220,7 +221,10 @@ func loadPackage(lib *Library, dir, file, compiled string, lo loadOptions) (*pkg
 	if err != nil {
 		return nil, err
 	}
-	return &pkg{path: path, bytes: packageBytes(path), model: m, fns: map[string]*Function{}}, nil
+	version, _ := lib.PackageMPSGraphVersion(path)
+	n := packageBytes(path)
+	return &pkg{path: path, bytes: n, model: m, fns: map[string]*Function{},
+		info: PackageInfo{File: file, Loaded: filepath.Base(path), Compiled: isCompiled, MPSGraph: version, Bytes: n}}, nil
 }
 
 // close releases the package's functions and model (nil: nothing).

@@ -65,8 +65,8 @@ func kvName(name string) bool {
 // template returns the function whose description shapes the buffers of
 // chunk i for an entry kind (the smallest context that has the kind).
 func (e *Engine) template(i int, kind string) *Function {
-	for _, ctx := range e.ladder {
-		if f, ok := e.chunks[i].fns[bundle.EntryName(kind, ctx)]; ok {
+	for _, ctx := range e.m.ladder {
+		if f, ok := e.m.chunks[i].fns[bundle.EntryName(kind, ctx)]; ok {
 			return f
 		}
 	}
@@ -77,7 +77,7 @@ func (e *Engine) newBuf(key string, t TensorDesc) error {
 	if _, ok := e.bufs[key]; ok {
 		return nil
 	}
-	b, err := e.lib.NewBufferFor(t)
+	b, err := e.m.newBuffer(t)
 	if err != nil {
 		return fmt.Errorf("coreai: allocate %s: %w", key, err)
 	}
@@ -89,7 +89,7 @@ func (e *Engine) newBuf(key string, t TensorDesc) error {
 // DeltaNet state sets per chunk, and the head's buffers.
 func (e *Engine) allocate() error {
 	e.state = [2]map[string]*Buffer{{}, {}}
-	for i := range e.chunks {
+	for i := range e.m.chunks {
 		for _, kind := range []string{kindVerify, kindPrefill} {
 			f := e.template(i, kind)
 			if f == nil {
@@ -101,7 +101,7 @@ func (e *Engine) allocate() error {
 					for par := 0; par < 2; par++ {
 						key := "c" + strconv.Itoa(i) + "/" + base
 						if _, ok := e.state[par][key]; !ok {
-							b, err := e.lib.NewBufferFor(t)
+							b, err := e.m.newBuffer(t)
 							if err != nil {
 								return fmt.Errorf("coreai: allocate %s: %w", key, err)
 							}
@@ -127,7 +127,7 @@ func (e *Engine) allocate() error {
 			}
 		}
 	}
-	hd := e.head.fns["h8"].Desc
+	hd := e.m.head.fns["h8"].Desc
 	x, _ := hd.Find("x")
 	lg, _ := hd.Find("logits")
 	if err := e.newBuf("hx", x); err != nil {
@@ -166,7 +166,7 @@ func (e *Engine) resolve(i int, kind string, par int, name string, output bool) 
 		}
 	}
 	if b == nil {
-		return nil, fmt.Errorf("coreai: chunk %d (%s): no host buffer for %s", i, e.chunks[i].spec.File, name)
+		return nil, fmt.Errorf("coreai: chunk %d (%s): no host buffer for %s", i, e.m.chunks[i].spec.File, name)
 	}
 	return b, nil
 }
@@ -180,12 +180,14 @@ func (e *Engine) plan(entry, kind string, par int) ([]*Binding, error) {
 	}
 	var plan []*Binding
 	fail := func(err error) ([]*Binding, error) {
+		e.m.mu.Lock()
 		for _, b := range plan {
 			b.Close()
 		}
+		e.m.mu.Unlock()
 		return nil, err
 	}
-	for i, c := range e.chunks {
+	for i, c := range e.m.chunks {
 		f := c.fns[entry]
 		if f == nil {
 			return fail(fmt.Errorf("coreai: %s has no entry %s", c.spec.File, entry))
@@ -205,15 +207,15 @@ func (e *Engine) plan(entry, kind string, par int) ([]*Binding, error) {
 			}
 			out[t.Name] = b
 		}
-		bd, err := f.Bind(in, out, nil)
+		bd, err := e.m.bind(f, in, out)
 		if err != nil {
 			return fail(err)
 		}
 		plan = append(plan, bd)
 	}
 	if kind == kindVerify {
-		hx := e.bufs[e.outKey(kind, len(e.chunks)-1, "y")]
-		bd, err := e.head.fns["h8"].Bind(map[string]*Buffer{"x": hx}, map[string]*Buffer{"logits": e.bufs["logits"]}, nil)
+		hx := e.bufs[e.outKey(kind, len(e.m.chunks)-1, "y")]
+		bd, err := e.m.bind(e.m.head.fns["h8"], map[string]*Buffer{"x": hx}, map[string]*Buffer{"logits": e.bufs["logits"]})
 		if err != nil {
 			return fail(err)
 		}
@@ -229,7 +231,7 @@ func (e *Engine) headPlan() ([]*Binding, error) {
 	if p, ok := e.plans[key]; ok {
 		return p, nil
 	}
-	bd, err := e.head.fns["h8"].Bind(map[string]*Buffer{"x": e.bufs["hx"]}, map[string]*Buffer{"logits": e.bufs["logits"]}, nil)
+	bd, err := e.m.bind(e.m.head.fns["h8"], map[string]*Buffer{"x": e.bufs["hx"]}, map[string]*Buffer{"logits": e.bufs["logits"]})
 	if err != nil {
 		return nil, err
 	}
@@ -264,15 +266,15 @@ func (e *Engine) fillInputs(kind string, ids []int, T int) error {
 	n, p0 := len(ids), e.pos
 	x := e.bufs["x/"+kind]
 	x.zero()
-	row := make([]float32, e.hidden)
+	row := make([]float32, e.m.hidden)
 	for t, id := range ids {
-		e.emb.Row(id, row)
+		e.m.emb.Row(id, row)
 		for h, v := range row {
 			x.setF16(v, 0, h, 0, t)
 		}
 	}
 	if e.rope == nil {
-		e.SetRoPE(1e7)
+		e.rope = ropeInv(1e7, e.m.rot)
 	}
 	// Padding rows repeat the last position.
 	fillRoPE(e.bufs["in/"+kind+"/cos"], e.bufs["in/"+kind+"/sin"], e.rope, func(t int) int { return min(p0+t, p0+n-1) })
@@ -344,8 +346,8 @@ func (e *Engine) checkIDs(ids []int) error {
 		return errors.New("no token ids")
 	}
 	for i, id := range ids {
-		if id < 0 || id >= e.emb.Rows() || id >= e.vocab {
-			return fmt.Errorf("token id %d at index %d is out of range [0, %d)", id, i, min(e.emb.Rows(), e.vocab))
+		if id < 0 || id >= e.m.emb.Rows() || id >= e.m.vocab {
+			return fmt.Errorf("token id %d at index %d is out of range [0, %d)", id, i, min(e.m.emb.Rows(), e.m.vocab))
 		}
 	}
 	return nil
@@ -364,7 +366,7 @@ func (e *Engine) checkNoVerify(op string) error {
 // call runs n ≤ 8 rows through the verify entry and every chunk plus the
 // head in one bridge run, then flips the DeltaNet parity.
 func (e *Engine) call(ids []int) error {
-	if err := e.Fit(e.pos + len(ids)); err != nil {
+	if err := e.fit(e.pos + len(ids)); err != nil {
 		return err
 	}
 	entry := bundle.EntryName(kindVerify, e.ctx)
@@ -375,7 +377,7 @@ func (e *Engine) call(ids []int) error {
 	if err != nil {
 		return err
 	}
-	if err := e.lib.Run(plan, nil); err != nil {
+	if err := e.m.run(plan); err != nil {
 		return err
 	}
 	e.par ^= 1
@@ -388,7 +390,7 @@ func (e *Engine) call(ids []int) error {
 // last row, and appends all n K/V rows.
 func (e *Engine) prefill(ids []int) error {
 	n := len(ids)
-	if err := e.Fit(e.pos + n); err != nil {
+	if err := e.fit(e.pos + n); err != nil {
 		return err
 	}
 	if err := e.fillInputs(kindPrefill, ids, ane.PrefillRows); err != nil {
@@ -398,19 +400,19 @@ func (e *Engine) prefill(ids []int) error {
 	if err != nil {
 		return err
 	}
-	if err := e.lib.Run(plan, nil); err != nil {
+	if err := e.m.run(plan); err != nil {
 		return err
 	}
-	y, hx := e.bufs[e.outKey(kindPrefill, len(e.chunks)-1, "y")], e.bufs["hx"]
+	y, hx := e.bufs[e.outKey(kindPrefill, len(e.m.chunks)-1, "y")], e.bufs["hx"]
 	hx.zero()
-	for h := 0; h < e.hidden; h++ {
+	for h := 0; h < e.m.hidden; h++ {
 		hx.putU16(y.f16(0, h, 0, n-1), 0, h, 0, 0)
 	}
 	hp, err := e.headPlan()
 	if err != nil {
 		return err
 	}
-	if err := e.lib.Run(hp, nil); err != nil {
+	if err := e.m.run(hp); err != nil {
 		return err
 	}
 	// Only now does the new state set become current: a failed run leaves
@@ -427,13 +429,13 @@ func (e *Engine) prefill(ids []int) error {
 
 func (e *Engine) readLogits(rows int) {
 	lg := e.bufs["logits"]
-	if cap(e.logits) < rows*e.vocab {
-		e.logits = make([]float32, ane.VerifyRows*e.vocab)
+	if cap(e.logits) < rows*e.m.vocab {
+		e.logits = make([]float32, ane.VerifyRows*e.m.vocab)
 	}
-	e.logits = e.logits[:rows*e.vocab]
+	e.logits = e.logits[:rows*e.m.vocab]
 	for t := 0; t < rows; t++ {
 		o := lg.off(t, 0)
-		half.F16ToF32(e.logits[t*e.vocab:(t+1)*e.vocab], u16s(lg.data[o:o+2*e.vocab]))
+		half.F16ToF32(e.logits[t*e.m.vocab:(t+1)*e.m.vocab], u16s(lg.data[o:o+2*e.m.vocab]))
 	}
 }
 
@@ -442,7 +444,7 @@ func (e *Engine) readLogits(rows int) {
 // too, with their own scales).
 func (e *Engine) appendRows(kind string, k int) {
 	e.gen++
-	for i, c := range e.chunks {
+	for i, c := range e.m.chunks {
 		for _, j := range c.attJ {
 			js := strconv.Itoa(j)
 			kn, vn := e.bufs[e.outKey(kind, i, "k"+js+"_new")], e.bufs[e.outKey(kind, i, "v"+js+"_new")]
@@ -459,17 +461,17 @@ func (e *Engine) appendRows(kind string, k int) {
 					// Rows are contiguous (last stride 1): copy them whole.
 					krow := kn.data[kn.off(g, t, 0) : kn.off(g, t, 0)+2*hd]
 					switch {
-					case e.kv == ane.KVKV8:
+					case e.m.kv == ane.KVKV8:
 						half.F16ToF32(vals, u16s(krow))
 						ks.putU16(QuantizeV8(codes, vals), g, p)
-						if e.keysT {
+						if e.m.keysT {
 							for d, b := range codeBytes {
 								kb.data[kb.off(g, d, p)] = b
 							}
 						} else {
 							copy(kb.data[kb.off(g, p, 0):], codeBytes)
 						}
-					case e.keysT:
+					case e.m.keysT:
 						for d := 0; d < hd; d++ {
 							kb.putU16(binary.LittleEndian.Uint16(krow[2*d:]), g, d, p)
 						}
@@ -477,7 +479,7 @@ func (e *Engine) appendRows(kind string, k int) {
 						copy(kb.data[kb.off(g, p, 0):], krow)
 					}
 					vrow := vn.data[vn.off(g, t, 0) : vn.off(g, t, 0)+2*hd]
-					if e.kv == ane.KVFP16 {
+					if e.m.kv == ane.KVFP16 {
 						copy(vb.data[vb.off(g, p, 0):], vrow)
 						continue
 					}

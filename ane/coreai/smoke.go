@@ -102,7 +102,7 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 		return rep, err
 	}
 	defer e.Close()
-	drafter, name, err := smokeDrafter(bundleDir, opts, emb, e.man.Taps, ids)
+	drafter, name, err := smokeDrafter(bundleDir, opts, emb, e.m.man.Taps, ids)
 	if err != nil {
 		return rep, err
 	}
@@ -110,9 +110,9 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 		defer c.Close()
 	}
 	rep.LoadSeconds = time.Since(t0).Seconds()
-	rep.Bridge, rep.Drafter = e.lib.Release(), name
-	if need := len(ids) + opts.Tokens + ane.VerifyRows; need > e.kvLen(e.ladder.Largest()) {
-		return rep, fmt.Errorf("smoke: %d prompt + %d new + 8 positions exceed the context (%d)", len(ids), opts.Tokens, e.kvLen(e.ladder.Largest()))
+	rep.Bridge, rep.Drafter = e.m.lib.Release(), name
+	if need := len(ids) + opts.Tokens + ane.VerifyRows; need > e.m.kvLen(e.m.ladder.Largest()) {
+		return rep, fmt.Errorf("smoke: %d prompt + %d new + 8 positions exceed the context (%d)", len(ids), opts.Tokens, e.m.kvLen(e.m.ladder.Largest()))
 	}
 	rep.PromptTokens = len(ids)
 	stops := []int{}
@@ -140,7 +140,7 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	target := &finiteTarget{EngineTarget: spec.NewEngineTarget(e, e.vocab)}
+	target := &finiteTarget{EngineTarget: spec.NewEngineTarget(e, e.m.vocab)}
 	sp, err := spec.New(target, drafter, smp, spec.Config{Mode: spec.ModeOn})
 	if err != nil {
 		return rep, err

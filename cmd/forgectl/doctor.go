@@ -14,9 +14,14 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/ref"
+	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/store"
 	"github.com/forgedaemon/forged/client"
+	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/config"
+	"github.com/forgedaemon/forged/daemon/modelbackend"
 	"github.com/forgedaemon/forged/daemon/service"
 	"github.com/forgedaemon/forged/internal/sysinfo"
 	"github.com/spf13/cobra"
@@ -39,7 +44,10 @@ type doctorCheck struct {
 
 // doctorReport is what --json prints.
 type doctorReport struct {
-	Backend string        `json:"backend"` // coreai (macOS) or reference (elsewhere)
+	// Backend is what serves here: the running daemon's backend when one
+	// answers, else what the configured backend (auto unless set) would
+	// choose for the installed snapshot; coreai, ref, or none.
+	Backend string        `json:"backend"`
 	Checks  []doctorCheck `json:"checks"`
 	OK      int           `json:"ok"`
 	Warn    int           `json:"warn"`
@@ -56,8 +64,18 @@ type doctor struct {
 	socket     string
 	dataDir    string
 	repo       string
+	repoGiven  bool   // --repo was given: check it even if the daemon serves another
+	backend    string // the configured backend: auto, coreai or ref
 	service    func(ctx context.Context) (service.Status, error)
-	bridges    []string // candidate bridge dylib paths, in order (coreai.BridgeCandidates)
+	bridges    []string                              // candidate bridge dylib paths, in order (coreai.BridgeCandidates)
+	probe      func(path string) modelbackend.Bridge // opens a found bridge (modelbackend.ProbeBridge)
+
+	// What earlier checks learned, for the later ones.
+	svc      *service.Status    // the service manager's answer (nil: it could not be asked)
+	served   *wire.StatusResult // the running daemon's status (nil: none answered)
+	bridge   *modelbackend.Bridge
+	snapshot string               // the installed snapshot's directory ("" if none)
+	choice   *modelbackend.Choice // what the configured backend chooses for it
 }
 
 func init() {
@@ -66,9 +84,13 @@ func init() {
 		Use:   "doctor",
 		Short: "Check this machine, the service, the socket and the bundle; say how to fix what is wrong",
 		Long: `doctor checks the OS, the chip and its Neural Engine, memory against what the model needs
-(from the published wired-memory figures), free disk, the Core AI bridge library, the service
-(launchd/systemd), the socket, the bundle's integrity (fast verify) and the permissions of the
-data and socket directories. Every problem comes with a fix. Exit status 2 when a check fails.`,
+(from the published wired-memory figures), the Core AI bridge library (where it was found, whether
+it loads, its ABI version), the service (launchd/systemd), the socket and what the daemon answering
+there serves, free disk, the bundle's integrity (fast verify), which runtimes the installed
+snapshot carries (coreai/, export/), which backend the configured one (auto unless set) would
+choose for it and why, and the permissions of the data and socket directories. When a daemon
+answers, its bundle is the one checked (unless --repo). Every problem comes with a fix. Exit
+status 2 when a check fails.`,
 		Args: cobra.NoArgs,
 	}
 	c.Flags().StringVar(&flags.config, "config", config.DefaultPath(), "forged's config file (socket, data directory, repository, memory reserve)")
@@ -85,7 +107,7 @@ data and socket directories. Every problem comes with a fix. Exit status 2 when 
 			d.dataDir = flags.data
 		}
 		if flags.repo != "" {
-			d.repo = flags.repo
+			d.repo, d.repoGiven = flags.repo, true
 		}
 		report := d.run(cmd.Context())
 		if *asJSON {
@@ -112,7 +134,7 @@ func newDoctor(configPath string) *doctor {
 	if base == nil {
 		base = config.Default()
 	}
-	d.socket, d.dataDir, d.repo = base.Socket, base.DataDir, base.Repo
+	d.socket, d.dataDir, d.repo, d.backend = base.Socket, base.DataDir, base.Repo, base.Backend
 	d.service = func(ctx context.Context) (service.Status, error) {
 		target, _ := service.ParseTarget("")
 		spec, err := service.NewSpec(target, false, "/usr/local/bin/forged")
@@ -128,21 +150,29 @@ func newDoctor(configPath string) *doctor {
 		return (&service.Manager{Spec: spec}).Status(ctx)
 	}
 	d.bridges = coreai.BridgeCandidates()
+	d.probe = modelbackend.ProbeBridge
 	return d
 }
 
-func (d *doctor) backend() string {
-	if d.goos == "darwin" {
-		return "coreai"
+// servingBackend is what serves here, for the report's header.
+func (d *doctor) servingBackend() string {
+	switch {
+	case d.served != nil && d.served.Backend != nil:
+		return d.served.Backend.Name
+	case d.choice != nil:
+		return d.choice.Backend
 	}
-	return "reference"
+	return "none"
 }
 
 func (d *doctor) run(ctx context.Context) doctorReport {
-	r := doctorReport{Backend: d.backend()}
+	var r doctorReport
+	// The socket check asks the daemon what it serves before the bundle
+	// checks look at it.
 	for _, check := range []func(context.Context) doctorCheck{
-		d.checkConfig, d.checkOS, d.checkChip, d.checkMemory, d.checkDisk, d.checkBridge,
-		d.checkService, d.checkSocket, d.checkBundle, d.checkPermissions,
+		d.checkConfig, d.checkOS, d.checkChip, d.checkMemory, d.checkBridge,
+		d.checkService, d.checkSocket, d.checkDisk, d.checkBundle, d.checkRuntimes,
+		d.checkBackend, d.checkPermissions,
 	} {
 		c := check(ctx)
 		r.Checks = append(r.Checks, c)
@@ -155,6 +185,7 @@ func (d *doctor) run(ctx context.Context) doctorReport {
 			r.Fail++
 		}
 	}
+	r.Backend = d.servingBackend()
 	return r
 }
 
@@ -369,27 +400,109 @@ func (d *doctor) checkDisk(context.Context) doctorCheck {
 	return c
 }
 
+// probeBridge finds the bridge among d.bridges and opens it (once).
+func (d *doctor) probeBridge() modelbackend.Bridge {
+	if d.bridge != nil {
+		return *d.bridge
+	}
+	var br modelbackend.Bridge
+	p, tried, err := coreai.FindBridgeIn(d.bridges)
+	if err != nil {
+		br = modelbackend.Bridge{Tried: tried, Err: err}
+	} else {
+		br = d.probe(p)
+		br.Path, br.Tried = p, tried
+	}
+	d.bridge = &br
+	return br
+}
+
+// isStandIn reports whether a bridge's release says it is the Linux
+// stand-in (ane/coreai/standin), which computes on the CPU.
+func isStandIn(release string) bool { return strings.Contains(release, "stand-in") }
+
+// bridgeNeeded reports whether this machine's configured backend would
+// use the Core AI bridge: a Mac (unless ref is forced), or coreai forced.
+func (d *doctor) bridgeNeeded() bool {
+	return d.backend == wire.BackendCoreAI || d.goos == "darwin" && d.backend != wire.BackendRef
+}
+
 func (d *doctor) checkBridge(context.Context) doctorCheck {
 	c := doctorCheck{Name: "bridge"}
+	br := d.probeBridge()
+	needed := d.bridgeNeeded()
+	install := "build it with packaging/bridge/build.sh (Xcode 27) and install it beside forged (<bin>/../lib/forged/" + coreai.BridgeName + ", docs/COREAI.md) or export " + coreai.BridgeEnv + "=PATH"
 	if d.goos != "darwin" {
-		c.Status, c.Message = checkOK, "not applicable: reference backend (the Core AI bridge dylib is macOS-only)"
+		install = "on " + d.goos + " only the stand-in bridge (ane/coreai/standin, built with cc) runs: point " + coreai.BridgeEnv + " at it, or set backend auto"
+	}
+	switch {
+	case br.Path == "":
+		c.Message = fmt.Sprintf("%s not found (looked in %s)", coreai.BridgeName, strings.Join(br.Tried, ", "))
+		if !needed {
+			c.Status = checkOK
+			c.Message = "not needed: " + capitalized(d.goos) + " serves export/ with the reference engine (" + c.Message + ")"
+			return c
+		}
+		c.Status, c.Fix = checkFail, install
+		return c
+	case br.Err != nil:
+		c.Message = fmt.Sprintf("found %s, but it cannot be used: %v", br.Path, br.Err)
+		fix := "install the bridge built with this forged: packaging/bridge/build.sh, then docs/COREAI.md says where it goes"
+		if d.goos != "darwin" {
+			fix = "point " + coreai.BridgeEnv + " at the stand-in bridge built from this tree (ane/coreai/standin), or unset it"
+		}
+		if !needed {
+			c.Status, c.Message, c.Fix = checkWarn, c.Message+"; not needed here: "+capitalized(d.goos)+" serves export/ with the reference engine", fix
+			return c
+		}
+		c.Status, c.Fix = checkFail, fix
 		return c
 	}
-	p, _, err := coreai.FindBridgeIn(d.bridges)
-	if err != nil {
-		c.Status, c.Message = checkFail, err.Error()
-		c.Fix = "build it with packaging/bridge/build.sh build (Xcode 27), then export " + coreai.BridgeEnv + "=$PWD/build/" + coreai.BridgeName
-		return c
-	}
-	lib, err := coreai.OpenLibrary(p)
-	if err != nil {
-		c.Status, c.Message = checkFail, err.Error()
-		c.Fix = "rebuild the bridge for this forged: packaging/bridge/build.sh build"
-		return c
+	where := br.Path
+	for i, p := range br.Tried {
+		if p == br.Path {
+			where = fmt.Sprintf("%s (candidate %d of %d", br.Path, i+1, len(d.bridges))
+			if i == 0 && os.Getenv(coreai.BridgeEnv) == br.Path {
+				where += ", $" + coreai.BridgeEnv
+			}
+			where += ")"
+		}
 	}
 	c.Status = checkOK
-	c.Message = fmt.Sprintf("%s: ABI version %d (this build needs %d), %s", p, coreai.ABIVersion, coreai.ABIVersion, lib.Release())
+	c.Message = fmt.Sprintf("found %s; it loads: ABI version %d (this build needs %d), %s", where, coreai.ABIVersion, coreai.ABIVersion, br.Release)
+	if isStandIn(br.Release) {
+		c.Message += "; this is the Linux stand-in bridge: it runs the Core AI packages' functions on the CPU (tests), not Core AI or the ANE"
+		if d.goos == "darwin" {
+			c.Status, c.Fix = checkWarn, install
+		} else if !needed {
+			c.Message += "; backend auto does not use it on " + d.goos + " (backend coreai would)"
+		}
+	}
 	return c
+}
+
+func capitalized(goos string) string {
+	switch goos {
+	case "linux":
+		return "Linux"
+	case "darwin":
+		return "macOS"
+	}
+	return goos
+}
+
+// startFix is how to start forged here: through the service manager when
+// forged is installed as a service, else in the foreground (no service
+// manager, or no service installed).
+func (d *doctor) startFix(verb string) string {
+	fg := "forged run --config " + d.configPath
+	switch {
+	case d.svc == nil || strings.HasPrefix(d.svc.State, "unknown"):
+		return fg + " (there is no service manager here: run it in the foreground or under your own supervisor)"
+	case !d.svc.Installed:
+		return "forged install (installs and starts the service), or " + fg + " in the foreground"
+	}
+	return "forged " + verb + " (or " + fg + " in the foreground)"
 }
 
 func (d *doctor) checkService(ctx context.Context) doctorCheck {
@@ -398,6 +511,7 @@ func (d *doctor) checkService(ctx context.Context) doctorCheck {
 	if err != nil {
 		return doctorCheck{Name: "service", Status: checkWarn, Message: err.Error(), Fix: "forged status shows what the service manager says"}
 	}
+	d.svc = &st
 	where := fmt.Sprintf("%s %s service (%s)", st.Target, st.Scope, st.File)
 	switch {
 	case st.Running:
@@ -420,13 +534,16 @@ func (d *doctor) checkService(ctx context.Context) doctorCheck {
 	return c
 }
 
+// checkSocket connects to the daemon and asks what it serves (status): a
+// daemon whose bundle is unavailable is a warning with its reason, and
+// the bundle checks then look at the repository it serves.
 func (d *doctor) checkSocket(ctx context.Context) doctorCheck {
 	c := doctorCheck{Name: "socket", Status: checkFail}
 	fi, err := os.Stat(d.socket)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		c.Message = "no socket at " + d.socket + ": forged is not running (or listens elsewhere)"
-		c.Fix = "forged start (or forged run --config " + d.configPath + "); --socket checks another path"
+		c.Fix = d.startFix("start") + "; --socket checks another path"
 		return c
 	case err != nil:
 		c.Message, c.Fix = err.Error(), "check the permissions of "+filepath.Dir(d.socket)
@@ -442,23 +559,52 @@ func (d *doctor) checkSocket(ctx context.Context) doctorCheck {
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		c.Message = "stale socket at " + d.socket + ": nothing is listening (forged exited without cleaning up)"
-		c.Fix = "forged restart (forged removes a stale socket when it starts)"
+		c.Fix = d.startFix("restart") + "; forged removes a stale socket when it starts"
 		return c
 	case errors.Is(err, syscall.EACCES):
 		c.Message = "permission denied connecting to " + d.socket
 		c.Fix = "ask the administrator to add you to allowed_users, or use your own agent (forged install)"
 		return c
 	case err != nil:
-		c.Message, c.Fix = err.Error(), "forged restart; if it persists, read the log"
+		c.Message, c.Fix = err.Error(), d.startFix("restart")+"; if it persists, read the log"
 		return c
 	}
 	defer cl.Close()
 	h := cl.Hello()
-	c.Status = checkOK
-	c.Message = fmt.Sprintf("%s answers: %s, protocol %d, state %s", d.socket, h.Daemon, h.Protocol, h.State)
-	if h.Bundle.Repo != "" {
-		c.Message += ", bundle " + h.Bundle.Repo
+	st, err := cl.Status(dctx)
+	if err != nil {
+		c.Status = checkWarn
+		c.Message = fmt.Sprintf("%s answers (%s, protocol %d, state %s) but status failed: %v", d.socket, h.Daemon, h.Protocol, h.State, err)
+		c.Fix = d.startFix("restart") + "; if it persists, read the log"
+		return c
 	}
+	d.served = st
+	if !d.repoGiven && st.Bundle.Repo != "" && hub.CheckRepo(st.Bundle.Repo) == nil {
+		d.repo = st.Bundle.Repo
+	}
+	c.Message = fmt.Sprintf("%s answers: %s, protocol %d, state %s", d.socket, st.Daemon, st.Protocol, st.State)
+	if st.Bundle.Repo != "" {
+		c.Message += ", bundle " + st.Bundle.Repo
+		if st.Bundle.Revision != "" {
+			c.Message += fmt.Sprintf("@%.12s", st.Bundle.Revision)
+		}
+	}
+	if st.Backend != nil {
+		c.Message += ", backend " + st.Backend.Name
+	}
+	if st.State == wire.StateUnavailable {
+		c.Status = checkWarn
+		c.Message += ": it serves nothing"
+		if st.Reason != "" {
+			c.Message += ": " + st.Reason
+		}
+		c.Fix = "do what the reason says, then forgectl load (or " + d.startFix("restart") + ")"
+		return c
+	}
+	if st.Reason != "" {
+		c.Message += " (" + st.Reason + ")"
+	}
+	c.Status = checkOK
 	return c
 }
 
@@ -466,12 +612,18 @@ func (d *doctor) checkBundle(context.Context) doctorCheck {
 	c := doctorCheck{Name: "bundle"}
 	if _, err := os.Stat(d.dataDir); err != nil {
 		c.Status, c.Message = checkWarn, "no data directory at "+d.dataDir+": nothing downloaded yet"
+		if d.servesRepo() {
+			c.Message += " (the daemon answering serves " + d.repo + ": it may use another data_dir; --data checks that one)"
+		}
 		c.Fix = fmt.Sprintf("forgectl pull %s --data %q", d.repo, d.dataDir)
 		return c
 	}
 	commit := d.installedCommit()
 	if commit == "" {
 		c.Status, c.Message = checkWarn, d.repo+" is not installed in "+d.dataDir
+		if d.servesRepo() {
+			c.Message += " (the daemon answering serves it: it may use another data_dir; --data checks that one)"
+		}
 		c.Fix = fmt.Sprintf("forgectl pull %s --data %q", d.repo, d.dataDir)
 		return c
 	}
@@ -489,6 +641,103 @@ func (d *doctor) checkBundle(context.Context) doctorCheck {
 	}
 	c.Status = checkOK
 	c.Message = fmt.Sprintf("%s@%.12s: integrity PASS, %d files (fast verify: unchanged files trusted from the install record)", d.repo, commit, report.VerifiedFiles)
+	if d.servesRepo() && d.served.Bundle.Revision != "" && d.served.Bundle.Revision != commit {
+		c.Message += fmt.Sprintf("; the daemon serves %.12s", d.served.Bundle.Revision)
+	}
+	return c
+}
+
+// servesRepo reports whether the daemon that answered serves d.repo.
+func (d *doctor) servesRepo() bool { return d.served != nil && d.served.Bundle.Repo == d.repo }
+
+// pullFix is the pull that installs d.repo with what this machine serves.
+func (d *doctor) pullFix() string {
+	return fmt.Sprintf("forgectl pull %s --data %q", d.repo, d.dataDir)
+}
+
+// installedSnapshot is the served snapshot of d.repo in the data
+// directory ("" when none is installed).
+func (d *doctor) installedSnapshot() string {
+	if d.snapshot == "" && d.installedCommit() != "" {
+		if dir, err := (&store.Store{Root: d.dataDir}).ServedDir(d.repo); err == nil {
+			d.snapshot = dir
+		}
+	}
+	return d.snapshot
+}
+
+// describeContents names what a snapshot carries for the backends.
+func describeContents(have modelbackend.Contents) string {
+	switch {
+	case have.CoreAI && have.Export:
+		return "coreai/ (the Core AI packages, for the ANE) and export/ (the quantized layers, for the CPU reference engine)"
+	case have.CoreAI:
+		return "coreai/ (the Core AI packages, for the ANE) and no export/ (the CPU reference engine's layers)"
+	case have.Export:
+		return "export/ (the quantized layers, for the CPU reference engine) and no coreai/ (the Core AI packages)"
+	}
+	return "neither coreai/" + bundle.ManifestFile + " (the Core AI runtime) nor export/" + ref.SmallFile + " (the CPU reference engine's layers)"
+}
+
+// checkRuntimes says which runtimes the installed snapshot carries.
+func (d *doctor) checkRuntimes(context.Context) doctorCheck {
+	c := doctorCheck{Name: "runtimes"}
+	dir := d.installedSnapshot()
+	if dir == "" {
+		c.Status, c.Message, c.Fix = checkWarn, "no installed snapshot of "+d.repo+" in "+d.dataDir+" to look at", d.pullFix()
+		return c
+	}
+	have := modelbackend.SnapshotContents(dir)
+	c.Message = fmt.Sprintf("%s@%.12s carries %s", d.repo, filepath.Base(dir), describeContents(have))
+	if !have.CoreAI && !have.Export {
+		c.Status, c.Fix = checkFail, d.pullFix()+" (again: nothing in it can be served)"
+		return c
+	}
+	c.Status = checkOK
+	return c
+}
+
+// checkBackend says which backend the configured one (auto unless set)
+// chooses for the installed snapshot here and why (modelbackend.Choose,
+// as the daemon does), or fails with the reason none can.
+func (d *doctor) checkBackend(context.Context) doctorCheck {
+	c := doctorCheck{Name: "backend"}
+	setting := d.backend
+	if setting == "" {
+		setting = modelbackend.Auto
+	}
+	dir := d.installedSnapshot()
+	if dir == "" {
+		c.Status, c.Message, c.Fix = checkWarn, "backend "+setting+": no installed snapshot of "+d.repo+" to choose for", d.pullFix()
+		return c
+	}
+	have := modelbackend.SnapshotContents(dir)
+	choice, err := modelbackend.Choose(setting, d.goos, d.probeBridge(), have)
+	if err != nil {
+		c.Status = checkFail
+		c.Message = fmt.Sprintf("backend %s: nothing on this machine can serve %s@%.12s: %v", setting, d.repo, filepath.Base(dir), err)
+		switch {
+		case !have.CoreAI && !have.Export, setting == wire.BackendCoreAI && !have.CoreAI:
+			c.Fix = d.pullFix()
+		case !have.Export && (d.goos != "darwin" || setting == wire.BackendRef):
+			c.Fix = d.pullFix() + " --include-export (when the release publishes export/), or serve it on a Mac with the Core AI bridge"
+		default:
+			c.Fix = "make the bridge load (the bridge check above says how), or " + d.pullFix() + " --include-export to serve it on the CPU"
+		}
+		return c
+	}
+	d.choice = &choice
+	c.Status = checkOK
+	c.Message = fmt.Sprintf("backend %s chooses %s for %s@%.12s: %s", setting, choice.Backend, d.repo, filepath.Base(dir), choice.Why)
+	if d.servesRepo() && d.served.Backend != nil {
+		if d.served.Backend.Name != choice.Backend {
+			c.Status = checkWarn
+			c.Message += fmt.Sprintf("; but the running daemon serves it with %s (%s)", d.served.Backend.Name, d.served.Backend.Why)
+			c.Fix = "the backend setting applies at start: " + d.startFix("restart")
+		} else {
+			c.Message += "; the running daemon serves it with " + d.served.Backend.Name
+		}
+	}
 	return c
 }
 

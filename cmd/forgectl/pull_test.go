@@ -14,8 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/ref"
+	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hubtest"
+	"github.com/forgedaemon/forged/bundle/store"
 	"github.com/forgedaemon/forged/bundle/synthbundle"
+	"github.com/forgedaemon/forged/daemon/modelbackend"
 )
 
 // The bundle commands are tested as a real binary (a kill -9 needs a
@@ -86,7 +91,7 @@ func TestPullKill9ThenResume(t *testing.T) {
 	stallAt := int64(44 << 20)
 	h.Inject(hubtest.Fault{Kind: hubtest.Stall, Path: big, N: stallAt})
 	data := filepath.Join(t.TempDir(), "data")
-	args := []string{"pull", "--json", "--endpoint", h.URL, "--data", data, "--part-size", "8388608", "--streams", "4", cliRepo}
+	args := []string{"pull", "--json", "--config", filepath.Join(t.TempDir(), "none.json"), "--endpoint", h.URL, "--data", data, "--part-size", "8388608", "--streams", "4", cliRepo}
 
 	first := exec.Command(bin, args...)
 	first.Env = append(os.Environ(), "HF_TOKEN=hf_cli_token", "FORGE_OFFLINE=")
@@ -228,7 +233,8 @@ func TestUpdateCommands(t *testing.T) {
 		}
 		return out
 	}
-	if out := string(run("pull", "--endpoint", h.URL, "--data", data, cliRepo)); !strings.Contains(out, cliRepo+"@"+v1+": downloaded ") || !strings.HasSuffix(out, "integrity PASS; serving "+v1+"\n") {
+	noConfig := filepath.Join(t.TempDir(), "none.json")
+	if out := string(run("pull", "--config", noConfig, "--endpoint", h.URL, "--data", data, cliRepo)); !strings.Contains(out, cliRepo+"@"+v1+": downloaded ") || !strings.Contains(out, "integrity PASS; installed as the served revision; ") {
 		t.Fatalf("pull summary: %q", out)
 	}
 	changed, v2 := publishChange(t, h, cliRepo, src) // one chunk file changes
@@ -266,7 +272,7 @@ func TestUpdateCommands(t *testing.T) {
 		t.Fatalf("gc removed a served or previous snapshot: %v", gc.Removed)
 	}
 	// Offline: no network; the installed revision is still reachable.
-	off := bundleCmd(t, []string{"FORGE_OFFLINE=1"}, "pull", "--endpoint", "http://127.0.0.1:1", "--data", data, "--revision", v1, cliRepo)
+	off := bundleCmd(t, []string{"FORGE_OFFLINE=1"}, "pull", "--config", noConfig, "--endpoint", "http://127.0.0.1:1", "--data", data, "--revision", v1, cliRepo)
 	if out, err := off.CombinedOutput(); err != nil || !strings.Contains(string(out), "already installed") {
 		t.Fatalf("offline pull: %v\n%s", err, out)
 	}
@@ -319,5 +325,207 @@ func TestGCSaysItWaitsForAPull(t *testing.T) {
 	syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	if err := c.Wait(); err != nil || !strings.HasPrefix(stdout.String(), "removed 0 snapshot(s), 0 blob(s)") {
 		t.Fatalf("gc after the lock was freed: %v, %q", err, stdout.String())
+	}
+}
+
+// publishBundle publishes a synthetic bundle as repo: withExport adds
+// export/ with the file the reference engine opens (small.safetensors,
+// which modelbackend.SnapshotContents looks for), inventoried in
+// release.json.
+func publishBundle(t *testing.T, h *hubtest.Hub, repo string, withExport bool, seed uint64) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "src")
+	if _, err := synthbundle.Generate(src, synthbundle.Options{Seed: seed, Export: withExport}); err != nil {
+		t.Fatal(err)
+	}
+	if withExport {
+		if err := os.WriteFile(filepath.Join(src, "export", ref.SmallFile), []byte("synthetic small layers"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rel, err := bundle.LoadRelease(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bundle.BuildInventory(src, rel); err != nil {
+			t.Fatal(err)
+		}
+		if err := rel.Write(src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit, err := h.Publish(repo, src, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return commit
+}
+
+// pretendHost makes forgectl pull decide for goos with a bridge probe that
+// answers br, until the test ends.
+func pretendHost(t *testing.T, goos string, br modelbackend.Bridge) {
+	old := pullHost
+	pullHost.goos = goos
+	pullHost.probe = func(string) modelbackend.Bridge { return br }
+	t.Cleanup(func() { pullHost = old })
+}
+
+type pullJSONResult struct {
+	Event  string `json:"event"`
+	Result struct {
+		Commit   string `json:"commit"`
+		Snapshot string `json:"snapshot"`
+	} `json:"result"`
+	Backend string `json:"backend"`
+	Why     string `json:"backend_why"`
+	Warning string `json:"warning"`
+}
+
+func lastPullResult(t *testing.T, out string) pullJSONResult {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var r pullJSONResult
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil || r.Event != "result" {
+		t.Fatalf("last line is not the result: %q (%v)", lines[len(lines)-1], err)
+	}
+	return r
+}
+
+func hasExport(snapshot string) bool {
+	_, err := os.Stat(filepath.Join(snapshot, "export", ref.SmallFile))
+	return err == nil
+}
+
+// On Linux a pull takes export/ by default when the release has one, and
+// says the reference engine serves it; --include-export=false leaves it
+// out and warns with the reason and its fix; a default pull into the same
+// store then adds export/.
+func TestPullOnLinuxTakesExportAndNamesTheBackend(t *testing.T) {
+	pretendHost(t, "linux", modelbackend.Bridge{Err: errors.New("the bridge must not be probed on linux under auto")})
+	t.Setenv("FORGE_OFFLINE", "")
+	h := hubtest.New()
+	defer h.Close()
+	const repo = "anemll/forge-export-test"
+	commit := publishBundle(t, h, repo, true, 21)
+	cfg := filepath.Join(t.TempDir(), "none.json") // no config file: backend auto
+
+	data := filepath.Join(t.TempDir(), "data")
+	out, errOut, err := runCtl(t, "", "pull", "--config", cfg, "--endpoint", h.URL, "--data", data, repo)
+	if err != nil {
+		t.Fatalf("pull: %v\n%s", err, errOut)
+	}
+	wantSummary := repo + "@" + commit + ": downloaded "
+	wantTail := "integrity PASS; installed as the served revision; served here by ref (auto: Core AI needs macOS (this is linux); the snapshot carries export/, served by the reference engine on the CPU)\n"
+	if !strings.HasPrefix(out, wantSummary) || !strings.HasSuffix(out, wantTail) {
+		t.Fatalf("summary %q, want %q…%q", out, wantSummary, wantTail)
+	}
+	if strings.Contains(errOut, "warning") {
+		t.Errorf("unexpected warning: %s", errOut)
+	}
+	snap := filepath.Join(data, "snapshots")
+	st, err := (&store.Store{Root: data}).ServedDir(repo)
+	if err != nil || !hasExport(st) {
+		t.Fatalf("served snapshot %q (%v) has no export/%s (under %s)", st, err, ref.SmallFile, snap)
+	}
+
+	// Explicitly without export/: the warning names the reason and the fix.
+	data2 := filepath.Join(t.TempDir(), "data")
+	out, errOut, err = runCtl(t, "", "pull", "--config", cfg, "--endpoint", h.URL, "--data", data2, "--include-export=false", "--json", repo)
+	if err != nil {
+		t.Fatalf("pull --include-export=false: %v\n%s", err, errOut)
+	}
+	r := lastPullResult(t, out)
+	const reason = "this bundle carries only Core AI packages; the Core AI bridge is not available on linux: pull with --include-export to serve it on the CPU"
+	if r.Backend != "" || r.Warning != reason || hasExport(r.Result.Snapshot) {
+		t.Fatalf("--include-export=false result: %+v (export present: %v)", r, hasExport(r.Result.Snapshot))
+	}
+	if !strings.Contains(errOut, "forgectl: warning: nothing on this machine can serve "+repo+"@"+commit+": "+reason) {
+		t.Errorf("stderr lacks the warning: %q", errOut)
+	}
+	// The same store, default selection: export/ is added now.
+	out, errOut, err = runCtl(t, "", "pull", "--config", cfg, "--endpoint", h.URL, "--data", data2, "--json", repo)
+	if err != nil {
+		t.Fatalf("second pull: %v\n%s", err, errOut)
+	}
+	if r = lastPullResult(t, out); r.Backend != "ref" || r.Warning != "" || !hasExport(r.Result.Snapshot) {
+		t.Fatalf("default pull after --include-export=false: %+v", r)
+	}
+}
+
+// A release without export/: the default pull on Linux does not ask for
+// it (the release has none, so that would fail) and warns, adding that
+// --include-export cannot help; asking for it explicitly is refused.
+func TestPullOnLinuxOfCoreAIOnlyBundleWarns(t *testing.T) {
+	pretendHost(t, "linux", modelbackend.Bridge{})
+	t.Setenv("FORGE_OFFLINE", "")
+	h := hubtest.New()
+	defer h.Close()
+	const repo = "anemll/forge-coreai-only"
+	commit := publishBundle(t, h, repo, false, 22)
+	cfg := filepath.Join(t.TempDir(), "none.json")
+	data := filepath.Join(t.TempDir(), "data")
+	out, errOut, err := runCtl(t, "", "pull", "--config", cfg, "--endpoint", h.URL, "--data", data, repo)
+	if err != nil {
+		t.Fatalf("pull: %v\n%s", err, errOut)
+	}
+	if !strings.HasSuffix(out, "integrity PASS; installed as the served revision; nothing on this machine can serve it (see the warning)\n") {
+		t.Errorf("summary %q", out)
+	}
+	for _, want := range []string{"warning: nothing on this machine can serve " + repo + "@" + commit,
+		"pull with --include-export to serve it on the CPU", "this release publishes no export/, so only a Mac with the Core AI bridge can serve it"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q lacks %q", errOut, want)
+		}
+	}
+	_, _, err = runCtl(t, "", "pull", "--config", cfg, "--endpoint", h.URL, "--data", filepath.Join(t.TempDir(), "d"), "--include-export", repo)
+	if err == nil || !strings.Contains(err.Error(), "no export component") {
+		t.Fatalf("explicit --include-export of a release without export/: %v", err)
+	}
+}
+
+// On a Mac under auto the export is not downloaded and Core AI serves;
+// without a bridge the warning says how to get one; a config that forces
+// ref takes export/ on the Mac too.
+func TestPullOnMacFollowsTheBackend(t *testing.T) {
+	t.Setenv("FORGE_OFFLINE", "")
+	h := hubtest.New()
+	defer h.Close()
+	const repo = "anemll/forge-mac-test"
+	publishBundle(t, h, repo, true, 23)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "none.json")
+	pull := func(args ...string) pullJSONResult {
+		t.Helper()
+		args = append([]string{"pull", "--json", "--endpoint", h.URL, "--data", filepath.Join(t.TempDir(), "data")}, append(args, repo)...)
+		out, errOut, err := runCtl(t, "", args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, errOut)
+		}
+		return lastPullResult(t, out)
+	}
+
+	pretendHost(t, "darwin", modelbackend.Bridge{Path: "/opt/forged/lib/forged/libCoreAIBridge.dylib", Release: "CoreAIBridge 1"})
+	r := pull("--config", cfg)
+	if hasExport(r.Result.Snapshot) || r.Backend != "coreai" || !strings.Contains(r.Why, "bridge at /opt/forged/lib/forged/libCoreAIBridge.dylib loads") {
+		t.Fatalf("Mac with a bridge: %+v (export present: %v)", r, hasExport(r.Result.Snapshot))
+	}
+
+	pretendHost(t, "darwin", modelbackend.Bridge{Tried: []string{"/a/libCoreAIBridge.dylib"}, Err: coreai.ErrBridgeNotFound})
+	r = pull("--config", cfg)
+	if r.Backend != "" || !strings.Contains(r.Warning, "packaging/bridge/build.sh") || !strings.Contains(r.Warning, "looked in /a/libCoreAIBridge.dylib") {
+		t.Fatalf("Mac without a bridge: %+v", r)
+	}
+
+	forced := filepath.Join(dir, "ref.json")
+	os.WriteFile(forced, []byte(`{"backend": "ref"}`), 0o644)
+	r = pull("--config", forced)
+	if !hasExport(r.Result.Snapshot) || r.Backend != "ref" || r.Why != "forced by config (backend ref)" {
+		t.Fatalf("Mac with backend ref: %+v", r)
+	}
+
+	// A broken config file is an error naming it, not a silent default.
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"backend": "gpu"}`), 0o644)
+	if _, _, err := runCtl(t, "", "pull", "--config", bad, "--endpoint", h.URL, "--data", filepath.Join(dir, "d"), repo); err == nil || !strings.Contains(err.Error(), "bad.json") || !strings.Contains(err.Error(), "backend") {
+		t.Fatalf("bad config: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/forgedaemon/forged/client"
@@ -58,13 +59,86 @@ func showStatus(w io.Writer, st *wire.StatusResult, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "state       %s\n", state)
 	fmt.Fprintf(w, "bundle      %s @ %s (model %s)\n", st.Bundle.Repo, st.Bundle.Revision, st.Bundle.Model)
-	fmt.Fprintf(w, "clients     %d connected, %d sessions\n", st.Connections, len(st.Sessions))
+	showBackend(w, st.Backend)
+	parked := 0
+	for _, s := range st.Sessions {
+		if s.Parked {
+			parked++
+		}
+	}
+	sessions := fmt.Sprintf("%d sessions", len(st.Sessions))
+	if parked > 0 {
+		sessions += fmt.Sprintf(" (%d parked)", parked)
+	}
+	fmt.Fprintf(w, "clients     %d connected, %s\n", st.Connections, sessions)
+	for _, s := range st.Sessions {
+		where := fmt.Sprintf("context %d", s.Context)
+		if s.Parked {
+			where = "parked (its state is out of the model's memory; the next turn resumes it without prefilling)"
+		}
+		fmt.Fprintf(w, "  session   %s uid %d %s: %d tokens, %s\n", s.Session, s.UID, s.Client, s.Tokens, where)
+	}
 	fmt.Fprintf(w, "generation  %d running / %d slots, %d queued\n", st.Running, st.Slots, st.Queued)
 	if st.Speculation != "" {
 		fmt.Fprintf(w, "speculation %s\n", st.Speculation)
 	}
-	m := st.Memory
-	fmt.Fprintf(w, "memory      %s total (weights %s, kv %s, state %s, scratch %s; go heap %s)\n",
-		units.Bytes(m.Total), units.Bytes(m.Weights), units.Bytes(m.KV), units.Bytes(m.State), units.Bytes(m.Scratch), units.Bytes(m.GoHeap))
+	fmt.Fprintf(w, "memory      %s\n", memoryLine(st.Memory, true))
+	if st.MemoryEstimate != nil {
+		fmt.Fprintf(w, "estimate    %s (the memory model's account)\n", memoryLine(*st.MemoryEstimate, false))
+	}
 	return nil
+}
+
+func memoryLine(m wire.Memory, heap bool) string {
+	s := fmt.Sprintf("%s total (weights %s, kv %s, state %s, scratch %s",
+		units.Bytes(m.Total), units.Bytes(m.Weights), units.Bytes(m.KV), units.Bytes(m.State), units.Bytes(m.Scratch))
+	if heap {
+		s += "; go heap " + units.Bytes(m.GoHeap)
+	}
+	return s + ")"
+}
+
+// showBackend prints the backend line: the engine and what describes it
+// (Core AI: bridge, compute units, chip, KV format, MPSGraph of the OS, then
+// each package's MPSGraph version indented; ref: its kernel level), then
+// how it was chosen. Nothing when the daemon names no backend (no model
+// loaded yet, or an older daemon).
+func showBackend(w io.Writer, b *wire.BackendInfo) {
+	if b == nil {
+		return
+	}
+	var parts []string
+	add := func(label, v string) {
+		if v != "" {
+			parts = append(parts, label+v)
+		}
+	}
+	switch b.Name {
+	case wire.BackendCoreAI:
+		bridge := b.BridgeRelease
+		if b.BridgePath != "" {
+			bridge += " at " + b.BridgePath
+		}
+		add("bridge ", strings.TrimSpace(bridge))
+		add("compute ", b.ComputeUnits)
+		add("chip ", b.Chip)
+		add("KV ", b.KV)
+		add("OS MPSGraph ", b.OSMPSGraph)
+	default:
+		add("kernels ", b.Kernels)
+	}
+	line := b.Name
+	if len(parts) > 0 {
+		line += " (" + strings.Join(parts, "; ") + ")"
+	}
+	fmt.Fprintf(w, "backend     %s\n", line)
+	if len(b.PackageMPSGraph) > 0 {
+		fmt.Fprintf(w, "            package MPSGraph versions:\n")
+		for _, p := range b.PackageMPSGraph {
+			fmt.Fprintf(w, "              %s\n", p)
+		}
+	}
+	if b.Why != "" {
+		fmt.Fprintf(w, "            why: %s\n", b.Why)
+	}
 }

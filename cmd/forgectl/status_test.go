@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -91,5 +92,99 @@ func TestChatAndGenerate(t *testing.T) {
 	_, _, err = runCtl(t, "", "generate", "--socket", sock, "--max-tokens", "70000", "x")
 	if err == nil || !strings.Contains(err.Error(), "context_exceeded") {
 		t.Fatalf("context exceeded: %v", err)
+	}
+}
+
+// described is the fake engine naming a backend, as modelbackend does.
+type described struct {
+	*fakeengine.Engine
+	info *wire.BackendInfo
+}
+
+func (d described) BackendInfo() *wire.BackendInfo { return d.info }
+
+var coreaiInfo = &wire.BackendInfo{
+	Name: wire.BackendCoreAI, Why: "auto: the snapshot carries the Core AI runtime and the bridge at /usr/local/lib/forged/libCoreAIBridge.dylib loads",
+	ComputeUnits: "cpuAndNeuralEngine", BridgeRelease: "CoreAIBridge 1 (Core AI 27.0)", BridgePath: "/usr/local/lib/forged/libCoreAIBridge.dylib",
+	OSMPSGraph: "7.0.80", PackageMPSGraph: []string{"chunk_00.aimodel=7.0.80 (compiled)", "head.aimodel=7.0.79 (source)"},
+	Chip: "h18 (Apple M6 Max)", KV: "v8",
+}
+
+// The backend the daemon names reaches status over the socket: one line
+// with the Core AI details, the package versions indented, and why; or the
+// reference engine with its kernels. --json passes it through unchanged.
+func TestStatusShowsTheBackend(t *testing.T) {
+	for _, tc := range []struct {
+		info *wire.BackendInfo
+		want []string
+	}{
+		{coreaiInfo, []string{
+			"backend     coreai (bridge CoreAIBridge 1 (Core AI 27.0) at /usr/local/lib/forged/libCoreAIBridge.dylib; compute cpuAndNeuralEngine; chip h18 (Apple M6 Max); KV v8; OS MPSGraph 7.0.80)\n",
+			"            package MPSGraph versions:\n              chunk_00.aimodel=7.0.80 (compiled)\n              head.aimodel=7.0.79 (source)\n",
+			"            why: auto: the snapshot carries the Core AI runtime and the bridge at /usr/local/lib/forged/libCoreAIBridge.dylib loads\n",
+		}},
+		{&wire.BackendInfo{Name: wire.BackendRef, Kernels: "avx512", Why: "auto: Core AI needs macOS (this is linux); the snapshot carries export/, served by the reference engine on the CPU"}, []string{
+			"backend     ref (kernels avx512)\n            why: auto: Core AI needs macOS (this is linux)",
+		}},
+	} {
+		sock, _ := serveDaemon(t, described{fakeengine.New(fakeengine.Options{}), tc.info})
+		out, _, err := runCtl(t, "", "status", "--socket", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("status lacks %q:\n%s", w, out)
+			}
+		}
+		out, _, err = runCtl(t, "", "status", "--socket", sock, "--json")
+		var st wire.StatusResult
+		if err != nil || json.Unmarshal([]byte(out), &st) != nil || st.Backend == nil || !reflect.DeepEqual(*st.Backend, *tc.info) {
+			t.Fatalf("status --json backend %+v (%v), want %+v\n%s", st.Backend, err, tc.info, out)
+		}
+	}
+	// A daemon that names no backend (the fake engine alone): no line.
+	out, _, err := runCtl(t, "", "status", "--socket", startDaemon(t))
+	if err != nil || strings.Contains(out, "backend") {
+		t.Fatalf("status without a backend: %v\n%s", err, out)
+	}
+}
+
+// Parked sessions are counted and marked; --json keeps parked and the
+// memory estimate.
+func TestStatusShowsParkedSessions(t *testing.T) {
+	st := &wire.StatusResult{Daemon: "test", State: "ready", Connections: 2, Backend: coreaiInfo,
+		Sessions: []wire.SessionInfo{
+			{Session: "s1", UID: 501, Client: "chat", Tokens: 1200, Context: 2048},
+			{Session: "s2", UID: 501, Client: "chat", Tokens: 300, Parked: true},
+		},
+		Memory:         wire.Memory{Total: 3 << 30, Weights: 2 << 30, KV: 1 << 30},
+		MemoryEstimate: &wire.Memory{Total: 3 << 30, Weights: 2 << 30, KV: 1 << 30},
+	}
+	var b strings.Builder
+	if err := showStatus(&b, st, false); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, w := range []string{
+		"clients     2 connected, 2 sessions (1 parked)\n",
+		"  session   s1 uid 501 chat: 1200 tokens, context 2048\n",
+		"  session   s2 uid 501 chat: 300 tokens, parked (",
+		"estimate    3.0 GiB total (weights 2.0 GiB, kv 1.0 GiB, state 0 B, scratch 0 B) (the memory model's account)\n",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("status lacks %q:\n%s", w, out)
+		}
+	}
+	b.Reset()
+	if err := showStatus(&b, st, true); err != nil {
+		t.Fatal(err)
+	}
+	var back wire.StatusResult
+	if err := json.Unmarshal([]byte(b.String()), &back); err != nil || !reflect.DeepEqual(&back, st) {
+		t.Fatalf("--json round trip: %v\n%s", err, b.String())
+	}
+	if !strings.Contains(b.String(), `"parked": true`) {
+		t.Errorf("--json lacks parked: %s", b.String())
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/forgedaemon/forged/ane/coreai/standin"
 )
 
-// The test bridge (standin/bridge.c) is compiled once per test
+// The test bridge (standin/csrc/bridge.c) is compiled once per test
 // binary with the system C compiler into a temporary directory (not cgo),
 // and its compute callback is registered once: purego callbacks are never
 // freed, so the count must stay at one however many runs happen.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/forgedaemon/forged/ane/config"
@@ -155,19 +156,23 @@ func (c *cache) get(path string) (program, error) {
 	return s.p, nil
 }
 
-// size is how many programs are held (tests).
-func (c *cache) size() int {
+// Resident lists, sorted, the package directories whose programs (and
+// weights) are in memory: loaded by a run, not yet dropped by the release
+// of the last model loaded from them.
+func Resident() []string {
+	c := programs
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for _, s := range c.slots {
+	var paths []string
+	for path, s := range c.slots {
 		s.mu.Lock()
 		if s.p != nil {
-			n++
+			paths = append(paths, path)
 		}
 		s.mu.Unlock()
 	}
-	return n
+	slices.Sort(paths)
+	return paths
 }
 
 // ReadProgram reads and checks a package's standin.json.

@@ -1,0 +1,42 @@
+package standin
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Attach creates one purego callback per process however often it runs,
+// on the same library, the same file under another name or a second
+// build; a library without the stand-in symbols is refused by name.
+func TestAttachMakesOneCallback(t *testing.T) {
+	first, err := Shared()
+	if err != nil {
+		t.Skip(err)
+	}
+	second, err := Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	alias := filepath.Join(t.TempDir(), "alias.so")
+	if err := os.Link(second, alias); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{first, first, second, alias, second} {
+		if err := Attach(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if callbacks != 1 {
+		t.Fatalf("%d callbacks made, want 1", callbacks)
+	}
+	for _, p := range []string{"/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6", "/lib/aarch64-linux-gnu/libm.so.6"} {
+		if _, err := os.Stat(p); err == nil {
+			err := Attach(p)
+			if err == nil || err.Error() != "standin: "+p+" is not the stand-in bridge (it does not export tb_set_compute)" {
+				t.Fatalf("Attach(libm): %v", err)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,280 @@
+package standin_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/standin"
+	"github.com/forgedaemon/forged/ane/ref"
+	"github.com/forgedaemon/forged/bundle"
+)
+
+var testCtxs = []int{1024, 2048}
+
+// runtime writes a stand-in runtime for the tiny model and opens it with
+// coreai, beside ane/ref on the same checkpoint.
+func runtime(t *testing.T, o standin.RuntimeOptions) (*coreai.Engine, *ref.Session, *bundle.Manifest) {
+	t.Helper()
+	lib := bridge(t)
+	dir, cfg, w := tiny(t)
+	rt := t.TempDir()
+	man, err := standin.WriteRuntime(rt, cfg, w, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := coreai.Open(rt, coreai.Options{Bridge: lib, Embedding: newEmbedding(cfg, w), KV: o.KV, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	kv := ane.KVFP16 // ane/ref has no kv8: int8 keys are compared against fp16 keys
+	if o.KV != ane.KVFP16 {
+		kv = ane.KVV8
+	}
+	m, err := ref.Open(dir, ref.Options{Numerics: graphNumerics, Ladder: o.Contexts, KV: kv, Threads: 1, Taps: man.Taps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	s := m.NewSession()
+	t.Cleanup(func() { s.Close() })
+	return e, s, man
+}
+
+// The manifest WriteRuntime writes is the published layout (it validates,
+// covers the layers, sizes every package) and coreai runs it over the
+// stand-in bridge with ane/ref's logits and features: a 100-row prefill
+// (64 + 36 through p64 entries, or 8-row calls without them), verifies
+// with partial accepts, and a feed that crosses 1024 positions, so the
+// engine moves to the 2048 entries and copies its history.
+func TestWriteRuntimeRunsLikeTheReference(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    standin.RuntimeOptions
+	}{
+		{"v8-prefill", standin.RuntimeOptions{Prefill: true}},
+		{"fp16-keysT", standin.RuntimeOptions{KV: ane.KVFP16, KeysT: true, Prefill: true, Taps: []int{1, 3}}},
+		{"kv8-no-prefill", standin.RuntimeOptions{KV: ane.KVKV8}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := c.o
+			o.Contexts, o.ChunkLayers = testCtxs, 2
+			if o.Taps == nil {
+				o.Taps = []int{0, 1, 3}
+			}
+			e, s, man := runtime(t, o)
+			_, cfg, _ := tiny(t)
+			if err := man.ValidateLayers(cfg.NumHiddenLayers); err != nil || len(man.Chunks) != 2 || man.Head.MB <= 0 || man.Chunks[1].MB <= 0 {
+				t.Fatalf("manifest %+v: %v", man, err)
+			}
+			V := cfg.VocabSize
+			r := rand.New(rand.NewPCG(1, 2))
+			ids := func(n int) []int {
+				v := make([]int, n)
+				for i := range v {
+					v[i] = r.IntN(400)
+				}
+				return v
+			}
+			var worst float64
+			feed := func(n int) {
+				t.Helper()
+				in := ids(n)
+				got, err := e.Feed(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := s.Feed(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				worst = max(worst, closeLogits(t, fmt.Sprintf("Feed(%d) at %d", n, s.Position()), got, want, V))
+			}
+			verify := func(k int) {
+				t.Helper()
+				in := ids(8)
+				got, err := e.Verify(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := s.Verify(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				worst = max(worst, closeLogits(t, fmt.Sprintf("Verify at %d", s.Position()), got.Data, want.Data, V))
+				gf, err := e.Features(8)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wf, err := s.Features(8)
+				if err != nil {
+					t.Fatal(err)
+				}
+				closeLogits(t, "Features", gf, wf, len(wf))
+				if err := e.Accept(k); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Accept(k); err != nil {
+					t.Fatal(err)
+				}
+			}
+			feed(100)
+			for _, k := range []int{3, 0, 8, 5} {
+				verify(k)
+			}
+			feed(940)
+			verify(6)
+			if e.Position() != s.Position() || e.Context() != 2048 || s.Context() != 2048 {
+				t.Fatalf("position %d/%d, context %d/%d", e.Position(), s.Position(), e.Context(), s.Context())
+			}
+			t.Logf("worst logit difference %.3g of the range", worst)
+		})
+	}
+}
+
+// A package that is not a stand-in package, or a corrupt one, fails its
+// run with the file named; SetFault fails the runs it picks and nothing
+// else; Handle replaces a package's program until it is unregistered.
+func TestPackageErrorsFaultsAndHandlers(t *testing.T) {
+	lib := bridge(t)
+	_, cfg, w := tiny(t)
+	o := standin.RuntimeOptions{Contexts: []int{1024}, ChunkLayers: 2, Prefill: true}
+	open := func(edit func(dir string)) (*coreai.Engine, string) {
+		t.Helper()
+		rt := t.TempDir()
+		if _, err := standin.WriteRuntime(rt, cfg, w, o); err != nil {
+			t.Fatal(err)
+		}
+		edit(rt)
+		e, err := coreai.Open(rt, coreai.Options{Bridge: lib, Embedding: newEmbedding(cfg, w), CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e, rt
+	}
+	chunk1 := "chunk_L02-03.aimodel"
+	for _, c := range []struct {
+		name string
+		edit func(dir string)
+		msg  string
+	}{
+		{"no weights", func(dir string) { os.Remove(filepath.Join(dir, chunk1, standin.WeightsFile)) },
+			filepath.Join(chunk1, standin.WeightsFile)},
+		{"truncated weights", func(dir string) { os.Truncate(filepath.Join(dir, standin.HeadFile, standin.WeightsFile), 100) },
+			filepath.Join(standin.HeadFile, standin.WeightsFile)},
+		{"no program", func(dir string) { os.Remove(filepath.Join(dir, chunk1, standin.ProgramFile)) },
+			filepath.Join(chunk1, standin.ProgramFile)},
+		{"corrupt program", func(dir string) {
+			os.WriteFile(filepath.Join(dir, standin.HeadFile, standin.ProgramFile), []byte(`{"format": `), 0o644)
+		}, filepath.Join(standin.HeadFile, standin.ProgramFile)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, _ := open(c.edit)
+			_, err := e.Feed([]int{1, 2, 3})
+			wantErr(t, err, c.msg)
+			t.Log(err)
+		})
+	}
+
+	e, rt := open(func(string) {})
+	boom := errors.New("injected stand-in failure")
+	var seen []string
+	standin.SetFault(func(path, fn string) error {
+		seen = append(seen, filepath.Base(path)+":"+fn)
+		if filepath.Base(path) == standin.HeadFile {
+			return boom
+		}
+		return nil
+	})
+	_, err := e.Feed([]int{1, 2, 3})
+	standin.SetFault(nil)
+	wantErr(t, err, "injected stand-in failure")
+	if want := []string{"chunk_L00-01.aimodel:v8_1k", "chunk_L02-03.aimodel:v8_1k", standin.HeadFile + ":h8"}; !slices.Equal(seen, want) {
+		t.Fatalf("the fault saw %v, want %v", seen, want)
+	}
+	if _, err := e.Feed([]int{1, 2, 3}); err != nil {
+		t.Fatalf("after the fault was cleared: %v", err)
+	}
+	calls := 0
+	unregister := standin.Handle(filepath.Join(rt, standin.HeadFile), func(fn string, ts map[string][]byte) error {
+		calls++
+		clear(ts["logits"])
+		return nil
+	})
+	got, err := e.Feed([]int{4})
+	if err != nil || calls != 1 || slices.ContainsFunc(got, func(x float32) bool { return x != 0 }) {
+		t.Fatalf("with a handler: %d calls, error %v, logits %v…", calls, err, got[:4])
+	}
+	unregister()
+	got, err = e.Feed([]int{5})
+	if err != nil || calls != 1 || !slices.ContainsFunc(got, func(x float32) bool { return x != 0 }) {
+		t.Fatalf("after unregistering: %d handler calls, error %v", calls, err)
+	}
+}
+
+// Closing the engines releases every bridge object they created (the
+// live counts return to where they were) and, with the last model loaded
+// from a package, its program and weights.
+func TestCloseReleasesEverything(t *testing.T) {
+	lib := bridge(t)
+	_, cfg, w := tiny(t)
+	rt := t.TempDir()
+	man, err := standin.WriteRuntime(rt, cfg, w, standin.RuntimeOptions{Contexts: []int{1024}, ChunkLayers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []string
+	for _, c := range man.Chunks {
+		pkgs = append(pkgs, filepath.Join(rt, c.File))
+	}
+	pkgs = append(pkgs, filepath.Join(rt, man.Head.File))
+	slices.Sort(pkgs)
+	before := standin.Live()
+	var engines []*coreai.Engine
+	for range 2 {
+		e, err := coreai.Open(rt, coreai.Options{Bridge: lib, Embedding: newEmbedding(cfg, w), CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Feed([]int{7, 8, 9}); err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, e)
+	}
+	if got := standin.Live(); got == before {
+		t.Fatalf("two open engines hold no bridge objects: %v", got)
+	}
+	if got := resident(rt); !slices.Equal(got, pkgs) {
+		t.Fatalf("resident programs %v, want %v", got, pkgs)
+	}
+	engines[0].Close()
+	if got := resident(rt); !slices.Equal(got, pkgs) {
+		t.Fatalf("after closing one of two engines, resident programs %v, want %v", got, pkgs)
+	}
+	engines[1].Close()
+	if got := standin.Live(); got != before {
+		t.Fatalf("live models/functions/buffers/bindings %v after Close, %v before Open", got, before)
+	}
+	if got := resident(rt); len(got) != 0 {
+		t.Fatalf("after closing both engines, resident programs %v", got)
+	}
+}
+
+// resident lists the resident programs under dir.
+func resident(dir string) []string {
+	var out []string
+	for _, p := range standin.Resident() {
+		if filepath.Dir(p) == dir {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // normalizer rewrites text before pre-tokenization (tokenizer.json
@@ -15,10 +13,6 @@ import (
 type normalizer interface {
 	normalize(s string) string
 }
-
-type unicodeForm struct{ form norm.Form }
-
-func (n unicodeForm) normalize(s string) string { return n.form.String(s) }
 
 // lowercase is Rust's char-wise to_lowercase: the simple mapping, except
 // U+0130 (İ), whose full lowercase is two characters.
@@ -93,13 +87,13 @@ func parseNormalizer(raw json.RawMessage, path string) (normalizer, error) {
 	}
 	switch j.Type {
 	case "NFC":
-		return unicodeForm{norm.NFC}, nil
+		return nfcForm, nil
 	case "NFD":
-		return unicodeForm{norm.NFD}, nil
+		return nfdForm, nil
 	case "NFKC":
-		return unicodeForm{norm.NFKC}, nil
+		return nfkcForm, nil
 	case "NFKD":
-		return unicodeForm{norm.NFKD}, nil
+		return nfkdForm, nil
 	case "Lowercase":
 		return lowercase{}, nil
 	case "Strip":

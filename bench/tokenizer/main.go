@@ -1,8 +1,9 @@
 // Command tokenizer-bench is the Go side of bench/tokenizer/run.sh: encode
-// throughput of ane/tokenizer on the texts of encodings.jsonl, measured the
-// same way as bench.mjs measures the JavaScript reference (whole passes over
-// all texts, word cache warm, until the time budget is spent). It checks
-// every line's ids first and prints one JSON line.
+// throughput of ane/tokenizer on the texts of an encodings file, measured
+// the same way as bench.mjs measures the baselines (Hugging Face tokenizers
+// and the transformers.js port): whole passes over all texts, word cache
+// warm, until the time budget is spent. It checks every line's ids first
+// and prints one JSON line.
 //
 // usage: go run ./bench/tokenizer TOKENIZER_JSON_OR_DIR ENCODINGS_JSONL SECONDS
 package main

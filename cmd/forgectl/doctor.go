@@ -579,7 +579,7 @@ func (d *doctor) checkSocket(ctx context.Context) doctorCheck {
 		return c
 	}
 	d.served = st
-	if !d.repoGiven && st.Bundle.Repo != "" && hub.CheckRepo(st.Bundle.Repo) == nil {
+	if !d.repoGiven && servedFromStore(st.Bundle) {
 		d.repo = st.Bundle.Repo
 	}
 	c.Message = fmt.Sprintf("%s answers: %s, protocol %d, state %s", d.socket, st.Daemon, st.Protocol, st.State)
@@ -645,6 +645,14 @@ func (d *doctor) checkBundle(context.Context) doctorCheck {
 		c.Message += fmt.Sprintf("; the daemon serves %.12s", d.served.Bundle.Revision)
 	}
 	return c
+}
+
+// servedFromStore reports whether a daemon's bundle comes from a bundle
+// store (forged run --repo): its revision is the served commit, or empty
+// while none is installed. A checkpoint served with --model reports its
+// --revision ("local" by default) and is no repository to check.
+func servedFromStore(b wire.Bundle) bool {
+	return b.Repo != "" && hub.CheckRepo(b.Repo) == nil && (b.Revision == "" || hub.IsCommit(b.Revision))
 }
 
 // servesRepo reports whether the daemon that answered serves d.repo.

@@ -213,7 +213,8 @@ func TestDoctorAsksTheDaemonWhatItServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := daemon.New(described{fakeengine.New(fakeengine.Options{}), &wire.BackendInfo{Name: wire.BackendRef, Kernels: "avx2", Why: "forced by config (backend ref)"}}, daemon.Config{})
+	const served = "0123456789abcdef0123456789abcdef01234567"
+	srv, err := daemon.New(described{fakeengine.New(fakeengine.Options{Revision: served}), &wire.BackendInfo{Name: wire.BackendRef, Kernels: "avx2", Why: "forced by config (backend ref)"}}, daemon.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +230,16 @@ func TestDoctorAsksTheDaemonWhatItServes(t *testing.T) {
 	wantCheck(t, find(t, r, "bundle"), checkWarn, "fake/instant is not installed", "the daemon answering serves it", "forgectl pull fake/instant")
 	if r.Backend != wire.BackendRef {
 		t.Errorf("report backend %q, want the daemon's ref", r.Backend)
+	}
+
+	// A daemon serving a checkpoint (--model: revision "local") serves no
+	// repository of the store: the configured one is checked.
+	sock2, _ := serveDaemon(t, fakeengine.New(fakeengine.Options{Revision: "local"}))
+	d1 := testDoctor(t)
+	d1.socket = sock2
+	wantCheck(t, d1.checkSocket(context.Background()), checkOK, "bundle fake/instant@local")
+	if d1.repo != "anemll/doctor-test" {
+		t.Errorf("a --model daemon's bundle replaced the configured repo: %q", d1.repo)
 	}
 
 	// --repo wins over the daemon's bundle.

@@ -58,7 +58,16 @@ func showStatus(w io.Writer, st *wire.StatusResult, asJSON bool) error {
 		state += " (" + st.Reason + ")"
 	}
 	fmt.Fprintf(w, "state       %s\n", state)
-	fmt.Fprintf(w, "bundle      %s @ %s (model %s)\n", st.Bundle.Repo, st.Bundle.Revision, st.Bundle.Model)
+	bundle := st.Bundle.Repo
+	if st.Bundle.Revision != "" {
+		bundle += " @ " + st.Bundle.Revision
+	}
+	if st.Bundle.Model != "" {
+		bundle += " (model " + st.Bundle.Model + ")"
+	} else if st.Bundle.Revision == "" {
+		bundle += " (no revision loaded)"
+	}
+	fmt.Fprintf(w, "bundle      %s\n", bundle)
 	showBackend(w, st.Backend)
 	parked := 0
 	for _, s := range st.Sessions {

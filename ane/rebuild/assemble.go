@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
+	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/coreai/standin"
+	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle"
@@ -29,6 +31,17 @@ type AssembleOptions struct {
 	// ModelID and ModelRevision name the upstream model in release.json
 	// (default Qwen/Qwen3.8-27B at the published revision).
 	ModelID, ModelRevision string
+	// StandIn makes the coreai/ packages stand-in packages
+	// (ane/coreai/standin) computed from the export's effective weights
+	// (ref.EffectiveBundle) instead of placeholder files, so coreai runs
+	// the bundle over the Linux stand-in bridge. Nothing runs on the ANE.
+	StandIn bool
+	// Drafter, if set, is a DFlash2 drafter directory (config.json,
+	// model.safetensors, selector.safetensors, the sidecar naming Export)
+	// included as drafter/ with its package (a stand-in package with
+	// StandIn, else a placeholder); the runtime taps its target layers and
+	// release.json records it.
+	Drafter string
 }
 
 // AssembleReport describes an assembled bundle.
@@ -40,6 +53,8 @@ type AssembleReport struct {
 	Chunks      int            `json:"chunks"`
 	Contexts    []int          `json:"contexts"`
 	SmallTensor int            `json:"small_tensors"`
+	StandIn     bool           `json:"stand_in"`
+	Drafter     bool           `json:"drafter"`
 	Verify      *verify.Report `json:"verify"`
 }
 
@@ -56,10 +71,11 @@ const (
 // export: model/ (the allowed model files and embed_tokens_fp16.npy),
 // export/ (the export plus small.safetensors), the root documents, a
 // coreai/ runtime section whose manifest covers the model's layers in
-// chunks but whose packages are placeholders, and release.json (which the
-// bundle verifier must PASS). The bundle is plain (no drafter). The
-// reference backend runs it (ref.OpenBundle); Core AI cannot. On failure
-// nothing is left in Out.
+// chunks, with placeholder packages or (StandIn) stand-in packages,
+// optionally drafter/, and release.json (which the bundle verifier must
+// PASS). The reference backend runs it (ref.OpenBundle); Core AI runs it
+// only over the stand-in bridge, and only when StandIn. On failure nothing
+// is left in Out.
 func Assemble(o AssembleOptions) (_ *AssembleReport, err error) {
 	if o.Model == "" || o.Export == "" || o.Out == "" {
 		return nil, errors.New("assemble: the checkpoint, export and output directories are all required")
@@ -83,6 +99,18 @@ func Assemble(o AssembleOptions) (_ *AssembleReport, err error) {
 	if err := checkExportFiles(o.Export, cfg.NumHiddenLayers); err != nil {
 		return nil, err
 	}
+	taps := synthbundle.Taps(cfg.NumHiddenLayers)
+	if o.Drafter != "" {
+		// The sidecar must name this export; the runtime taps what the drafter reads.
+		if err := dflash.CheckDirs(o.Drafter, o.Model, o.Export, nil); err != nil {
+			return nil, fmt.Errorf("assemble: drafter %s: %w", o.Drafter, err)
+		}
+		dc, err := config.LoadDrafter(o.Drafter)
+		if err != nil {
+			return nil, err
+		}
+		taps = dc.DFlash.TargetLayerIDs
+	}
 	if entries, err := os.ReadDir(o.Out); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("assemble: %s is not empty", o.Out)
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -96,12 +124,21 @@ func Assemble(o AssembleOptions) (_ *AssembleReport, err error) {
 			os.RemoveAll(o.Out)
 		}
 	}()
-	rep := &AssembleReport{Out: o.Out, Layers: cfg.NumHiddenLayers, Chunks: cfg.NumHiddenLayers / o.ChunkLayers, Contexts: o.Contexts}
+	rep := &AssembleReport{Out: o.Out, Layers: cfg.NumHiddenLayers, Chunks: cfg.NumHiddenLayers / o.ChunkLayers, Contexts: o.Contexts,
+		StandIn: o.StandIn, Drafter: o.Drafter != ""}
+	var weights map[string][]float32 // the export's effective tensors, for stand-in packages
 	steps := []func() error{
 		func() error { return assembleModel(o, cfg) },
 		func() error { return assembleExport(o, rep) },
 		func() error { return writeDocuments(o, cfg) },
-		func() error { return writeRuntime(o, cfg) },
+		func() (err error) {
+			if o.StandIn {
+				_, weights, err = ref.EffectiveBundle(o.Out)
+			}
+			return err
+		},
+		func() error { return writeRuntime(o, cfg, taps, weights) },
+		func() error { return assembleDrafter(o, weights) },
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -114,7 +151,7 @@ func Assemble(o AssembleOptions) (_ *AssembleReport, err error) {
 		return nil, fmt.Errorf("assembled bundle does not load: %w", err)
 	}
 	m.Close()
-	r, vr, err := ReleaseManifest(ManifestOptions{Bundle: o.Out, ModelID: o.ModelID, ModelRevision: o.ModelRevision, Plain: true})
+	r, vr, err := ReleaseManifest(ManifestOptions{Bundle: o.Out, ModelID: o.ModelID, ModelRevision: o.ModelRevision, Plain: o.Drafter == ""})
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +236,26 @@ func assembleExport(o AssembleOptions, rep *AssembleReport) error {
 }
 
 func writeDocuments(o AssembleOptions, cfg *config.Model) error {
+	runtime := fmt.Sprintf(`- coreai/: a valid manifest.json, but every package directory holds only %s:
+  Core AI packages cannot be built off Apple hardware, so nothing here runs on the ANE
+`, PlaceholderFile)
+	packages := "The Core AI packages are placeholders."
+	if o.StandIn {
+		runtime = `- coreai/: a valid manifest.json whose packages are stand-in packages (functions.txt,
+  standin.json, weights.safetensors): a Linux stand-in; nothing here runs on the ANE. ane/coreai
+  runs them over the stand-in bridge (ane/coreai/standin), which computes every chunk function on
+  the CPU from weights.safetensors: the export's matrices dequantized, with their low-rank branches
+  and online rotations folded in (ref.EffectiveBundle)
+`
+		packages = "The Core AI packages are Linux stand-in packages (ane/coreai/standin), not compiled Core AI\n" +
+			"packages: their weights.safetensors hold the export's dequantized matrices as float32, low-rank\n" +
+			"branches and online rotations folded in. Nothing in them runs on the ANE."
+	}
+	if o.Drafter != "" {
+		runtime += `- drafter/: a DFlash2 drafter (config, weights, selector codebooks, sidecar) and its package
+`
+		packages += "\nThe drafter sidecar's target_export and head_export were re-pointed at this bundle's export/."
+	}
 	docs := map[string]string{
 		"README.md": fmt.Sprintf(`# Forge demo bundle (synthetic)
 
@@ -209,16 +266,14 @@ is synthetic (forgectl rebuild synth), its weights are random and its text is gi
 - model/: config, tokenizer, chat template, embed_tokens_fp16.npy
 - export/: the quantized layers, lm_head and small.safetensors; the pure-Go reference
   backend runs these
-- coreai/: a valid manifest.json, but every package directory holds only %s:
-  Core AI packages cannot be built off Apple hardware, so nothing here runs on the ANE
-`, cfg.NumHiddenLayers, cfg.HiddenSize, PlaceholderFile),
+%s`, cfg.NumHiddenLayers, cfg.HiddenSize, runtime),
 		"LICENSE": "Apache License, Version 2.0 (the upstream Qwen license). This bundle holds no upstream weights\n" +
 			"when built from a synthetic checkpoint.\n",
 		"NOTICE": "Assembled by forged's rebuild path. Synthetic checkpoints are generated by forged and are not\n" +
 			"derived from Qwen weights; the upstream model named in release.json is the model this format serves.\n",
 		"MODIFICATIONS.md": "# Modifications\n\nWeights were quantized by forged's rebuild path (GPTQ/LUT formats of the export\n" +
 			"metadata), the embedding was cast to FP16, and the unquantized small tensors were copied to\n" +
-			"export/small.safetensors. The Core AI packages are placeholders.\n",
+			"export/small.safetensors. " + packages + "\n",
 	}
 	src, _ := json.MarshalIndent(map[string]string{"id": o.ModelID, "revision": o.ModelRevision,
 		"note": "upstream model this bundle format serves; a synthetic demo bundle contains none of its weights"}, "", "  ")
@@ -231,68 +286,85 @@ is synthetic (forgectl rebuild synth), its weights are random and its text is gi
 	return nil
 }
 
-// writeRuntime writes coreai/manifest.json for the model's layers (chunks
-// of ChunkLayers, V8 KV cache, the contexts asked for) and a placeholder
-// file in every package directory it names.
-func writeRuntime(o AssembleOptions, cfg *config.Model) error {
+// writeRuntime writes coreai/: manifest.json for the model's layers
+// (standin.Layout: chunks of ChunkLayers, V8 KV cache, p64 entries, the
+// contexts asked for, taps) and in every package directory it names
+// either a placeholder file or, given the export's effective weights
+// (StandIn), a stand-in package.
+func writeRuntime(o AssembleOptions, cfg *config.Model, taps []int, weights map[string][]float32) error {
 	root := filepath.Join(o.Out, "coreai")
-	L := cfg.NumHiddenLayers
-	taps := synthbundle.Taps(L)
-	f16, tokenHead := "float16", "token_head"
-	const pend, tp = 8, 64
-	man := bundle.Manifest{
-		Version: bundle.ManifestVersion, T: bundle.VerifyRows, TP: tp, Pend: pend, Taps: taps,
-		Ctxs: o.Contexts, PCtxs: o.Contexts, KVLen: map[string]int{}, PKVLen: map[string]int{},
-		Export: "export",
-		KVCache: bundle.KVCache{KVLayout: bundle.KVLayout{Format: "v8", Keys: "float16", Values: "int8",
-			Scales: &f16, ScaleGranularity: &tokenHead, StableAttention: true}},
-		Head: &bundle.Head{File: "head_T8.aimodel"},
+	ro := standin.RuntimeOptions{Contexts: o.Contexts, ChunkLayers: o.ChunkLayers, KV: ane.KVV8, Taps: taps, Prefill: true, Export: "export"}
+	if weights != nil {
+		_, err := standin.WriteRuntime(root, cfg, weights, ro)
+		return err
 	}
-	for _, c := range o.Contexts {
-		kv := bundle.KVLenFor(c, pend, bundle.VerifyRows, tp)
-		man.KVLen[fmt.Sprint(c)], man.PKVLen[fmt.Sprint(c)] = kv, kv
+	man, err := standin.Layout(cfg, ro)
+	if err != nil {
+		return err
 	}
 	packages := []string{man.Head.File}
-	for lo := 0; lo < L; lo += o.ChunkLayers {
-		hi := lo + o.ChunkLayers - 1
-		ch := bundle.Chunk{File: synthbundle.ChunkName(lo, hi), Layers: [2]int{lo, hi}, EntriesCtx: [][]int{o.Contexts, o.Contexts}}
-		for _, c := range o.Contexts {
-			ch.Entries = append(ch.Entries, bundle.EntryName("v8", c), bundle.EntryName("p64", c))
-		}
-		for l := lo; l <= hi; l++ {
-			if cfg.IsFullAttention(l) {
-				ch.AttJ = append(ch.AttJ, l-lo)
-			} else {
-				ch.GDNJ = append(ch.GDNJ, l-lo)
-			}
-			if slices.Contains(taps, l) && l != hi {
-				ch.Taps = append(ch.Taps, l)
-			}
-		}
-		man.Chunks = append(man.Chunks, ch)
+	for _, ch := range man.Chunks {
 		packages = append(packages, ch.File)
 	}
-	if err := man.Validate(); err != nil {
-		return err
-	}
-	if err := man.ValidateLayers(L); err != nil {
-		return err
-	}
 	for _, p := range packages {
-		dir := filepath.Join(root, p)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		text := fmt.Sprintf("Placeholder for the Core AI package %s.\n"+
-			"Core AI packages are compiled on a Mac by the ANEMLL Forge builder and cannot be produced here;\n"+
-			"this demo bundle's reference backend runs export/ instead.\n", p)
-		if err := os.WriteFile(filepath.Join(dir, PlaceholderFile), []byte(text), 0o644); err != nil {
+		if err := writePlaceholder(filepath.Join(root, p), p); err != nil {
 			return err
 		}
 	}
-	data, err := json.MarshalIndent(&man, "", "  ")
+	data, err := json.MarshalIndent(man, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(root, bundle.ManifestFile), append(data, '\n'), 0o644)
+}
+
+// writePlaceholder writes PlaceholderFile into the package directory dir.
+func writePlaceholder(dir, name string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	text := fmt.Sprintf("Placeholder for the Core AI package %s.\n"+
+		"Core AI packages are compiled on a Mac by the ANEMLL Forge builder and cannot be produced here;\n"+
+		"this demo bundle's reference backend runs export/ instead.\n", name)
+	return os.WriteFile(filepath.Join(dir, PlaceholderFile), []byte(text), 0o644)
+}
+
+// assembleDrafter copies the drafter directory's files into drafter/,
+// re-pointing the sidecar's target_export and head_export at this
+// bundle's export/ (the drafter was paired with o.Export, which export/
+// copies), and writes its package: a stand-in package over the effective
+// weights, or a placeholder.
+func assembleDrafter(o AssembleOptions, weights map[string][]float32) error {
+	if o.Drafter == "" {
+		return nil
+	}
+	dst := filepath.Join(o.Out, "drafter")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, name := range []string{dflash.ConfigFile, dflash.WeightsFile, dflash.SelectorFile} {
+		if err := copyFile(filepath.Join(o.Drafter, name), filepath.Join(dst, name)); err != nil {
+			return err
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(o.Drafter, dflash.MetadataFile))
+	if err != nil {
+		return err
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return fmt.Errorf("drafter %s: %s: %w", o.Drafter, dflash.MetadataFile, err)
+	}
+	meta["target_export"], meta["head_export"] = "export", "export/"+export.HeadFile
+	if data, err = json.MarshalIndent(meta, "", "  "); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dst, dflash.MetadataFile), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	if weights != nil {
+		_, err := standin.WriteDrafterPackage(dst, weights)
+		return err
+	}
+	return writePlaceholder(filepath.Join(dst, bundle.DrafterModel), bundle.DrafterModel)
 }

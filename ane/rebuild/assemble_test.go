@@ -3,16 +3,23 @@ package rebuild
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/standin"
+	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/layout"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/tokenizer"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/verify"
 )
@@ -258,4 +265,187 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// standInBridge builds and attaches the stand-in bridge, skipping without
+// a C compiler.
+func standInBridge(t *testing.T) string {
+	t.Helper()
+	lib, err := standin.Build(t.TempDir())
+	if errors.Is(err, standin.ErrNoCompiler) {
+		t.Skip(err)
+	}
+	if err == nil {
+		err = standin.Attach(lib)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lib
+}
+
+// TestAssembleStandIn: a bundle assembled with StandIn and a drafter from
+// a low-rank, partly rotated export (the mixed plan: online MLP bases in
+// layers 0, 1 and 3) verifies PASS as a speculative bundle and says what
+// its packages are; coreai runs its coreai/ over the stand-in bridge with
+// ane/ref's greedy tokens on the same bundle, for a prompt that starts in
+// the 1024 entry and ends in the 2048 one too; coreai.Smoke with the
+// bundle's DFlash2 drafter on the stand-in gives the plain greedy tokens.
+func TestAssembleStandIn(t *testing.T) {
+	lib := standInBridge(t)
+	lr := filepath.Join(t.TempDir(), "lowrank")
+	if _, err := LowRank(LowRankOptions{Model: tinyModel(t), Export: tinyExport(t), Out: lr, Rank: 4, Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	ddir := filepath.Join(t.TempDir(), "drafter")
+	if _, err := dflash.GenerateSynthetic(tinyModel(t), lr, ddir, 3); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "bundle")
+	ctxs := []int{1024, 2048}
+	rep, err := Assemble(AssembleOptions{Model: tinyModel(t), Export: lr, Out: out, Contexts: ctxs, ChunkLayers: 2, StandIn: true, Drafter: ddir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vr, err := verify.Integrity(out, verify.Options{Selection: bundle.Selection{Runtime: bundle.ComponentCoreAI, IncludeExport: true}, Full: true})
+	if err != nil || !vr.Passed() || !vr.Speculative || !rep.StandIn || !rep.Drafter {
+		t.Fatalf("verify: %v %+v; report %+v", err, vr, rep)
+	}
+	for _, f := range []string{"README.md", "MODIFICATIONS.md"} {
+		data, _ := os.ReadFile(filepath.Join(out, f))
+		if !strings.Contains(string(data), "stand-in") || !strings.Contains(string(data), "nothing here runs on the ANE") && f == "README.md" {
+			t.Errorf("%s does not say the packages are a Linux stand-in:\n%s", f, data)
+		}
+	}
+	for _, p := range []string{"coreai/chunk_L02-03.aimodel/" + standin.WeightsFile, "coreai/head_T8.aimodel/" + standin.ProgramFile,
+		"drafter/" + bundle.DrafterModel + "/" + standin.WeightsFile} {
+		if _, err := os.Stat(filepath.Join(out, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+
+	emb, closeEmb := bundleEmbedding(t, out)
+	defer closeEmb()
+	e, err := coreai.Open(filepath.Join(out, "coreai"), coreai.Options{Bridge: lib, Embedding: emb, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	m, err := ref.OpenBundle(out, ref.Options{Numerics: ane.Numerics{TanhSiLU: true, StableSoftplus: true}, KV: ane.KVV8, Ladder: ctxs, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tok, err := tokenizer.Load(filepath.Join(out, "model", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	long := make([]int, 1019)
+	for i := range long {
+		long[i] = r.IntN(400)
+	}
+	for _, c := range []struct {
+		name   string
+		prompt []int
+		n      int
+	}{
+		{"smoke prompt", tok.Encode("The capital of France is"), 16},
+		{"short", tok.Encode("Hello, world. Tell me a story"), 12},
+		{"across 1024", long, 12},
+	} {
+		s := m.NewSession()
+		want := greedy(t, s.Feed, c.prompt, c.n)
+		s.Close()
+		e.Reset()
+		got := greedy(t, e.Feed, c.prompt, c.n)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: coreai over the stand-in gives %v, ane/ref %v", c.name, got, want)
+		}
+		if c.name == "across 1024" && e.Context() != 2048 {
+			t.Fatalf("%s: context %d at position %d", c.name, e.Context(), e.Position())
+		}
+		if c.name == "smoke prompt" {
+			sm, err := coreai.Smoke(out, coreai.SmokeOptions{Bridge: lib, Tokens: c.n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sm.Drafter != coreai.SmokeDFlash2 || sm.DraftsProposed == 0 || !slices.Equal(sm.Tokens, want) {
+				t.Fatalf("smoke: drafter %s, %d drafts, tokens %v; plain greedy %v", sm.Drafter, sm.DraftsProposed, sm.Tokens, want)
+			}
+			t.Logf("smoke: %d verify calls, %d/%d drafts accepted (random synthetic drafter)", sm.VerifyCalls, sm.DraftsAccepted, sm.DraftsProposed)
+		}
+	}
+}
+
+// TestAssembleDrafterPairing: without StandIn a drafter gets a placeholder
+// package and the bundle still verifies as speculative; a drafter paired
+// with another export is refused and nothing is left behind.
+func TestAssembleDrafterPairing(t *testing.T) {
+	ddir := filepath.Join(t.TempDir(), "drafter")
+	if _, err := dflash.GenerateSynthetic(tinyModel(t), tinyExport(t), ddir, 3); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "bundle")
+	rep, err := Assemble(AssembleOptions{Model: tinyModel(t), Export: tinyExport(t), Out: out, Drafter: ddir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Verify.Passed() || !rep.Verify.Speculative {
+		t.Fatalf("verify %+v", rep.Verify)
+	}
+	if _, err := os.Stat(filepath.Join(out, "drafter", bundle.DrafterModel, PlaceholderFile)); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	if _, err := dflash.GenerateSynthetic(tinyModel(t), filepath.Join(t.TempDir(), "another-export"), other, 3); err != nil {
+		t.Fatal(err)
+	}
+	out2 := filepath.Join(t.TempDir(), "bundle")
+	_, err = Assemble(AssembleOptions{Model: tinyModel(t), Export: tinyExport(t), Out: out2, Drafter: other})
+	if err == nil || !strings.Contains(err.Error(), "drafter.pair") || !strings.Contains(err.Error(), "another-export") {
+		t.Fatalf("a drafter of another export: %v", err)
+	}
+	if _, err := os.Stat(out2); !os.IsNotExist(err) {
+		t.Fatalf("%s left behind", out2)
+	}
+}
+
+// greedy decodes n tokens after prompt with feed (a session's Feed).
+func greedy(t *testing.T, feed func([]int) ([]float32, error), prompt []int, n int) []int {
+	t.Helper()
+	lg, err := feed(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for len(out) < n {
+		best := 0
+		for i, x := range lg {
+			if x > lg[best] {
+				best = i
+			}
+		}
+		out = append(out, best)
+		if lg, err = feed([]int{best}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// bundleEmbedding maps the bundle's model/embed_tokens_fp16.npy, as
+// coreai.Smoke does.
+func bundleEmbedding(t *testing.T, dir string) (ref.Embedding, func()) {
+	t.Helper()
+	npy, err := tensor.OpenNPY(filepath.Join(dir, "model", bundle.EmbeddingFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := npy.Header()
+	emb, err := ref.NewF16Embedding(h.Shape[0], h.Shape[1], npy.Data())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return emb, func() { npy.Close() }
 }

@@ -152,9 +152,14 @@ func (e *Engine) resume() error {
 		return fmt.Errorf("coreai: resume: %w", err)
 	}
 	if err := e.restorePayload(rec); err != nil {
-		// The buffers may hold part of the payload: start over.
-		e.discardParked()
-		e.reset()
+		// The buffers may hold part of a bad payload (even in history rows
+		// a reset only masks): drop them and start from clean ones. If
+		// those cannot be allocated now, the session stays parked, empty.
+		e.releaseBridge()
+		e.reset() // parked: drops the record, keeps an empty one
+		if aerr := e.resume(); aerr != nil {
+			err = fmt.Errorf("%w (and %v)", err, aerr)
+		}
 		return fmt.Errorf("coreai: resume: %w; the session was reset to position 0", err)
 	}
 	e.discardParked()

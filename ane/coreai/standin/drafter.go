@@ -43,10 +43,7 @@ func WriteDrafterPackage(drafterDir string, target map[string][]float32) (string
 			return "", err
 		}
 	}
-	src := map[string][]float32{layout.EmbedName: target[layout.EmbedName], layout.HeadName: target[layout.HeadName]}
-	if _, ok := target[layout.HeadName]; !ok {
-		src[layout.HeadName] = target[layout.EmbedName]
-	}
+	src := headTensors(target, true, layout.EmbedName)
 	shape := []int{cfg.VocabSize, cfg.HiddenSize}
 	p := &Program{Kind: KindDrafter, Drafter: &DrafterSpec{W: meta.W, T: meta.T, R: meta.R, RP: meta.RP, FeatScale: meta.FeatScale}}
 	pkg := filepath.Join(drafterDir, bundle.DrafterModel)

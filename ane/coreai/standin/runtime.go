@@ -151,11 +151,11 @@ func Layout(cfg *config.Model, o RuntimeOptions) (*bundle.Manifest, error) {
 // the size of what was written. coreai.Open loads the result over an
 // attached stand-in bridge.
 func WriteRuntime(dir string, cfg *config.Model, tensors map[string][]float32, o RuntimeOptions) (*bundle.Manifest, error) {
-	man, err := Layout(cfg, o)
-	if err != nil {
+	if err := o.defaults(cfg); err != nil {
 		return nil, err
 	}
-	if err := o.defaults(cfg); err != nil {
+	man, err := Layout(cfg, o)
+	if err != nil {
 		return nil, err
 	}
 	// The stored config never ties the head: its weights.safetensors holds
@@ -193,10 +193,7 @@ func WriteRuntime(dir string, cfg *config.Model, tensors map[string][]float32, o
 		ch.MB = mb(n)
 	}
 	head := refchunk.NewHeadLayout(cfg, bundle.VerifyRows)
-	src := map[string][]float32{layout.NormName: tensors[layout.NormName], layout.HeadName: tensors[layout.HeadName]}
-	if _, ok := tensors[layout.HeadName]; !ok && cfg.TieWordEmbeddings {
-		src[layout.HeadName] = tensors[layout.EmbedName]
-	}
+	src := headTensors(tensors, cfg.TieWordEmbeddings, layout.NormName)
 	V, H := cfg.VocabSize, cfg.HiddenSize
 	n, err := writePackage(filepath.Join(dir, HeadFile), map[string][]refchunk.Spec{HeadEntry: head.Tensors()},
 		&Program{Kind: KindHead, Config: cfgJSON, Entries: []Entry{{Name: HeadEntry, Rows: bundle.VerifyRows}}},
@@ -213,6 +210,21 @@ func WriteRuntime(dir string, cfg *config.Model, tensors map[string][]float32, o
 		return nil, err
 	}
 	return man, nil
+}
+
+// headTensors picks names and lm_head.weight from tensors; a missing head
+// is the embedding when tied is set.
+func headTensors(tensors map[string][]float32, tied bool, names ...string) map[string][]float32 {
+	src := map[string][]float32{}
+	for _, n := range append(names, layout.HeadName) {
+		if v, ok := tensors[n]; ok {
+			src[n] = v
+		}
+	}
+	if v, ok := tensors[layout.EmbedName]; ok && tied && src[layout.HeadName] == nil {
+		src[layout.HeadName] = v
+	}
+	return src
 }
 
 // entries are a chunk's functions: per context the 8-row v8_<N>k entry

@@ -3,15 +3,18 @@ package standin_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/coreai"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
+	"github.com/forgedaemon/forged/ane/layout"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle"
 )
@@ -277,4 +280,35 @@ func resident(dir string) []string {
 		}
 	}
 	return out
+}
+
+// WriteRuntime refuses what cannot become a valid runtime, naming it.
+func TestWriteRuntimeRefuses(t *testing.T) {
+	_, cfg, w := tiny(t)
+	without := func(name string) map[string][]float32 {
+		m := maps.Clone(w)
+		delete(m, name)
+		return m
+	}
+	short := maps.Clone(w)
+	short[layout.NormName] = short[layout.NormName][:10]
+	for _, c := range []struct {
+		name    string
+		tensors map[string][]float32
+		o       standin.RuntimeOptions
+		msg     string
+	}{
+		{"missing tensor", without(layout.LayerPrefix(2) + "mlp.up_proj.weight"), standin.RuntimeOptions{ChunkLayers: 2},
+			"chunk_L02-03.aimodel: tensor model.language_model.layers.2.mlp.up_proj.weight is missing"},
+		{"short tensor", short, standin.RuntimeOptions{}, "tensor model.language_model.norm.weight has 10 values, shape [64] needs 64"},
+		{"chunking", w, standin.RuntimeOptions{ChunkLayers: 3}, "4 layers do not split into chunks of 3"},
+		{"context", w, standin.RuntimeOptions{Contexts: []int{1000}}, "1000 is not a positive multiple of 1024"},
+		{"tap", w, standin.RuntimeOptions{Taps: []int{4}}, "taps[0]"},
+		{"kv", w, standin.RuntimeOptions{KV: "q4"}, `KV format "q4"`},
+	} {
+		_, err := standin.WriteRuntime(t.TempDir(), cfg, c.tensors, c.o)
+		if err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: got %v, want an error containing %q", c.name, err, c.msg)
+		}
+	}
 }

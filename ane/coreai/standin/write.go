@@ -70,6 +70,7 @@ func writePackage(dir string, fns map[string][]refchunk.Spec, p *Program, src ma
 		if len(v) != n {
 			return 0, fmt.Errorf("stand-in package %s: tensor %s has %d values, shape %v needs %d", filepath.Base(dir), w.name, len(v), w.shape, n)
 		}
+		// Little-endian float32 bytes in place (amd64 and arm64 are little-endian).
 		ts = append(ts, tensor.Tensor{Name: w.name, DType: tensor.F32, Shape: w.shape,
 			Data: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))})
 	}

@@ -252,8 +252,11 @@ func writeDocuments(o AssembleOptions, cfg *config.Model) error {
 			"branches and online rotations folded in. Nothing in them runs on the ANE."
 	}
 	if o.Drafter != "" {
-		runtime += `- drafter/: a DFlash2 drafter (config, weights, selector codebooks, sidecar) and its package
-`
+		pkg := "a placeholder for its Core AI package"
+		if o.StandIn {
+			pkg = "its stand-in package (the draft and ctx64 functions on the CPU)"
+		}
+		runtime += "- drafter/: a DFlash2 drafter (config, weights, selector codebooks, sidecar) and " + pkg + "\n"
 		packages += "\nThe drafter sidecar's target_export and head_export were re-pointed at this bundle's export/."
 	}
 	docs := map[string]string{

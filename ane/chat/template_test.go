@@ -13,29 +13,31 @@ import (
 )
 
 // Every conversation in the reference renderings (testdata/qwen3) renders byte for
-// byte, with Jinja2 semantics and with the reference renderer's strip.
+// byte, with Jinja2 semantics (they hold no floats and no text the Qwen3
+// template's strip('\n') would treat differently) and in the JavaScript
+// renderer's mode.
 func TestReferenceRenders(t *testing.T) {
 	tpl, err := LoadTemplate(refdata.Path(t, "qwen3", "tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkRenders(t, tpl, refdata.Path(t, "qwen3", "chat_renders.jsonl"), 8, jinja.Options{})
-	checkRenders(t, tpl, refdata.Path(t, "qwen3", "chat_renders.jsonl"), 8, jinja.Options{JSStrip: true})
+	checkRenders(t, tpl, refdata.Path(t, "qwen3", "chat_renders.jsonl"), 8, jinja.Options{JS: true})
 }
 
 // 150 seeded random conversations (system prompts, reasoning, tool calls
 // with object and string arguments, tool responses, non-ASCII, padded and
 // multi-line text, thinking on/off/unset) rendered by the same reference
-// renderer (testdata/gen_qwen3_renders.mjs) match byte for byte. They use
-// JSStrip: the Qwen3 template calls .lstrip('\n') / .strip('\n') on text
-// with spaces and tabs at its edges, which the reference strips and Jinja2
-// (and we, by default) keep.
+// renderer (testdata/gen_qwen3_renders.mjs) match byte for byte in its mode
+// (jinja.Options.JS): the Qwen3 template calls .lstrip('\n') / .strip('\n')
+// on text with spaces and tabs at its edges, which that renderer strips and
+// Jinja2 (and we, by default) keep.
 func TestRandomReferenceRenders(t *testing.T) {
 	tpl, err := LoadTemplate(refdata.Path(t, "qwen3", "tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRenders(t, tpl, filepath.Join("testdata", "qwen3_renders.jsonl"), 150, jinja.Options{JSStrip: true})
+	checkRenders(t, tpl, filepath.Join("testdata", "qwen3_renders.jsonl"), 150, jinja.Options{JS: true})
 }
 
 func checkRenders(t *testing.T, tpl *Template, path string, atLeast int, opts jinja.Options) {

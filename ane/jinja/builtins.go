@@ -250,7 +250,7 @@ func (r *renderer) stringMethod(s, name string) Value {
 		return fn(func([]Value, *Dict) (Value, error) { return strings.ToLower(s), nil })
 	case "strip", "lstrip", "rstrip":
 		return fn(func(args []Value, _ *Dict) (Value, error) {
-			if r.jsStrip {
+			if r.js {
 				args = nil
 			}
 			return stripChars(s, args, name != "rstrip", name != "lstrip")
@@ -470,7 +470,7 @@ func (r *renderer) applyFilter(name string, v Value, a callArgs, sc *scope) (Val
 	case "safe":
 		return v, nil
 	case "tojson":
-		return tojsonFilter(v, args, kw, r.lim.MaxOutput)
+		return tojsonFilter(v, args, kw, r.lim.MaxOutput, r.js)
 	case "string":
 		if v == nil {
 			return "None", nil
@@ -626,20 +626,33 @@ func (r *renderer) applyFilter(name string, v Value, a callArgs, sc *scope) (Val
 	return nil, fmt.Errorf("filter %s does not apply to a %s", name, typeName(v))
 }
 
-func tojsonFilter(v Value, args []Value, kw *Dict, maxLen int) (Value, error) {
-	o := jsonOptions{itemSep: ", ", keySep: ": ", maxLen: maxLen}
+// tojsonFilter is transformers' tojson: json.dumps(x, ensure_ascii=False,
+// indent=None, separators=None, sort_keys=False) with those four keywords
+// (indent also positional). Jinja2's own tojson, which escapes HTML
+// characters, is replaced there, and so here.
+func tojsonFilter(v Value, args []Value, kw *Dict, maxLen int, js bool) (Value, error) {
+	o := jsonOptions{itemSep: ", ", keySep: ": ", maxLen: maxLen, js: js}
 	switch ind := arg(args, kw, 0, "indent", nil).(type) {
 	case nil:
 	case int64:
-		if ind < 0 || ind > 64 {
+		if ind > 64 || (js && ind < 0) {
 			return nil, fmt.Errorf("tojson indent must be between 0 and 64, got %d", ind)
 		}
-		o.indent = int(ind)
-		if ind > 0 {
-			o.itemSep = ","
+		// json.dumps: any indent but None pretty-prints, 0 or less with
+		// newlines only; the JavaScript renderer takes 0 as no indent.
+		if ind > 0 || !js {
+			o.pretty, o.indent, o.itemSep = true, strings.Repeat(" ", int(max(ind, 0))), ","
 		}
+	case string:
+		if js {
+			return nil, errors.New("tojson indent must be an integer")
+		}
+		if len(ind) > 64 {
+			return nil, fmt.Errorf("tojson indent string longer than 64 bytes")
+		}
+		o.pretty, o.indent, o.itemSep = true, ind, ","
 	default:
-		return nil, errors.New("tojson indent must be an integer")
+		return nil, errors.New("tojson indent must be an integer or a string")
 	}
 	var err error
 	if o.ensureASCII, err = boolArg(nil, kw, -1, "ensure_ascii", false); err != nil {

@@ -43,11 +43,17 @@ func Parse(src string) (*Template, error) {
 type Options struct {
 	Limits Limits           // zero: DefaultLimits
 	Now    func() time.Time // the clock of strftime_now; nil: time.Now
-	// JSStrip makes strip/lstrip/rstrip ignore their argument and strip all
-	// whitespace, as @huggingface/jinja 0.5.11 does. Jinja2, which models
-	// are trained with, strips only the given characters; this exists to
-	// compare with that renderer.
-	JSStrip bool
+	// JS reproduces @huggingface/jinja 0.5.11, the JavaScript renderer,
+	// where it departs from Python's Jinja2 (which transformers renders
+	// chat templates with, and which is the default): strip, lstrip and
+	// rstrip ignore their argument and strip all whitespace; the caller's
+	// numbers are JavaScript numbers (an integral float is an integer, so
+	// 2.0 prints as 2); tojson writes numbers as JSON.stringify does (1e-7,
+	// 300 for 300.0, null for NaN), undefined as null, and ignores indent=0;
+	// floats print as JavaScript prints them (0.00001, 1e-7). It exists to
+	// compare with renders made by that renderer (the reference files the
+	// tests replay); nothing serving a model sets it.
+	JS bool
 }
 
 // Render renders with vars as the template's variables and default options.
@@ -63,11 +69,16 @@ func (t *Template) RenderWith(vars *Dict, o Options) (string, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	r := &renderer{lim: o.Limits, now: o.Now, jsStrip: o.JSStrip}
+	r := &renderer{lim: o.Limits, now: o.Now, js: o.JS}
 	top := &scope{vars: map[string]Value{}}
 	if vars != nil {
+		memo := map[any]Value{}
 		for _, k := range vars.Keys() {
-			top.vars[k], _ = vars.Get(k)
+			v, _ := vars.Get(k)
+			if o.JS {
+				v = jsNumbers(v, memo)
+			}
+			top.vars[k] = v
 		}
 	}
 	var out strings.Builder
@@ -111,11 +122,11 @@ func (s *scope) set(name string, v Value) {
 func child(s *scope) *scope { return &scope{parent: s} }
 
 type renderer struct {
-	lim     Limits
-	now     func() time.Time
-	jsStrip bool
-	steps   int
-	depth   int
+	lim   Limits
+	now   func() time.Time
+	js    bool // Options.JS
+	steps int
+	depth int
 }
 
 func (r *renderer) step(line int) error {
@@ -788,9 +799,13 @@ func definedOperands(op string, l, r Value) error {
 
 // str is how a value prints, within the output limit.
 func (r *renderer) str(v Value) (string, error) {
-	switch v.(type) {
+	switch x := v.(type) {
 	case *List, *Dict, *Namespace:
-		return toJSON(v, jsonOptions{itemSep: ", ", keySep: ": ", maxLen: r.lim.MaxOutput}, 0, false)
+		return toJSON(v, jsonOptions{itemSep: ", ", keySep: ": ", maxLen: r.lim.MaxOutput, js: r.js}, 0, false)
+	case float64:
+		if r.js {
+			return jsFloatString(x), nil
+		}
 	}
 	return toString(v), nil
 }

@@ -38,9 +38,9 @@ func TestStripWithCharacters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := tpl.RenderWith(vars(t, `{"s": "\n \nA \n"}`), Options{JSStrip: true})
+	js, err := tpl.RenderWith(vars(t, `{"s": "\n \nA \n"}`), Options{JS: true})
 	if err != nil || js != "[A \n][\n \nA][xxaxx]" {
-		t.Fatalf("JSStrip: %q %v", js, err)
+		t.Fatalf("JS: %q %v", js, err)
 	}
 }
 
@@ -53,8 +53,11 @@ func TestParseJSONKeepsOrderAndTypes(t *testing.T) {
 	if got := strings.Join(d.Keys(), ","); got != "z,a,m,big,s" {
 		t.Fatalf("key order %s", got)
 	}
-	if a, _ := d.Get("a"); a != int64(2) {
-		t.Fatalf("2.0 should be the integer 2 (as in the reference), got %#v", a)
+	if a, _ := d.Get("a"); a != float64(2) {
+		t.Fatalf("2.0 should be the float 2.0 (as Python's json.loads reads it), got %#v", a)
+	}
+	if z, _ := d.Get("z"); z != int64(1) {
+		t.Fatalf("z = %#v", z)
 	}
 	if m, _ := d.Get("m"); m != 2.5 {
 		t.Fatalf("m = %#v", m)

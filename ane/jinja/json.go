@@ -19,8 +19,10 @@ const maxJSONDepth = 512
 
 // ParseJSON decodes JSON into template values, keeping object key order
 // (Go maps would sort keys, and tojson must reproduce the caller's order).
-// Integral numbers become integers, as in the reference renderer, so
-// 2.0 renders as 2.
+// Numbers are typed as Python's json.loads types them: integer syntax is an
+// integer, anything with a fraction or an exponent a float (2.0 stays a
+// float and prints as 2.0, as with transformers); integers beyond int64
+// become floats.
 func ParseJSON(data []byte) (Value, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -102,10 +104,41 @@ func jsonNumber(s string) (Value, error) {
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return nil, fmt.Errorf("json: bad number %q", s)
 	}
-	if f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
-		return int64(f), nil
-	}
 	return f, nil
+}
+
+// jsNumbers is v with every integral float (up to 2^53) an integer, as
+// JSON.parse and the JavaScript renderer see the caller's numbers
+// (Options.JS). Containers are copied, not changed; memo keeps sharing.
+func jsNumbers(v Value, memo map[any]Value) Value {
+	switch x := v.(type) {
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) <= 1<<53 {
+			return int64(x)
+		}
+	case *List:
+		if c, ok := memo[x]; ok {
+			return c
+		}
+		l := &List{Items: make([]Value, len(x.Items))}
+		memo[x] = l
+		for i, e := range x.Items {
+			l.Items[i] = jsNumbers(e, memo)
+		}
+		return l
+	case *Dict:
+		if c, ok := memo[x]; ok {
+			return c
+		}
+		d := NewDict()
+		memo[x] = d
+		for _, k := range x.Keys() {
+			e, _ := x.Get(k)
+			d.Set(k, jsNumbers(e, memo))
+		}
+		return d
+	}
+	return v
 }
 
 // ValueOf converts ordinary Go data (as decoded by encoding/json, or built
@@ -161,18 +194,23 @@ func ValueOf(x any) (Value, error) {
 }
 
 type jsonOptions struct {
-	maxLen      int // 0: unlimited; else an error past this many bytes
-	indent      int
+	maxLen      int    // 0: unlimited; else an error past this many bytes
+	pretty      bool   // a newline before each item and the closing bracket
+	indent      string // repeated per level when pretty
 	itemSep     string
 	keySep      string
 	sortKeys    bool
 	ensureASCII bool
+	js          bool // numbers as JSON.stringify writes them (Options.JS)
 }
 
 // toJSON is the tojson filter: Python json.dumps spacing (", " and ": ",
 // or "," with an indent), keys in insertion order, non-ASCII kept as is
-// unless ensure_ascii is set. undefToNull is false when printing a
-// container with {{ }}, where the reference writes undefined.
+// unless ensure_ascii is set, floats as Python's repr (1e-06, 1.0, -0.0,
+// NaN, Infinity) or, with js, as JavaScript writes them. undefToNull is
+// false when printing a container with {{ }}, where the reference writes
+// undefined; true in tojson, where json.dumps refuses an Undefined (an
+// error) and the JavaScript renderer writes null.
 func toJSON(v Value, o jsonOptions, depth int, undefToNull bool) (string, error) {
 	var b strings.Builder
 	if err := writeJSON(&b, v, o, depth, undefToNull); err != nil {
@@ -189,26 +227,33 @@ func writeJSON(b *strings.Builder, v Value, o jsonOptions, depth int, undefToNul
 		return fmt.Errorf("tojson: JSON longer than the %d-byte limit", o.maxLen)
 	}
 	pad := func(d int) {
-		if o.indent > 0 {
+		if o.pretty {
 			b.WriteByte('\n')
-			b.WriteString(strings.Repeat(" ", o.indent*d))
+			b.WriteString(strings.Repeat(o.indent, d))
 		}
 	}
 	switch x := v.(type) {
 	case nil:
 		b.WriteString("null")
 	case undefined:
-		if undefToNull {
-			b.WriteString("null")
-		} else {
+		switch {
+		case !undefToNull:
 			b.WriteString("undefined")
+		case o.js:
+			b.WriteString("null")
+		default:
+			return errors.New("tojson: Object of type Undefined is not JSON serializable")
 		}
 	case bool:
 		b.WriteString(toString(x))
 	case int64:
 		b.WriteString(strconv.FormatInt(x, 10))
 	case float64:
-		b.WriteString(jsNumber(x))
+		if o.js {
+			b.WriteString(jsNumber(x))
+		} else {
+			b.WriteString(pyJSONFloat(x))
+		}
 	case string:
 		writeJSONString(b, x, o.ensureASCII)
 	case *List:

@@ -10,8 +10,9 @@ import (
 
 // TestReferenceRenderer replays testdata/reference.jsonl: templates and
 // contexts from cases.json rendered by the reference renderer
-// (@huggingface/jinja 0.5.11, see gen_reference.mjs). Output must match
-// byte for byte, and a case the reference rejects must be an error here.
+// (@huggingface/jinja 0.5.11, see gen_reference.mjs), in that renderer's
+// mode (Options.JS). Output must match byte for byte, and a case the
+// reference rejects must be an error here.
 func TestReferenceRenderer(t *testing.T) {
 	f, err := os.Open("testdata/reference.jsonl")
 	if err != nil {
@@ -37,7 +38,7 @@ func TestReferenceRenderer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: context: %v", c.Name, err)
 		}
-		got, err := renderString(c.Template, ctx.(*Dict))
+		got, err := renderWith(c.Template, ctx.(*Dict), Options{JS: true})
 		switch {
 		case c.Error && err == nil:
 			t.Errorf("%s: reference rejects this template, we rendered %q", c.Name, got)
@@ -52,10 +53,15 @@ func TestReferenceRenderer(t *testing.T) {
 	}
 }
 
-func renderString(src string, vars *Dict) (string, error) {
+// renderString renders src with the default (Jinja2) semantics.
+func renderString(src string, vars *Dict) (string, error) { return renderWith(src, vars, Options{}) }
+
+// renderWith renders src at a fixed clock with o.
+func renderWith(src string, vars *Dict, o Options) (string, error) {
 	tpl, err := Parse(src)
 	if err != nil {
 		return "", err
 	}
-	return tpl.RenderWith(vars, Options{Now: func() time.Time { return time.Date(2026, 3, 7, 9, 5, 0, 0, time.UTC) }})
+	o.Now = func() time.Time { return time.Date(2026, 3, 7, 9, 5, 0, 0, time.UTC) }
+	return tpl.RenderWith(vars, o)
 }

@@ -124,9 +124,8 @@ func truthy(v Value) bool {
 // (the renderer's own str applies its output limit and reports errors).
 const maxPrintedContainer = 1 << 20
 
-// toString is how {{ value }} prints, matching the reference renderer:
-// booleans print as true/false, integral floats keep ".0", containers
-// print as JSON.
+// toString is how {{ value }} prints: booleans as true/false (as the
+// JavaScript renderer does), floats as Python's repr, containers as JSON.
 func toString(v Value) string {
 	switch x := v.(type) {
 	case nil, undefined:
@@ -151,9 +150,71 @@ func toString(v Value) string {
 	return ""
 }
 
-// floatString prints a float as Python does for the common cases:
-// integral values keep ".0", others use the shortest round-trip form.
+// floatString is Python's repr (and str) of a float: the shortest digits
+// that read back as f; positional when the decimal exponent is from -4 to
+// 15, with at least one digit after the point (1.0, 300.0, 0.0001,
+// 1234567890123456.0); else scientific with no ".0" and an exponent of at
+// least two digits (1e-05, 1.5e-07, 1e+16); nan, inf, -inf.
 func floatString(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64) // [-]d[.ddd]e±XX
+	mant, exp, _ := strings.Cut(s, "e")
+	e, _ := strconv.Atoi(exp)
+	sign := ""
+	if mant[0] == '-' {
+		sign, mant = "-", mant[1:]
+	}
+	digits := strings.Replace(mant, ".", "", 1)
+	if e < -4 || e >= 16 {
+		if len(digits) > 1 {
+			mant = digits[:1] + "." + digits[1:]
+		}
+		es := "+"
+		if e < 0 {
+			es, e = "-", -e
+		}
+		if e < 10 {
+			es += "0"
+		}
+		return sign + mant + "e" + es + strconv.Itoa(e)
+	}
+	if e < 0 {
+		return sign + "0." + strings.Repeat("0", -e-1) + digits
+	}
+	for len(digits) < e+1 {
+		digits += "0"
+	}
+	frac := digits[e+1:]
+	if frac == "" {
+		frac = "0"
+	}
+	return sign + digits[:e+1] + "." + frac
+}
+
+// pyJSONFloat is a float as json.dumps writes it: repr, and NaN, Infinity,
+// -Infinity (allow_nan is on by default).
+func pyJSONFloat(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	return floatString(f)
+}
+
+// jsFloatString is how the JavaScript renderer prints a float: integral
+// values keep ".0", others as JavaScript's Number#toString.
+func jsFloatString(f float64) string {
 	if f == 0 && math.Signbit(f) {
 		return "-0.0"
 	}

@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,9 +11,12 @@ import (
 // on the same library, the same file under another name or a second
 // build; a library without the stand-in symbols is refused by name.
 func TestAttachMakesOneCallback(t *testing.T) {
-	first, err := Shared()
-	if err != nil {
+	first, err := Build(t.TempDir())
+	if errors.Is(err, ErrNoCompiler) {
 		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	second, err := Build(t.TempDir())
 	if err != nil {
@@ -38,5 +42,21 @@ func TestAttachMakesOneCallback(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// Shared builds once per process: the same library every time.
+func TestSharedBuildsOnce(t *testing.T) {
+	a, err := Shared()
+	if errors.Is(err, ErrNoCompiler) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(a)) })
+	b, err := Shared()
+	if st, serr := os.Stat(a); err != nil || b != a || serr != nil || st.Size() == 0 {
+		t.Fatalf("Shared: %s then %s (%v, %v)", a, b, err, serr)
 	}
 }

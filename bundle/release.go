@@ -454,7 +454,18 @@ func (r *Release) File(p string) (File, bool) {
 type Selection struct {
 	Runtime       string // "coreai" unless set
 	Plain         bool   // leave the drafter out
-	IncludeExport bool   // take export/ too
+	IncludeExport bool   // take export/ too (a release without one is refused)
+	// ExportIfPresent takes export/ when the release has one (the
+	// daemon's default where the reference engine serves it).
+	ExportIfPresent bool
+}
+
+// Resolve is the selection s makes of r: ExportIfPresent becomes
+// IncludeExport when r has an export, and is cleared.
+func (s Selection) Resolve(r *Release) Selection {
+	s.IncludeExport = s.IncludeExport || s.ExportIfPresent && r.ExportPath != ""
+	s.ExportIfPresent = false
+	return s
 }
 
 // RuntimeName returns the selected runtime, defaulting to coreai.
@@ -467,7 +478,7 @@ func (s Selection) RuntimeName() string {
 
 // Select returns the inventory entries of the selected components:
 // documentation, model, the runtime, the drafter unless Plain, export
-// only if IncludeExport.
+// only if IncludeExport (or ExportIfPresent and r has one).
 func (r *Release) Select(s Selection) ([]File, error) {
 	rt := s.RuntimeName()
 	if _, ok := r.Runtimes[rt]; !ok {
@@ -476,6 +487,7 @@ func (r *Release) Select(s Selection) ([]File, error) {
 	if s.IncludeExport && r.ExportPath == "" {
 		return nil, errors.New("release.json has no export component (export_path is absent)")
 	}
+	s = s.Resolve(r)
 	want := map[string]bool{ComponentDocumentation: true, ComponentModel: true, rt: true}
 	if !s.Plain && r.Drafter != nil && r.Drafter.Runtime == rt {
 		want[ComponentDrafter] = true

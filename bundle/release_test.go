@@ -248,3 +248,50 @@ func FuzzParseRelease(f *testing.F) {
 		}
 	})
 }
+
+// TestSelectExportIfPresent: ExportIfPresent takes export/ from a release
+// that has one and selects the rest of a release that has none, where
+// IncludeExport refuses it; Resolve records which happened.
+func TestSelectExportIfPresent(t *testing.T) {
+	with, err := bundle.ParseRelease(validRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with.ExportPath == "" {
+		t.Fatal("the test release has no export")
+	}
+	count := func(fs []bundle.File) (export, all int) {
+		for _, f := range fs {
+			if f.Component == bundle.ComponentExport {
+				export++
+			}
+		}
+		return export, len(fs)
+	}
+	fs, err := with.Select(bundle.Selection{ExportIfPresent: true})
+	if n, _ := count(fs); err != nil || n == 0 {
+		t.Fatalf("ExportIfPresent on a release with export/: %d export files, %v", n, err)
+	}
+	if s := (bundle.Selection{ExportIfPresent: true}).Resolve(with); !s.IncludeExport || s.ExportIfPresent {
+		t.Errorf("resolved against a release with export/: %+v", s)
+	}
+	without := *with
+	without.ExportPath = ""
+	var kept []bundle.File
+	for _, f := range with.Files {
+		if f.Component != bundle.ComponentExport {
+			kept = append(kept, f)
+		}
+	}
+	without.Files = kept
+	fs, err = without.Select(bundle.Selection{ExportIfPresent: true})
+	if n, all := count(fs); err != nil || n != 0 || all != len(kept) {
+		t.Fatalf("ExportIfPresent on a release without export/: %d export of %d files, %v", n, all, err)
+	}
+	if s := (bundle.Selection{ExportIfPresent: true}).Resolve(&without); s.IncludeExport || s.ExportIfPresent {
+		t.Errorf("resolved against a release without export/: %+v", s)
+	}
+	if _, err := without.Select(bundle.Selection{IncludeExport: true}); err == nil || !strings.Contains(err.Error(), "no export component") {
+		t.Errorf("IncludeExport on a release without export/: %v, want refused", err)
+	}
+}

@@ -152,7 +152,7 @@ func (s *Store) CheckUpdate(ctx context.Context, repo string, o PullOptions) (*U
 		return nil, err
 	}
 	uc := &UpdateCheck{Repo: repo, Current: st.Commit, Latest: latest, UpToDate: latest == st.Commit, ChangedFiles: []string{}}
-	_, files, err := s.fetchSelection(ctx, repo, latest, o.Selection)
+	_, files, _, err := s.fetchSelection(ctx, repo, latest, o.Selection)
 	if err != nil {
 		return nil, err
 	}

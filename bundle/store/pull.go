@@ -95,11 +95,11 @@ func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResu
 		return nil, fmt.Errorf("offline: %s@%s is not installed (FORGE_OFFLINE is set, so nothing is downloaded)", repo, commit)
 	}
 
-	raw, files, err := s.fetchSelection(ctx, repo, commit, o.Selection)
+	raw, files, sel, err := s.fetchSelection(ctx, repo, commit, o.Selection)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store(ctx, repo, commit, raw, files, o.Selection, res); err != nil {
+	if err := s.store(ctx, repo, commit, raw, files, sel, res); err != nil {
 		return nil, err
 	}
 	return s.finish(res, o)
@@ -127,20 +127,20 @@ func (s *Store) store(ctx context.Context, repo, commit string, raw []byte, file
 var testHookAfterDownload func()
 
 // fetchSelection fetches and validates release.json at commit and returns
-// it with the files sel selects from it.
-func (s *Store) fetchSelection(ctx context.Context, repo, commit string, sel bundle.Selection) (raw []byte, files []bundle.File, err error) {
+// it with the files sel selects from it and sel resolved against it.
+func (s *Store) fetchSelection(ctx context.Context, repo, commit string, sel bundle.Selection) (raw []byte, files []bundle.File, resolved bundle.Selection, err error) {
 	raw, err = s.Client.FetchSmall(ctx, repo, commit, bundle.ReleaseFile, maxReleaseBytes)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, sel, err
 	}
 	rel, err := bundle.ParseRelease(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s@%s: %w", repo, commit, err)
+		return nil, nil, sel, fmt.Errorf("%s@%s: %w", repo, commit, err)
 	}
 	if files, err = rel.Select(sel); err != nil {
-		return nil, nil, err
+		return nil, nil, sel, err
 	}
-	return raw, files, nil
+	return raw, files, sel.Resolve(rel), nil
 }
 
 func (s *Store) finish(res *PullResult, o PullOptions) (*PullResult, error) {

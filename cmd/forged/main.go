@@ -267,7 +267,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int6
 	}
 	res, err = srv.ServeStore(ctx, daemon.Bundles{
 		Store: s, Background: bg, Repo: f.repo, Revision: f.revision,
-		Selection: bundle.Selection{IncludeExport: modelbackend.WantsExport(f.backend, runtime.GOOS), Plain: f.drafter == config.DrafterOff},
+		Selection: bundle.Selection{ExportIfPresent: modelbackend.WantsExport(f.backend, runtime.GOOS), Plain: f.drafter == config.DrafterOff},
 		KeepAlive: f.keepAlive, Budget: budget,
 		Open: func(dir, commit string) (daemon.Backend, error) {
 			return modelbackend.OpenSnapshot(dir, modelbackend.Options{Repo: f.repo, Revision: commit, TokenizerOnly: f.tokenizerOnly,

@@ -94,8 +94,8 @@ type sessionEngine interface {
 	Close() error
 }
 
-// parker is an engine (or drafter) session that can move its state out of
-// the model's memory and back (coreai.Engine).
+// parker is an engine session that can move its state out of the
+// model's memory and back (coreai.Engine).
 type parker interface {
 	Park(spillDir string) error
 	Parked() bool
@@ -404,10 +404,10 @@ func (b *Backend) ParkSession(id string) (bool, error) {
 		return false, err
 	}
 	// The drafter's ring is a cache of the target's features: a parked
-	// conversation's drafter starts over (the target verifies every
-	// draft, so what is generated is unchanged).
-	if d, ok := st.drafter.(parker); ok {
-		if err := d.Park(b.spillDir); err != nil {
+	// conversation's drafter starts over (coreai.Drafter.Park; the target
+	// verifies every draft, so what is generated is unchanged).
+	if d, ok := st.drafter.(interface{ Park() error }); ok {
+		if err := d.Park(); err != nil {
 			return true, err
 		}
 	}

@@ -49,7 +49,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func serveServer(t *testing.T, b daemon.Backend) (*daemon.Server, *client.Client) {
+func serveServer(t testing.TB, b daemon.Backend) (*daemon.Server, *client.Client) {
+	t.Helper()
+	return serveServerSlots(t, b, 0)
+}
+
+// serveServerSlots serves b with slots generations at once (0: the default).
+func serveServerSlots(t testing.TB, b daemon.Backend, slots int) (*daemon.Server, *client.Client) {
 	t.Helper()
 	sockDir, _ := os.MkdirTemp("", "frr")
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
@@ -57,7 +63,7 @@ func serveServer(t *testing.T, b daemon.Backend) (*daemon.Server, *client.Client
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := daemon.New(b, daemon.Config{})
+	srv, err := daemon.New(b, daemon.Config{Slots: slots})
 	if err != nil {
 		t.Fatal(err)
 	}

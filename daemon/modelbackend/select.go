@@ -96,7 +96,7 @@ func Choose(want, goos string, br Bridge, have Contents) (Choice, error) {
 	case wire.BackendCoreAI:
 		switch {
 		case !have.CoreAI:
-			return Choice{}, unavailable("backend coreai: the snapshot has no Core AI runtime (coreai/%s); pull without --runtime, or set backend auto", bundle.ManifestFile)
+			return Choice{}, unavailable("backend coreai: the snapshot has no Core AI runtime (coreai/%s): this bundle cannot be served through Core AI; set backend auto", bundle.ManifestFile)
 		case !br.OK():
 			return Choice{}, unavailable("backend coreai: %s", bridgeProblem(goos, br))
 		}

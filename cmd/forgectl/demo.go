@@ -57,7 +57,13 @@ the demo bundle are placeholders; on a Mac with the real bundle the same steps s
 			return err
 		}
 		if rep.Streamed != "" {
-			fmt.Fprintf(out, "\nprompt:  %s\nanswer:  %q\n", rep.Prompt, rep.Streamed)
+			fmt.Fprintf(out, "\nprompt:  %s\nanswer:  %q\nserved by %s\n", rep.Prompt, rep.Streamed, rep.Backend)
+		}
+		switch {
+		case rep.CoreAI != nil:
+			fmt.Fprintf(out, "and again by %s: the same answer\n", rep.CoreAI.Bridge)
+		case rep.CoreAISkipped != "":
+			fmt.Fprintf(out, "the Core AI path over the stand-in bridge did not run: %s\n", rep.CoreAISkipped)
 		}
 		if err != nil {
 			return err

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/ane/rebuild"
 	"github.com/forgedaemon/forged/ane/rebuild/calib"
 	"github.com/forgedaemon/forged/ane/rebuild/plan"
@@ -41,7 +42,7 @@ const Repo = "forge-demo/qwen3.8-tiny-synthetic"
 // Notes are printed with every run: what the demo does and does not show.
 var Notes = []string{
 	"The built-in model is the synthetic 'tiny' preset: its weights are random, so the answer is gibberish by design.",
-	"The Core AI packages in the demo bundle are placeholders (they can only be built on a Mac); the reference backend runs its export/.",
+	"The demo bundle's Core AI packages are stand-in packages: the Linux stand-in of the Core AI bridge computes their functions on the CPU (real Core AI packages are built on a Mac). Nothing here runs on an ANE.",
 	"On a Mac with the real bundle (anemll/anemll-forge-qwen3.8-27B) the same steps serve Qwen3.8-27B through Core AI; that has not been run here.",
 }
 
@@ -75,26 +76,38 @@ type Step struct {
 
 // Report is what a run did.
 type Report struct {
-	OK            bool     `json:"ok"`
-	Steps         []Step   `json:"steps"`
-	Repo          string   `json:"repo"`
-	Commit        string   `json:"commit,omitempty"`
-	Endpoint      string   `json:"endpoint,omitempty"`
-	Socket        string   `json:"socket,omitempty"`
-	Verify        string   `json:"verify,omitempty"` // PASS or FAIL, from the pulled snapshot's full verify
-	VerifiedFiles int      `json:"verified_files,omitempty"`
-	CDNFiles      int      `json:"cdn_downloads,omitempty"` // GETs the hub redirected to its CDN listener
-	Prompt        string   `json:"prompt"`
-	Streamed      string   `json:"streamed_text"`
-	Reply         string   `json:"reply_text"`
-	Tokens        int      `json:"streamed_events"`
-	Generated     uint64   `json:"generated_tokens"`
-	FinishReason  string   `json:"finish_reason,omitempty"`
-	Kept          string   `json:"kept,omitempty"`
-	States        []string `json:"daemon_states"`       // as a subscribed client saw them, up to ready
-	Leftovers     []string `json:"leftovers,omitempty"` // what cleanup could not remove
-	Seconds       float64  `json:"seconds"`
-	Notes         []string `json:"notes"`
+	OK            bool   `json:"ok"`
+	Steps         []Step `json:"steps"`
+	Repo          string `json:"repo"`
+	Commit        string `json:"commit,omitempty"`
+	Endpoint      string `json:"endpoint,omitempty"`
+	Socket        string `json:"socket,omitempty"`
+	Verify        string `json:"verify,omitempty"` // PASS or FAIL, from the pulled snapshot's full verify
+	VerifiedFiles int    `json:"verified_files,omitempty"`
+	CDNFiles      int    `json:"cdn_downloads,omitempty"` // GETs the hub redirected to its CDN listener
+	Prompt        string `json:"prompt"`
+	Streamed      string `json:"streamed_text"`
+	Reply         string `json:"reply_text"`
+	Tokens        int    `json:"streamed_events"`
+	Generated     uint64 `json:"generated_tokens"`
+	FinishReason  string `json:"finish_reason,omitempty"`
+	Backend       string `json:"backend,omitempty"` // the engine that served the chat (hello's backend)
+	// CoreAI is the same chat served through Core AI over the stand-in
+	// bridge (the coreai step); CoreAISkipped says why it did not run.
+	CoreAI        *CoreAIRun `json:"coreai,omitempty"`
+	CoreAISkipped string     `json:"coreai_skipped,omitempty"`
+	Kept          string     `json:"kept,omitempty"`
+	States        []string   `json:"daemon_states"`       // as a subscribed client saw them, up to ready
+	Leftovers     []string   `json:"leftovers,omitempty"` // what cleanup could not remove
+	Seconds       float64    `json:"seconds"`
+	Notes         []string   `json:"notes"`
+}
+
+// CoreAIRun is the coreai step's result.
+type CoreAIRun struct {
+	Bridge string `json:"bridge_release"`
+	Reply  string `json:"reply_text"`
+	Same   bool   `json:"same_as_reference"` // the same text as the reference engine's answer
 }
 
 // run holds the live parts a run must clean up.
@@ -109,6 +122,8 @@ type run struct {
 	res     *daemon.Residency
 	cl      *client.Client
 	cancel  context.CancelFunc
+	// snapshot and commit are the pulled revision the load step serves.
+	snapshot, commit string
 
 	// A second client subscribes to the daemon's state events.
 	watcher   *client.Client
@@ -214,6 +229,7 @@ func (r *run) steps(ctx context.Context) error {
 		{"pull", func() (string, error) { return r.pull(ctx) }},
 		{"load", r.load},
 		{"chat", func() (string, error) { return r.chat(ctx) }},
+		{"coreai", func() (string, error) { return r.coreAI(ctx) }},
 	}
 	for _, s := range steps {
 		if err := r.step(s.name, s.fn); err != nil {
@@ -281,12 +297,12 @@ func (r *run) quantize(ctx context.Context) (string, error) {
 }
 
 func (r *run) assemble() (string, error) {
-	rep, err := rebuild.Assemble(rebuild.AssembleOptions{Model: r.path("checkpoint"), Export: r.path("export"), Out: r.path("bundle")})
+	rep, err := rebuild.Assemble(rebuild.AssembleOptions{Model: r.path("checkpoint"), Export: r.path("export"), Out: r.path("bundle"), StandIn: true})
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d files, %s: model/ (embed_tokens_fp16.npy), export/ (+ small.safetensors, %d tensors), "+
-		"coreai/ manifest for %d layers in %d chunks (placeholder packages), release.json verified %s",
+		"coreai/ manifest for %d layers in %d chunks (stand-in packages computed from the export), release.json verified %s",
 		rep.Files, units.Bytes(rep.Bytes), rep.SmallTensor, rep.Layers, rep.Chunks, rep.Verify.Status), nil
 }
 
@@ -405,12 +421,13 @@ func (r *run) load() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := s.SnapshotDir(Repo, st.Commit)
+	r.snapshot, r.commit = s.SnapshotDir(Repo, st.Commit), st.Commit
 	// The daemon's residency control loads (and at cleanup unloads) the
-	// model, as it does for any served bundle.
+	// model, as it does for any served bundle, with the backend auto
+	// chooses for this machine.
 	r.res = r.srv.EnableResidency(daemon.ResidencyOptions{Bundle: Repo + "@" + st.Commit, KeepAlive: -1,
 		Load: func(context.Context) (daemon.Backend, error) {
-			return modelbackend.OpenRefBundle(dir, modelbackend.Options{Repo: Repo, Revision: st.Commit})
+			return modelbackend.OpenSnapshot(r.snapshot, modelbackend.Options{Repo: Repo, Revision: st.Commit})
 		}})
 	if err := r.res.Load(context.Background(), "forgectl demo"); err != nil {
 		return "", err
@@ -419,8 +436,10 @@ func (r *run) load() (string, error) {
 	if !slices.Contains(r.rep.States, wire.StateReady) {
 		return "", fmt.Errorf("the subscribed client never saw state ready (saw %v)", r.rep.States)
 	}
-	return fmt.Sprintf("daemon residency loaded the served snapshot %s with the reference backend (pure Go, CPU: export/ + model/); "+
-		"states seen by the subscriber: %s", st.Commit[:12], strings.Join(r.rep.States, " → ")), nil
+	info := backendOf(r.srv.Backend())
+	r.rep.Backend = info
+	return fmt.Sprintf("daemon residency loaded the served snapshot %s with backend %s; "+
+		"states seen by the subscriber: %s", st.Commit[:12], info, strings.Join(r.rep.States, " → ")), nil
 }
 
 func (r *run) chat(ctx context.Context) (string, error) {
@@ -459,8 +478,57 @@ func (r *run) chat(ctx context.Context) (string, error) {
 	case r.rep.Streamed != res.Text:
 		return "", fmt.Errorf("streamed text %q differs from the final reply %q", r.rep.Streamed, res.Text)
 	}
-	return fmt.Sprintf("%d tokens streamed over the socket (%d events, finish %s, %.0f tok/s)",
-		res.Usage.GeneratedTokens, r.rep.Tokens, res.FinishReason, res.Usage.TokensPerS), nil
+	return fmt.Sprintf("%d tokens streamed over the socket by backend %s (%d events, finish %s, %.0f tok/s)",
+		res.Usage.GeneratedTokens, r.rep.Backend, r.rep.Tokens, res.FinishReason, res.Usage.TokensPerS), nil
+}
+
+// backendOf names the engine a backend runs ("ref (kernels avx512)",
+// "coreai (bridge …)").
+func backendOf(b daemon.Backend) string {
+	d, ok := b.(daemon.Describer)
+	if !ok || d.BackendInfo() == nil {
+		return "unknown"
+	}
+	i := d.BackendInfo()
+	if i.Name == wire.BackendRef {
+		return fmt.Sprintf("ref (the pure-Go engine over export/, kernels %s)", i.Kernels)
+	}
+	return fmt.Sprintf("coreai (the coreai/ packages through the bridge %q)", i.BridgeRelease)
+}
+
+// coreAI serves the same snapshot through the Core AI path — ane/coreai's
+// purego binding over the stand-in bridge's cai_* C ABI, the chunk
+// functions computed by refchunk from the export's effective weights —
+// by switching the daemon to it, and asks the same question: greedy, so
+// the answer must be the reference engine's. Without a C compiler the
+// stand-in cannot be built and the step says so.
+func (r *run) coreAI(ctx context.Context) (string, error) {
+	bridge, err := standin.Shared()
+	if errors.Is(err, standin.ErrNoCompiler) {
+		r.rep.CoreAISkipped = err.Error()
+		return "skipped: " + err.Error(), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	load := func(context.Context) (daemon.Backend, error) {
+		return modelbackend.OpenCoreAIBundle(r.snapshot, modelbackend.Options{Repo: Repo, Revision: r.commit, Bridge: bridge})
+	}
+	if err := r.res.Switch(ctx, Repo+"@"+r.commit+" (coreai)", nil, load); err != nil {
+		return "", err
+	}
+	n := uint64(r.o.MaxTokens)
+	res, err := r.cl.Chat(ctx, wire.ChatArgs{Messages: []wire.Message{{Role: "user", Content: r.o.Prompt}}, MaxTokens: &n, Thinking: "off"}).Result()
+	if err != nil {
+		return "", err
+	}
+	info := backendOf(r.srv.Backend())
+	r.rep.CoreAI = &CoreAIRun{Bridge: info, Reply: res.Text, Same: res.Text == r.rep.Reply}
+	if !r.rep.CoreAI.Same {
+		return "", fmt.Errorf("Core AI answered %q, the reference engine %q", res.Text, r.rep.Reply)
+	}
+	return fmt.Sprintf("the daemon switched to backend %s: %d tokens, the same answer text as the reference engine",
+		info, res.Usage.GeneratedTokens), nil
 }
 
 // cleanup stops everything that was started, removes the temporary

@@ -14,7 +14,7 @@ import (
 	"github.com/forgedaemon/forged/verify"
 )
 
-var wantSteps = []string{"synth", "quantize", "bundle", "hub", "daemon", "pull", "load", "chat", "cleanup"}
+var wantSteps = []string{"synth", "quantize", "bundle", "hub", "daemon", "pull", "load", "chat", "coreai", "cleanup"}
 
 // TestRunKeep runs the whole demo keeping the artefacts, then checks them
 // independently: the kept bundle and the daemon's pulled snapshot both
@@ -46,6 +46,16 @@ func TestRunKeep(t *testing.T) {
 	}
 	if !inOrder(rep.States, "downloading", "verifying", "loading", "ready") {
 		t.Errorf("daemon states %v, want downloading, verifying, loading, ready in order", rep.States)
+	}
+	// On Linux auto serves export/ with the reference engine; the coreai
+	// step then serves the same snapshot through Core AI over the
+	// stand-in bridge and must give the same answer (or say why it
+	// could not run: no C compiler).
+	if !strings.HasPrefix(rep.Backend, "ref ") {
+		t.Errorf("served by %q, want the reference engine (auto on %s)", rep.Backend, runtime.GOOS)
+	}
+	if rep.CoreAISkipped == "" && (rep.CoreAI == nil || !rep.CoreAI.Same || rep.CoreAI.Reply != rep.Reply || !strings.Contains(rep.CoreAI.Bridge, "stand-in")) {
+		t.Errorf("coreai step %+v (skipped %q): want the reference answer through the stand-in bridge", rep.CoreAI, rep.CoreAISkipped)
 	}
 	if rep.CDNFiles == 0 {
 		t.Error("no file went through the hub's CDN redirect")

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/bundle/hubtest"
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
@@ -218,5 +220,70 @@ func TestRunInstallsTrackedRepoAtStart(t *testing.T) {
 	}
 	if rev := chatRevision(t, c); rev != c1 {
 		t.Fatalf("serving %q after the automatic install, want %s", rev, c1)
+	}
+}
+
+// A bundle published as the real one is (Core AI packages, no export/):
+// on Linux auto says why it cannot be served and how to fix it, and
+// forged run --backend coreai serves it through the stand-in bridge named
+// by FORGE_BRIDGE (status names the backend).
+func TestRunServesCoreAIOnlyBundle(t *testing.T) {
+	bridge, err := standin.Shared()
+	if errors.Is(err, standin.ErrNoCompiler) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	const repo = "anemll/forge-tiny-coreai"
+	h := hubtest.New()
+	defer h.Close()
+	commit, err := h.Publish(repo, testbundle.TinyCoreAI(t, 7, testbundle.CoreAIOptions{Contexts: []int{1024}, NoExport: true}), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HF_ENDPOINT", h.URL)
+	t.Setenv("FORGE_OFFLINE", "")
+	t.Setenv(coreai.BridgeEnv, bridge)
+	for _, backend := range []string{"auto", "coreai"} {
+		t.Run(backend, func(t *testing.T) {
+			sock, stop := runInBackground(t, runFlags{repo: repo, keepAlive: -1, backend: backend})
+			defer stop()
+			c, err := client.Dial(context.Background(), sock, client.Options{Name: "coreai-only-test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var reason string
+			waitFor(t, "the automatic install", func() bool {
+				st, err := c.Status(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				reason = st.Reason
+				return st.Bundle.Revision == commit || strings.Contains(reason, "now serving")
+			})
+			n := uint64(3)
+			res, err := c.Chat(context.Background(), wire.ChatArgs{Messages: []wire.Message{{Role: "user", Content: "hi"}}, MaxTokens: &n, Thinking: "off"}).Result()
+			if backend == "auto" {
+				const want = "this bundle carries only Core AI packages; the Core AI bridge is not available on linux: pull with --include-export to serve it on the CPU"
+				var we *wire.Error
+				if !errors.As(err, &we) || we.Code != wire.CodeUnavailable || !strings.Contains(we.Message, want) {
+					t.Fatalf("auto on linux: %v, want unavailable: %s", err, want)
+				}
+				st, _ := c.Status(context.Background())
+				if st.State != wire.StateUnavailable || !strings.Contains(st.Reason, want) {
+					t.Fatalf("auto on linux: state %s (%s)", st.State, st.Reason)
+				}
+				return
+			}
+			if err != nil || res.Revision != commit || res.Usage.GeneratedTokens == 0 {
+				t.Fatalf("chat through coreai: %+v, %v", res, err)
+			}
+			st, err := c.Status(context.Background())
+			if err != nil || st.Backend == nil || st.Backend.Name != wire.BackendCoreAI || st.Backend.BridgePath != bridge {
+				t.Fatalf("status backend %+v, %v", st.Backend, err)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ package testbundle
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -60,13 +61,16 @@ func quantizeRTN(t testing.TB, model, export string, seed uint64, npy string) {
 type CoreAIOptions struct {
 	Contexts []int // the runtime's context entries (default [8192])
 	Drafter  bool  // add a DFlash2 drafter with its stand-in package
+	// NoExport publishes the bundle as the real one is: no export/ (its
+	// release.json is written again without it).
+	NoExport bool
 }
 
 // TinyCoreAI assembles the tiny synthetic model as a bundle whose coreai/
 // packages are stand-in packages (ane/coreai/standin: refchunk computes
 // them from the export's effective weights), so the Core AI path runs it
 // through the stand-in bridge; it keeps export/ too (coreai-only copies
-// are the caller's). The same seed gives the same bytes.
+// are the caller's, or NoExport). The same seed gives the same bytes.
 func TinyCoreAI(t testing.TB, seed uint64, o CoreAIOptions) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -84,6 +88,15 @@ func TinyCoreAI(t testing.TB, seed uint64, o CoreAIOptions) string {
 	}
 	if _, err := rebuild.Assemble(ao); err != nil {
 		t.Fatal(err)
+	}
+	if o.NoExport {
+		if err := os.RemoveAll(filepath.Join(out, "export")); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := rebuild.ReleaseManifest(rebuild.ManifestOptions{Bundle: out, ModelID: rebuild.DefaultModelID,
+			ModelRevision: rebuild.DefaultModelRevision, Plain: !o.Drafter}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }

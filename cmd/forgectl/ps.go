@@ -22,9 +22,16 @@ func showPs(w io.Writer, st *wire.StatusResult, asJSON bool) error {
 		}{st.Sessions, st.Requests, st.Memory})
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tUID\tCLIENT\tTOKENS\tCONTEXT")
+	fmt.Fprintln(tw, "SESSION\tUID\tCLIENT\tTOKENS\tCONTEXT\tSTATE")
 	for _, s := range st.Sessions {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\n", s.Session, s.UID, s.Client, s.Tokens, s.Context)
+		state := "in memory"
+		switch {
+		case s.Parked:
+			state = "parked" // out of the model's memory; resumes without prefill
+		case s.Context == 0:
+			state = "empty"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\n", s.Session, s.UID, s.Client, s.Tokens, s.Context, state)
 	}
 	fmt.Fprintln(tw, "\nREQUEST\tUID\tCLIENT\tOP\tSTATE\tGENERATED")
 	for _, r := range st.Requests {

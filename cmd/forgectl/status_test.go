@@ -188,3 +188,23 @@ func TestStatusShowsParkedSessions(t *testing.T) {
 		t.Errorf("--json lacks parked: %s", b.String())
 	}
 }
+
+// TestPsShowsSessionStates: ps marks each session in memory, parked (its
+// state out of the model's memory) or empty.
+func TestPsShowsSessionStates(t *testing.T) {
+	st := &wire.StatusResult{Sessions: []wire.SessionInfo{
+		{Session: "s1", Client: "a", Tokens: 40, Context: 8192},
+		{Session: "s2", Client: "b", Tokens: 90, Parked: true},
+		{Session: "s3", Client: "c"},
+	}}
+	var b strings.Builder
+	if err := showPs(&b, st, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	for i, want := range []string{"in memory", "parked", "empty"} {
+		if row := lines[1+i]; !strings.HasPrefix(row, st.Sessions[i].Session) || !strings.HasSuffix(strings.TrimSpace(row), want) {
+			t.Errorf("row %q, want session %s %s", row, st.Sessions[i].Session, want)
+		}
+	}
+}

@@ -2,9 +2,13 @@ package tokenizer
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/forgedaemon/forged/internal/refdata"
@@ -90,5 +94,31 @@ func TestHFTokenizersNormalize(t *testing.T) {
 		if bad > 0 {
 			t.Errorf("%s: %d of %d lines differ", form, bad, len(lines))
 		}
+	}
+}
+
+// The vectors and the generated tables come from the same library version,
+// and the vectors from the tokenizer.json the tests load.
+func TestHFTokenizersProvenance(t *testing.T) {
+	data, err := os.ReadFile(refdata.Path(t, "hf-tokenizers", "meta.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		Library string `json:"library"`
+		SHA256  string `json:"tokenizer_json_sha256"`
+	}
+	if err := json.Unmarshal(data, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if want := "tokenizers " + hfTokenizersVersion + " "; !strings.HasPrefix(meta.Library, want) {
+		t.Errorf("vectors from %q, tables from tokenizers %s: regenerate both (scripts/hf-reference)", meta.Library, hfTokenizersVersion)
+	}
+	tj, err := os.ReadFile(filepath.Join(qwen3Dir(t), "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(tj); hex.EncodeToString(sum[:]) != meta.SHA256 {
+		t.Errorf("the vectors were made from another tokenizer.json (sha256 %s)", meta.SHA256)
 	}
 }

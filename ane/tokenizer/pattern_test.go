@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
@@ -135,6 +136,13 @@ func TestUnsupportedSplitPattern(t *testing.T) {
 	}
 }
 
+// classDiffersFromGo reports whether Hugging Face's class of r (the
+// tables the matcher uses) is not Go's (what regexp2 uses): Unicode 16
+// letters and digits, for instance.
+func classDiffersFromGo(r rune) bool {
+	return isLetter(r) != unicode.IsLetter(r) || isNumber(r) != unicode.IsNumber(r) || isSpace(r) != unicode.Is(unicode.White_Space, r)
+}
+
 // FuzzSplitPattern compares the hand-written matcher with the backtracking
 // oracle on arbitrary valid UTF-8.
 func FuzzSplitPattern(f *testing.F) {
@@ -144,6 +152,9 @@ func FuzzSplitPattern(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if !utf8.ValidString(s) || len(s) > 200 || strings.ContainsRune(s, 'ſ') || strings.ContainsRune(s, '\u212a') {
 			return // regexp2 folds case with ToLower, not Unicode simple folding
+		}
+		if strings.ContainsFunc(s, classDiffersFromGo) {
+			return // regexp2 has Go's Unicode tables; the classes are checked against the library's vectors
 		}
 		for _, pattern := range oraclePatterns {
 			got, want := scannerMatches(t, pattern, s), oracleMatches(t, pattern, s)

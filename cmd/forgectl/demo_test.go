@@ -38,7 +38,7 @@ func TestDemoJSONThenRebuildBundle(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("not one JSON report: %v\n%s", err, out)
 	}
-	want := []string{"synth", "quantize", "bundle", "hub", "daemon", "pull", "load", "chat", "cleanup"}
+	want := []string{"synth", "quantize", "bundle", "hub", "daemon", "pull", "load", "chat", "coreai", "cleanup"}
 	if len(rep.Steps) != len(want) {
 		t.Fatalf("steps %+v", rep.Steps)
 	}
@@ -119,7 +119,7 @@ func TestDemoHumanOutput(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"random", "gibberish", "placeholders", "Qwen3.8-27B", "not been run here", "answer:", "demo OK in"} {
+	for _, want := range []string{"random", "gibberish", "stand-in packages", "Qwen3.8-27B", "not been run here", "answer:", "served by ref", "demo OK in"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -127,7 +127,7 @@ func TestDemoHumanOutput(t *testing.T) {
 	if jsonCommit != "" && !strings.Contains(out, "main → "+jsonCommit[:12]) {
 		t.Errorf("the same seed published another commit than %s:\n%s", jsonCommit, out)
 	}
-	for _, step := range []string{"synth", "quantize", "bundle", "hub", "daemon", "pull", "load", "chat", "cleanup"} {
+	for _, step := range []string{"synth", "quantize", "bundle", "hub", "daemon", "pull", "load", "chat", "coreai", "cleanup"} {
 		if !strings.Contains(out, "\n"+step) || !strings.Contains(out, step+strings.Repeat(" ", 9-len(step))+" ok") {
 			t.Errorf("no ok line for step %s:\n%s", step, out)
 		}

@@ -42,9 +42,18 @@ func LoadCheckpoint(dir string) (*Weights, error) {
 			}
 		}
 	}
-	w := &Weights{Cfg: cfg, tensors: map[string][]float32{}}
-	for _, name := range files {
-		f, err := tensor.OpenSafetensors(filepath.Join(dir, name))
+	for i, f := range files {
+		files[i] = filepath.Join(dir, f)
+	}
+	return LoadSafetensors(cfg, files...)
+}
+
+// LoadSafetensors reads every tensor of the safetensors files as float32:
+// the weights of a model of cfg, by Hugging Face name.
+func LoadSafetensors(cfg *config.Model, files ...string) (*Weights, error) {
+	tensors := map[string][]float32{}
+	for _, path := range files {
+		f, err := tensor.OpenSafetensors(path)
 		if err != nil {
 			return nil, err
 		}
@@ -54,11 +63,18 @@ func LoadCheckpoint(dir string) (*Weights, error) {
 				f.Close()
 				return nil, err
 			}
-			w.tensors[ti.Name] = v
+			tensors[ti.Name] = v
 		}
 		f.Close()
 	}
-	return w, nil
+	return FromTensors(cfg, tensors), nil
+}
+
+// FromTensors are the weights of a model of cfg held in tensors (float32,
+// by Hugging Face name). The map is kept, not copied: it must not change
+// while the weights are in use.
+func FromTensors(cfg *config.Model, tensors map[string][]float32) *Weights {
+	return &Weights{Cfg: cfg, tensors: tensors}
 }
 
 // get returns tensor name with n elements.

@@ -105,6 +105,15 @@ func Live() [4]int64 {
 	return n
 }
 
+// Callbacks is the number of purego callbacks Attach has made in this
+// process: 1 once a library is attached, however often Attach ran (a
+// callback is never freed, so more would leak).
+func Callbacks() int {
+	attachMu.Lock()
+	defer attachMu.Unlock()
+	return callbacks
+}
+
 // Handler computes one function of a model over its bound tensors (name →
 // the buffer's packed memory; inputs are read, outputs written in place).
 type Handler func(function string, tensors map[string][]byte) error

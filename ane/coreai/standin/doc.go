@@ -28,7 +28,13 @@
 // ane/coreai/refchunk, the head by refchunk.Head, the drafter's draft and
 // ctx64 by ane/coreai/refdraft. A package without these files, or with a
 // corrupt one, fails its runs with an error naming the file. WriteRuntime
-// and WriteDrafterPackage write such packages.
+// and WriteDrafterPackage write such packages; WriteLayout, and
+// WriteFunctions with FunctionsText or DrafterFunctions, write packages
+// with functions.txt alone, for Handle handlers.
+//
+// Package standintest holds what the tests of ane/coreai and of this
+// package share: the bridge built once per test binary, the tiny
+// synthetic model, and the comparisons with ane/ref and ane/dflash.
 //
 // Switches for tests of the layers above:
 //   - SetFault(f): f is consulted before every run; its error fails the run.
@@ -38,5 +44,6 @@
 //   - "fail_if_exists PATH" in functions.txt: the load fails while PATH
 //     exists (a stale specialization cache).
 //
-// Live reports the bridge's live models, functions, buffers and bindings.
+// Live reports the bridge's live models, functions, buffers and bindings;
+// Callbacks the purego callbacks made (one per process).
 package standin

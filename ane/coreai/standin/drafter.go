@@ -25,23 +25,9 @@ import (
 // (checkpoint names; a missing lm_head.weight means a tied head), which
 // the package's weights.safetensors holds. It returns the package path.
 func WriteDrafterPackage(drafterDir string, target map[string][]float32) (string, error) {
-	cfg, err := config.LoadDrafter(drafterDir)
+	cfg, meta, fns, err := drafterLayout(drafterDir)
 	if err != nil {
 		return "", err
-	}
-	meta, err := dflash.ReadMetadata(drafterDir)
-	if err != nil {
-		return "", fmt.Errorf("drafter %s: %w", drafterDir, err)
-	}
-	lay, err := refdraft.NewLayout(cfg, cfg.FeatureSize(cfg.HiddenSize), meta)
-	if err != nil {
-		return "", fmt.Errorf("drafter %s: %w", drafterDir, err)
-	}
-	fns := map[string][]refchunk.Spec{}
-	for _, e := range []string{refdraft.Draft, refdraft.Ctx64} {
-		if fns[e], err = lay.Tensors(e); err != nil {
-			return "", err
-		}
 	}
 	src := headTensors(target, true, layout.EmbedName)
 	shape := []int{cfg.VocabSize, cfg.HiddenSize}
@@ -51,6 +37,37 @@ func WriteDrafterPackage(drafterDir string, target map[string][]float32) (string
 		return "", err
 	}
 	return pkg, nil
+}
+
+// DrafterFunctions are the functions of the stand-in drafter package of
+// drafterDir (draft and ctx64, laid out by refdraft from the directory's
+// config and sidecar), as WriteDrafterPackage describes them. With
+// WriteFunctions they make a package a Handle handler computes.
+func DrafterFunctions(drafterDir string) (map[string][]refchunk.Spec, error) {
+	_, _, fns, err := drafterLayout(drafterDir)
+	return fns, err
+}
+
+func drafterLayout(drafterDir string) (*config.Drafter, *dflash.Metadata, map[string][]refchunk.Spec, error) {
+	cfg, err := config.LoadDrafter(drafterDir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	meta, err := dflash.ReadMetadata(drafterDir)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("drafter %s: %w", drafterDir, err)
+	}
+	lay, err := refdraft.NewLayout(cfg, cfg.FeatureSize(cfg.HiddenSize), meta)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("drafter %s: %w", drafterDir, err)
+	}
+	fns := map[string][]refchunk.Spec{}
+	for _, e := range []string{refdraft.Draft, refdraft.Ctx64} {
+		if fns[e], err = lay.Tensors(e); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return cfg, meta, fns, nil
 }
 
 // targetWeights is what a drafter borrows from its target, read from a

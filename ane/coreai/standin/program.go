@@ -12,7 +12,6 @@ import (
 	"github.com/forgedaemon/forged/ane/coreai/refchunk"
 	"github.com/forgedaemon/forged/ane/coreai/refdraft"
 	"github.com/forgedaemon/forged/ane/dflash"
-	"github.com/forgedaemon/forged/ane/tensor"
 )
 
 // Files of a stand-in package directory, beside functions.txt (the
@@ -72,6 +71,21 @@ type Entry struct {
 	Rows    int    `json:"rows"`
 	Prefill bool   `json:"prefill,omitempty"`
 	KVLen   int    `json:"kv_len,omitempty"`
+	// KV is the entry's history layout when it is not the package's (the
+	// fp16 entries of a selectable cache's chunk beside its aliased ones).
+	KV *KVSpec `json:"kv,omitempty"`
+}
+
+// kvSpec is the entry's history layout in a package whose own is def.
+func (e Entry) kvSpec(def KVSpec) KVSpec {
+	if e.KV != nil {
+		return *e.KV
+	}
+	return def
+}
+
+func (e Entry) refchunk() refchunk.Entry {
+	return refchunk.Entry{Name: e.Name, Rows: e.Rows, Prefill: e.Prefill, KVLen: e.KVLen}
 }
 
 // DrafterSpec is what refdraft needs of the drafter's sidecar.
@@ -215,13 +229,9 @@ func loadTarget(pkg, weights string, p *Program) (program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stand-in package %s: config: %w", file, err)
 	}
-	w, err := loadCheckpoint(p.Config, weights)
+	w, err := refchunk.LoadSafetensors(cfg, weights)
 	if err != nil {
-		return nil, err
-	}
-	entries := map[string]refchunk.Entry{}
-	for _, e := range p.Entries {
-		entries[e.Name] = refchunk.Entry{Name: e.Name, Rows: e.Rows, Prefill: e.Prefill, KVLen: e.KVLen}
+		return nil, fmt.Errorf("stand-in package: %w", err)
 	}
 	if p.Kind == KindHead {
 		if len(p.Entries) != 1 {
@@ -233,62 +243,46 @@ func loadTarget(pkg, weights string, p *Program) (program, error) {
 		}
 		return headProgram{h, p.Entries[0].Name}, nil
 	}
-	kv, err := p.KV.refchunk()
-	if err != nil {
-		return nil, fmt.Errorf("stand-in package %s: %w", file, err)
-	}
 	if p.Layers[1] >= cfg.NumHiddenLayers {
 		return nil, fmt.Errorf("stand-in package %s: layers %v outside the config's %d", file, p.Layers, cfg.NumHiddenLayers)
 	}
-	c, err := refchunk.NewChunk(w, p.Layers[0], p.Layers[1], p.Taps, p.Pend, kv)
-	if err != nil {
-		return nil, fmt.Errorf("stand-in package %s: %w", weights, err)
+	cp := chunkProgram{lo: p.Layers[0], hi: p.Layers[1], entries: map[string]chunkEntry{}}
+	chunks := map[refchunk.KV]*refchunk.Chunk{} // one per history layout the entries use
+	for _, e := range p.Entries {
+		kv, err := e.kvSpec(p.KV).refchunk()
+		if err != nil {
+			return nil, fmt.Errorf("stand-in package %s: entry %s: %w", file, e.Name, err)
+		}
+		c := chunks[kv]
+		if c == nil {
+			if c, err = refchunk.NewChunk(w, p.Layers[0], p.Layers[1], p.Taps, p.Pend, kv); err != nil {
+				return nil, fmt.Errorf("stand-in package %s: %w", weights, err)
+			}
+			chunks[kv] = c
+		}
+		cp.entries[e.Name] = chunkEntry{c, e.refchunk()}
 	}
-	return chunkProgram{c, entries}, nil
-}
-
-// loadCheckpoint reads weights.safetensors as refchunk weights. refchunk
-// reads a checkpoint directory (config.json, model.safetensors), so the
-// two are presented to it in a temporary directory, removed at once.
-func loadCheckpoint(cfgJSON []byte, weights string) (*refchunk.Weights, error) {
-	f, err := tensor.OpenSafetensors(weights)
-	if err != nil {
-		return nil, fmt.Errorf("stand-in package: %w", err)
-	}
-	f.Close()
-	abs, err := filepath.Abs(weights)
-	if err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp("", "standin-ckpt-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.WriteFile(filepath.Join(tmp, "config.json"), cfgJSON, 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.Symlink(abs, filepath.Join(tmp, "model.safetensors")); err != nil {
-		return nil, err
-	}
-	w, err := refchunk.LoadCheckpoint(tmp)
-	if err != nil {
-		return nil, fmt.Errorf("stand-in package %s: %w", weights, err)
-	}
-	return w, nil
+	return cp, nil
 }
 
 type chunkProgram struct {
-	c       *refchunk.Chunk
-	entries map[string]refchunk.Entry
+	lo, hi  int
+	entries map[string]chunkEntry
+}
+
+// chunkEntry is one function of a chunk package: its entry computed by
+// the chunk of the entry's history layout.
+type chunkEntry struct {
+	c *refchunk.Chunk
+	e refchunk.Entry
 }
 
 func (p chunkProgram) run(fn string, ts map[string][]byte) error {
-	e, ok := p.entries[fn]
+	ce, ok := p.entries[fn]
 	if !ok {
-		return fmt.Errorf("stand-in chunk L%d-%d has no entry %s", p.c.Lo, p.c.Hi, fn)
+		return fmt.Errorf("stand-in chunk L%d-%d has no entry %s", p.lo, p.hi, fn)
 	}
-	return p.c.Run(e, ts)
+	return ce.c.Run(ce.e, ts)
 }
 
 type headProgram struct {

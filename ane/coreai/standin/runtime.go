@@ -33,6 +33,13 @@ type RuntimeOptions struct {
 	// Export is the manifest's export name (the drafter pairing rules
 	// compare it with the drafter sidecar's).
 	Export string
+	// Selectable makes the cache selectable between fp16 (the default)
+	// and KV (v8 or kv8), as a selectable bundle publishes it: kv_cache
+	// {"format": "selectable", "default": "fp16", "formats": …}; each
+	// chunk package holds the fp16 entries under their canonical names
+	// and the KV entries as <name>_kv<KV>, the names its entries_by_kv
+	// gives them (fp16 maps each name to itself).
+	Selectable bool
 }
 
 // Names of the runtime's packages and their entries.
@@ -64,8 +71,18 @@ func (o *RuntimeOptions) defaults(cfg *config.Model) error {
 	default:
 		return fmt.Errorf("standin: KV format %q is not fp16, v8 or kv8", o.KV)
 	}
+	if o.Selectable && o.KV == ane.KVFP16 {
+		return fmt.Errorf("standin: a selectable cache offers v8 or kv8 beside fp16, not fp16 alone")
+	}
 	return nil
 }
+
+// kv is the history layout of o's KV format; fp16 with o's key layout.
+func (o *RuntimeOptions) kv() KVSpec     { return KVSpec{Format: string(o.KV), KeysT: o.KeysT} }
+func (o *RuntimeOptions) fp16KV() KVSpec { return KVSpec{Format: string(ane.KVFP16), KeysT: o.KeysT} }
+
+// aliasName is the package's name for a selectable cache's KV entry.
+func (o *RuntimeOptions) aliasName(canonical string) string { return canonical + "_kv" + string(o.KV) }
 
 // kvLayout is the manifest's description of a cache format.
 func kvLayout(f ane.KVFormat, keysT bool) bundle.KVLayout {
@@ -86,10 +103,10 @@ func kvLayout(f ane.KVFormat, keysT bool) bundle.KVLayout {
 // Layout is the runtime manifest of cfg laid out by o, as the published
 // builder writes it (docs/COREAI.md): chunks of ChunkLayers named
 // chunk_LAA-BB.aimodel with v8_<N>k (and p64_<N>k) entries, inner taps,
-// DeltaNet and attention indices and the graph's numerics, the head
-// head_T8.aimodel, kv_len per context by bundle.KVLenFor. Package sizes
-// (mb) are left for WriteRuntime. The manifest passes Validate and
-// ValidateLayers.
+// DeltaNet and attention indices and the graph's numerics (and, for a
+// Selectable cache, entries_by_kv), the head head_T8.aimodel, kv_len per
+// context by bundle.KVLenFor. Package sizes (mb) are left for
+// WriteRuntime. The manifest passes Validate and ValidateLayers.
 func Layout(cfg *config.Model, o RuntimeOptions) (*bundle.Manifest, error) {
 	if err := o.defaults(cfg); err != nil {
 		return nil, err
@@ -99,6 +116,10 @@ func Layout(cfg *config.Model, o RuntimeOptions) (*bundle.Manifest, error) {
 	man := &bundle.Manifest{Version: bundle.ManifestVersion, T: bundle.VerifyRows, Pend: pend, Taps: slices.Clone(o.Taps),
 		Ctxs: slices.Clone(o.Contexts), PCtxs: []int{}, KVLen: map[string]int{}, PKVLen: map[string]int{}, Export: o.Export,
 		KVCache: bundle.KVCache{KVLayout: kvLayout(o.KV, o.KeysT)}, Head: &bundle.Head{File: HeadFile}}
+	if o.Selectable {
+		man.KVCache = bundle.KVCache{KVLayout: bundle.KVLayout{Format: "selectable"}, Default: string(ane.KVFP16),
+			Formats: map[string]bundle.KVLayout{string(ane.KVFP16): kvLayout(ane.KVFP16, o.KeysT), string(o.KV): kvLayout(o.KV, o.KeysT)}}
+	}
 	if o.Prefill {
 		man.TP, man.PCtxs = prefillTP, slices.Clone(o.Contexts)
 		widths = append(widths, prefillTP)
@@ -116,6 +137,13 @@ func Layout(cfg *config.Model, o RuntimeOptions) (*bundle.Manifest, error) {
 			Numerics: map[string]any{"SILU": "tanh", "GDN_SQ": float64(refchunk.GDNSQ), "GDN_SV": float64(refchunk.GDNSV)}}
 		for _, e := range entries(man) {
 			ch.Entries = append(ch.Entries, e.Name)
+		}
+		if o.Selectable {
+			fp16, aliased := map[string]string{}, map[string]string{}
+			for _, e := range ch.Entries {
+				fp16[e], aliased[e] = e, o.aliasName(e)
+			}
+			ch.EntriesByKV = map[string]map[string]string{string(ane.KVFP16): fp16, string(o.KV): aliased}
 		}
 		ch.EntriesCtx = [][]int{slices.Clone(o.Contexts)}
 		if o.Prefill {
@@ -151,6 +179,19 @@ func Layout(cfg *config.Model, o RuntimeOptions) (*bundle.Manifest, error) {
 // the size of what was written. coreai.Open loads the result over an
 // attached stand-in bridge.
 func WriteRuntime(dir string, cfg *config.Model, tensors map[string][]float32, o RuntimeOptions) (*bundle.Manifest, error) {
+	return writeRuntime(dir, cfg, tensors, o, true)
+}
+
+// WriteLayout writes the runtime directory WriteRuntime writes, without
+// weights: manifest.json and each package's functions.txt, no
+// standin.json or weights.safetensors. Runs of its packages are computed
+// by Handle handlers only (a benchmark of the driver's host work at shapes
+// too large to hold weights for, say); mb is the size of functions.txt.
+func WriteLayout(dir string, cfg *config.Model, o RuntimeOptions) (*bundle.Manifest, error) {
+	return writeRuntime(dir, cfg, nil, o, false)
+}
+
+func writeRuntime(dir string, cfg *config.Model, tensors map[string][]float32, o RuntimeOptions, programs bool) (*bundle.Manifest, error) {
 	if err := o.defaults(cfg); err != nil {
 		return nil, err
 	}
@@ -166,25 +207,31 @@ func WriteRuntime(dir string, cfg *config.Model, tensors map[string][]float32, o
 	if err != nil {
 		return nil, err
 	}
-	kv := KVSpec{Format: string(o.KV), KeysT: o.KeysT}
-	rkv, err := kv.refchunk()
-	if err != nil {
-		return nil, err
-	}
 	for i := range man.Chunks {
 		ch := &man.Chunks[i]
 		lo, hi := ch.Layers[0], ch.Layers[1]
-		c := refchunk.NewLayout(cfg, lo, hi, ch.Taps, pend, rkv)
-		p := &Program{Kind: KindChunk, Config: cfgJSON, Layers: ch.Layers, Taps: ch.Taps, Pend: pend, KV: kv, Entries: entries(man)}
+		p := &Program{Kind: KindChunk, Config: cfgJSON, Layers: ch.Layers, Taps: ch.Taps, Pend: pend, KV: o.kv(), Entries: packageEntries(man, &o)}
+		layouts := map[KVSpec]*refchunk.Chunk{}
 		fns := map[string][]refchunk.Spec{}
 		for _, e := range p.Entries {
-			fns[e.Name] = c.Tensors(refchunk.Entry{Name: e.Name, Rows: e.Rows, Prefill: e.Prefill, KVLen: e.KVLen})
+			kv := e.kvSpec(p.KV)
+			if layouts[kv] == nil {
+				rkv, err := kv.refchunk()
+				if err != nil {
+					return nil, err
+				}
+				layouts[kv] = refchunk.NewLayout(cfg, lo, hi, ch.Taps, pend, rkv)
+			}
+			fns[e.Name] = layouts[kv].Tensors(e.refchunk())
 		}
 		var want []weightTensor
 		for l := lo; l <= hi; l++ {
 			for _, s := range layout.LayerTensors(cfg, l) {
 				want = append(want, weightTensor{s.Name, s.Shape})
 			}
+		}
+		if !programs {
+			p = nil
 		}
 		n, err := writePackage(filepath.Join(dir, ch.File), fns, p, tensors, want)
 		if err != nil {
@@ -195,9 +242,12 @@ func WriteRuntime(dir string, cfg *config.Model, tensors map[string][]float32, o
 	head := refchunk.NewHeadLayout(cfg, bundle.VerifyRows)
 	src := headTensors(tensors, cfg.TieWordEmbeddings, layout.NormName)
 	V, H := cfg.VocabSize, cfg.HiddenSize
+	hp := &Program{Kind: KindHead, Config: cfgJSON, Entries: []Entry{{Name: HeadEntry, Rows: bundle.VerifyRows}}}
+	if !programs {
+		hp = nil
+	}
 	n, err := writePackage(filepath.Join(dir, HeadFile), map[string][]refchunk.Spec{HeadEntry: head.Tensors()},
-		&Program{Kind: KindHead, Config: cfgJSON, Entries: []Entry{{Name: HeadEntry, Rows: bundle.VerifyRows}}},
-		src, []weightTensor{{layout.NormName, []int{H}}, {layout.HeadName, []int{V, H}}})
+		hp, src, []weightTensor{{layout.NormName, []int{H}}, {layout.HeadName, []int{V, H}}})
 	if err != nil {
 		return nil, err
 	}
@@ -227,9 +277,9 @@ func headTensors(tensors map[string][]float32, tied bool, names ...string) map[s
 	return src
 }
 
-// entries are a chunk's functions: per context the 8-row v8_<N>k entry
-// and, for the prefill contexts, the TP-row p64_<N>k entry, over kv_len
-// history rows.
+// entries are a chunk's canonical entries: per context the 8-row
+// v8_<N>k entry and, for the prefill contexts, the TP-row p64_<N>k entry,
+// over kv_len history rows.
 func entries(man *bundle.Manifest) []Entry {
 	var es []Entry
 	for _, c := range man.Ctxs {
@@ -240,6 +290,25 @@ func entries(man *bundle.Manifest) []Entry {
 		}
 	}
 	return es
+}
+
+// packageEntries are the functions of a chunk package laid out by o: its
+// canonical entries, in o's KV format; for a selectable cache those in
+// fp16 and, under their aliases, the same in o's format.
+func packageEntries(man *bundle.Manifest, o *RuntimeOptions) []Entry {
+	es := entries(man)
+	if !o.Selectable {
+		return es
+	}
+	fp16 := o.fp16KV()
+	var out []Entry
+	for _, e := range es {
+		f := e
+		f.KV = &fp16
+		e.Name = o.aliasName(e.Name)
+		out = append(out, f, e)
+	}
+	return out
 }
 
 // mb is a package size in MiB, to the kilobyte.

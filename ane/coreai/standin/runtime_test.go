@@ -2,11 +2,11 @@ package standin_test
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +14,7 @@ import (
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/coreai"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
+	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 	"github.com/forgedaemon/forged/ane/layout"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle"
@@ -22,33 +23,22 @@ import (
 var testCtxs = []int{1024, 2048}
 
 // runtime writes a stand-in runtime for the tiny model and opens it with
-// coreai, beside ane/ref on the same checkpoint.
-func runtime(t *testing.T, o standin.RuntimeOptions) (*coreai.Engine, *ref.Session, *bundle.Manifest) {
+// coreai, with the cache kv ("": the runtime's), beside ane/ref on the
+// same checkpoint.
+func runtime(t *testing.T, o standin.RuntimeOptions, kv ane.KVFormat) (*coreai.Engine, *ref.Session, *bundle.Manifest) {
 	t.Helper()
-	lib := bridge(t)
-	dir, cfg, w := tiny(t)
+	lib := standintest.Bridge(t)
 	rt := t.TempDir()
-	man, err := standin.WriteRuntime(rt, cfg, w, o)
-	if err != nil {
-		t.Fatal(err)
+	man := standintest.TinyRuntime(t, rt, o)
+	if kv == "" {
+		kv = o.KV
 	}
-	e, err := coreai.Open(rt, coreai.Options{Bridge: lib, Embedding: newEmbedding(cfg, w), KV: o.KV, CacheDir: t.TempDir()})
+	e, err := coreai.Open(rt, coreai.Options{Bridge: lib, Embedding: standintest.TinyEmbedding(t), KV: kv, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	kv := ane.KVFP16 // ane/ref has no kv8: int8 keys are compared against fp16 keys
-	if o.KV != ane.KVFP16 {
-		kv = ane.KVV8
-	}
-	m, err := ref.Open(dir, ref.Options{Numerics: graphNumerics, Ladder: o.Contexts, KV: kv, Threads: 1, Taps: man.Taps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	s := m.NewSession()
-	t.Cleanup(func() { s.Close() })
-	return e, s, man
+	return e, standintest.Reference(t, man, kv), man
 }
 
 // The manifest WriteRuntime writes is the published layout (it validates,
@@ -65,6 +55,7 @@ func TestWriteRuntimeRunsLikeTheReference(t *testing.T) {
 		{"v8-prefill", standin.RuntimeOptions{Prefill: true}},
 		{"fp16-keysT", standin.RuntimeOptions{KV: ane.KVFP16, KeysT: true, Prefill: true, Taps: []int{1, 3}}},
 		{"kv8-no-prefill", standin.RuntimeOptions{KV: ane.KVKV8}},
+		{"v8-keysT-selectable", standin.RuntimeOptions{KV: ane.KVV8, KeysT: true, Selectable: true, Prefill: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := c.o
@@ -72,73 +63,106 @@ func TestWriteRuntimeRunsLikeTheReference(t *testing.T) {
 			if o.Taps == nil {
 				o.Taps = []int{0, 1, 3}
 			}
-			e, s, man := runtime(t, o)
-			_, cfg, _ := tiny(t)
+			e, s, man := runtime(t, o, "")
+			_, cfg, _ := standintest.Tiny(t)
 			if err := man.ValidateLayers(cfg.NumHiddenLayers); err != nil || len(man.Chunks) != 2 || man.Head.MB <= 0 || man.Chunks[1].MB <= 0 {
 				t.Fatalf("manifest %+v: %v", man, err)
 			}
-			V := cfg.VocabSize
+			p := &standintest.Pair{T: t, E: e, S: s, Vocab: cfg.VocabSize}
 			r := rand.New(rand.NewPCG(1, 2))
-			ids := func(n int) []int {
-				v := make([]int, n)
-				for i := range v {
-					v[i] = r.IntN(400)
-				}
-				return v
-			}
-			var worst float64
-			feed := func(n int) {
-				t.Helper()
-				in := ids(n)
-				got, err := e.Feed(in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := s.Feed(in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				worst = max(worst, closeLogits(t, fmt.Sprintf("Feed(%d) at %d", n, s.Position()), got, want, V))
-			}
-			verify := func(k int) {
-				t.Helper()
-				in := ids(8)
-				got, err := e.Verify(in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := s.Verify(in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				worst = max(worst, closeLogits(t, fmt.Sprintf("Verify at %d", s.Position()), got.Data, want.Data, V))
-				gf, err := e.Features(8)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wf, err := s.Features(8)
-				if err != nil {
-					t.Fatal(err)
-				}
-				closeLogits(t, "Features", gf, wf, len(wf))
-				if err := e.Accept(k); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Accept(k); err != nil {
-					t.Fatal(err)
-				}
-			}
-			feed(100)
+			p.Feed(standintest.RandIDs(r, 100, 400))
 			for _, k := range []int{3, 0, 8, 5} {
-				verify(k)
+				p.Verify(standintest.RandIDs(r, 8, 400), k)
 			}
-			feed(940)
-			verify(6)
+			p.Feed(standintest.RandIDs(r, 940, 400))
+			p.Verify(standintest.RandIDs(r, 8, 400), 6)
 			if e.Position() != s.Position() || e.Context() != 2048 || s.Context() != 2048 {
 				t.Fatalf("position %d/%d, context %d/%d", e.Position(), s.Position(), e.Context(), s.Context())
 			}
-			t.Logf("worst logit difference %.3g of the range", worst)
+			t.Logf("worst logit difference %.3g of the range", p.Worst)
 		})
+	}
+}
+
+// A Selectable runtime publishes a selectable cache (fp16 by default,
+// kv8 beside it) with entries_by_kv aliases, and each chunk package
+// serves both sets of entries: opened with either format (or the
+// default) coreai runs it like ane/ref with that format.
+func TestSelectableRuntimeServesBothFormats(t *testing.T) {
+	o := standin.RuntimeOptions{Contexts: []int{1024}, ChunkLayers: 2, KV: ane.KVKV8, Selectable: true, Prefill: true}
+	_, cfg, _ := standintest.Tiny(t)
+	if _, err := standin.Layout(cfg, standin.RuntimeOptions{KV: ane.KVFP16, Selectable: true}); err == nil ||
+		!strings.Contains(err.Error(), "selectable cache offers v8 or kv8 beside fp16") {
+		t.Fatalf("a selectable fp16-only cache: %v", err)
+	}
+	for _, kv := range []ane.KVFormat{ane.KVFP16, ane.KVKV8} {
+		t.Run(string(kv), func(t *testing.T) {
+			e, s, man := runtime(t, o, kv)
+			kc := man.KVCache
+			if kc.Format != "selectable" || kc.Default != "fp16" || len(kc.Formats) != 2 || kc.Formats["kv8"].Keys != "int8" {
+				t.Fatalf("kv_cache %+v", kc)
+			}
+			byKV := man.Chunks[0].EntriesByKV
+			if byKV["fp16"]["p64_1k"] != "p64_1k" || byKV["kv8"]["v8_1k"] != "v8_1k_kvkv8" || !slices.Equal(man.Chunks[0].Entries, []string{"v8_1k", "p64_1k"}) {
+				t.Fatalf("entries %v, entries_by_kv %v", man.Chunks[0].Entries, byKV)
+			}
+			if e.Model().KV() != kv {
+				t.Fatalf("opened with %s, the model's cache is %s", kv, e.Model().KV())
+			}
+			p := &standintest.Pair{T: t, E: e, S: s, Vocab: cfg.VocabSize}
+			r := rand.New(rand.NewPCG(3, 4))
+			p.Feed(standintest.RandIDs(r, 70, 400))
+			p.Verify(standintest.RandIDs(r, 8, 400), 4)
+		})
+	}
+}
+
+// WriteLayout writes the runtime's manifest and functions.txt alone: the
+// packages load, their runs fail naming the missing program until a
+// Handle handler computes them, and the manifest is WriteRuntime's but
+// for the package sizes.
+func TestWriteLayoutWritesFunctionsOnly(t *testing.T) {
+	lib := standintest.Bridge(t)
+	_, cfg, _ := standintest.Tiny(t)
+	o := standin.RuntimeOptions{Contexts: []int{1024}, ChunkLayers: 2, Prefill: true}
+	rt := t.TempDir()
+	man, err := standin.WriteLayout(rt, cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := standintest.TinyRuntime(t, t.TempDir(), o)
+	for i := range man.Chunks {
+		if man.Chunks[i].MB <= 0 || man.Chunks[i].MB >= full.Chunks[i].MB {
+			t.Fatalf("chunk %d: %g MB, with weights %g MB", i, man.Chunks[i].MB, full.Chunks[i].MB)
+		}
+		man.Chunks[i].MB = full.Chunks[i].MB
+	}
+	man.Head.MB = full.Head.MB
+	if !reflect.DeepEqual(man, full) {
+		t.Fatalf("WriteLayout's manifest %+v, WriteRuntime's %+v", man, full)
+	}
+	pkgs := []string{man.Head.File}
+	for _, c := range man.Chunks {
+		pkgs = append(pkgs, c.File)
+	}
+	for _, p := range pkgs {
+		files, err := os.ReadDir(filepath.Join(rt, p))
+		if err != nil || len(files) != 1 || files[0].Name() != standin.FunctionsFile {
+			t.Fatalf("package %s holds %v (%v)", p, files, err)
+		}
+	}
+	e, err := coreai.Open(rt, coreai.Options{Bridge: lib, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, err = e.Feed([]int{1, 2, 3})
+	standintest.WantErr(t, err, filepath.Join(man.Chunks[0].File, standin.ProgramFile), "not a stand-in package")
+	for _, p := range pkgs {
+		t.Cleanup(standin.Handle(filepath.Join(rt, p), func(string, map[string][]byte) error { return nil }))
+	}
+	if got, err := e.Feed([]int{1, 2, 3}); err != nil || len(got) != cfg.VocabSize || slices.ContainsFunc(got, func(x float32) bool { return x != 0 }) {
+		t.Fatalf("computed by handlers that write nothing: %v, logits %v…", err, got[:min(4, len(got))])
 	}
 }
 
@@ -146,17 +170,14 @@ func TestWriteRuntimeRunsLikeTheReference(t *testing.T) {
 // run with the file named; SetFault fails the runs it picks and nothing
 // else; Handle replaces a package's program until it is unregistered.
 func TestPackageErrorsFaultsAndHandlers(t *testing.T) {
-	lib := bridge(t)
-	_, cfg, w := tiny(t)
+	lib := standintest.Bridge(t)
 	o := standin.RuntimeOptions{Contexts: []int{1024}, ChunkLayers: 2, Prefill: true}
 	open := func(edit func(dir string)) (*coreai.Engine, string) {
 		t.Helper()
 		rt := t.TempDir()
-		if _, err := standin.WriteRuntime(rt, cfg, w, o); err != nil {
-			t.Fatal(err)
-		}
+		standintest.TinyRuntime(t, rt, o)
 		edit(rt)
-		e, err := coreai.Open(rt, coreai.Options{Bridge: lib, Embedding: newEmbedding(cfg, w), CacheDir: t.TempDir()})
+		e, err := coreai.Open(rt, coreai.Options{Bridge: lib, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +203,7 @@ func TestPackageErrorsFaultsAndHandlers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e, _ := open(c.edit)
 			_, err := e.Feed([]int{1, 2, 3})
-			wantErr(t, err, c.msg)
+			standintest.WantErr(t, err, c.msg)
 			t.Log(err)
 		})
 	}
@@ -199,7 +220,7 @@ func TestPackageErrorsFaultsAndHandlers(t *testing.T) {
 	})
 	_, err := e.Feed([]int{1, 2, 3})
 	standin.SetFault(nil)
-	wantErr(t, err, "injected stand-in failure")
+	standintest.WantErr(t, err, "injected stand-in failure")
 	if want := []string{"chunk_L00-01.aimodel:v8_1k", "chunk_L02-03.aimodel:v8_1k", standin.HeadFile + ":h8"}; !slices.Equal(seen, want) {
 		t.Fatalf("the fault saw %v, want %v", seen, want)
 	}
@@ -227,13 +248,9 @@ func TestPackageErrorsFaultsAndHandlers(t *testing.T) {
 // live counts return to where they were) and, with the last model loaded
 // from a package, its program and weights.
 func TestCloseReleasesEverything(t *testing.T) {
-	lib := bridge(t)
-	_, cfg, w := tiny(t)
+	lib := standintest.Bridge(t)
 	rt := t.TempDir()
-	man, err := standin.WriteRuntime(rt, cfg, w, standin.RuntimeOptions{Contexts: []int{1024}, ChunkLayers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	man := standintest.TinyRuntime(t, rt, standin.RuntimeOptions{Contexts: []int{1024}, ChunkLayers: 2})
 	var pkgs []string
 	for _, c := range man.Chunks {
 		pkgs = append(pkgs, filepath.Join(rt, c.File))
@@ -243,7 +260,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 	before := standin.Live()
 	var engines []*coreai.Engine
 	for range 2 {
-		e, err := coreai.Open(rt, coreai.Options{Bridge: lib, Embedding: newEmbedding(cfg, w), CacheDir: t.TempDir()})
+		e, err := coreai.Open(rt, coreai.Options{Bridge: lib, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +301,7 @@ func resident(dir string) []string {
 
 // WriteRuntime refuses what cannot become a valid runtime, naming it.
 func TestWriteRuntimeRefuses(t *testing.T) {
-	_, cfg, w := tiny(t)
+	_, cfg, w := standintest.Tiny(t)
 	without := func(name string) map[string][]float32 {
 		m := maps.Clone(w)
 		delete(m, name)

@@ -49,14 +49,45 @@ type weightTensor struct {
 	shape []int
 }
 
-// writePackage writes one stand-in package directory: functions.txt,
-// standin.json and weights.safetensors (the named tensors of src, float32,
-// in order). It returns the bytes written.
+// WriteFunctions writes the package directory pkg (creating it) with
+// functions.txt holding text (see csrc/bridge.c; FunctionsText writes the
+// function lines): all a package needs whose runs a Handle handler
+// computes.
+func WriteFunctions(pkg, text string) error {
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(pkg, FunctionsFile), []byte(text), 0o644)
+}
+
+// writePackage writes one stand-in package directory: functions.txt
+// and, unless p is nil, standin.json and weights.safetensors (the named
+// tensors of src, float32, in order). It returns the bytes written.
 func writePackage(dir string, fns map[string][]refchunk.Spec, p *Program, src map[string][]float32, want []weightTensor) (int64, error) {
-	p.Format = ProgramFormat
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := WriteFunctions(dir, FunctionsText(MPSGraphVersion, fns)); err != nil {
 		return 0, err
 	}
+	files := []string{FunctionsFile}
+	if p != nil {
+		if err := writeProgram(dir, p, src, want); err != nil {
+			return 0, err
+		}
+		files = append(files, ProgramFile, WeightsFile)
+	}
+	var total int64
+	for _, name := range files {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return 0, err
+		}
+		total += st.Size()
+	}
+	return total, nil
+}
+
+// writeProgram writes a package's standin.json (p) and weights.safetensors.
+func writeProgram(dir string, p *Program, src map[string][]float32, want []weightTensor) error {
+	p.Format = ProgramFormat
 	var ts []tensor.Tensor
 	for _, w := range want {
 		v, ok := src[w.name]
@@ -65,35 +96,21 @@ func writePackage(dir string, fns map[string][]refchunk.Spec, p *Program, src ma
 			n *= d
 		}
 		if !ok {
-			return 0, fmt.Errorf("stand-in package %s: tensor %s is missing", filepath.Base(dir), w.name)
+			return fmt.Errorf("stand-in package %s: tensor %s is missing", filepath.Base(dir), w.name)
 		}
 		if len(v) != n {
-			return 0, fmt.Errorf("stand-in package %s: tensor %s has %d values, shape %v needs %d", filepath.Base(dir), w.name, len(v), w.shape, n)
+			return fmt.Errorf("stand-in package %s: tensor %s has %d values, shape %v needs %d", filepath.Base(dir), w.name, len(v), w.shape, n)
 		}
 		// Little-endian float32 bytes in place (amd64 and arm64 are little-endian).
 		ts = append(ts, tensor.Tensor{Name: w.name, DType: tensor.F32, Shape: w.shape,
 			Data: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))})
 	}
 	if err := tensor.WriteSafetensors(filepath.Join(dir, WeightsFile), map[string]string{"format": "pt", "generator": "forged stand-in package"}, ts); err != nil {
-		return 0, err
+		return err
 	}
 	prog, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
-		return 0, err
+		return err
 	}
-	files := map[string][]byte{FunctionsFile: []byte(FunctionsText(MPSGraphVersion, fns)), ProgramFile: append(prog, '\n')}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return 0, err
-		}
-	}
-	var total int64
-	for _, name := range []string{FunctionsFile, ProgramFile, WeightsFile} {
-		st, err := os.Stat(filepath.Join(dir, name))
-		if err != nil {
-			return 0, err
-		}
-		total += st.Size()
-	}
-	return total, nil
+	return os.WriteFile(filepath.Join(dir, ProgramFile), append(prog, '\n'), 0o644)
 }

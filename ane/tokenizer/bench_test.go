@@ -4,7 +4,7 @@ import "testing"
 
 // BenchmarkEncode measures steady-state encode throughput (MB/s of UTF-8
 // input) over all encodings.jsonl texts; bench/tokenizer/run.sh compares
-// the same measurement against the JavaScript reference.
+// the same measurement against Hugging Face tokenizers (and the JS port).
 func BenchmarkEncode(b *testing.B) {
 	tok := loadQwen(b)
 	cases := loadEncodings(b)

@@ -3,17 +3,16 @@ package coreai
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/config"
 	"github.com/forgedaemon/forged/ane/coreai/refchunk"
-	"github.com/forgedaemon/forged/ane/coreai/refdraft"
+	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/tensor"
 	"github.com/forgedaemon/forged/bundle"
@@ -34,19 +33,6 @@ func (z zeroEmbedding) Rows() int                { return z.rows }
 func (z zeroEmbedding) Cols() int                { return z.cols }
 func (z zeroEmbedding) Bytes() int64             { return int64(z.rows*z.cols) * 2 }
 
-func describe(sb *strings.Builder, name string, specs []refchunk.Spec) {
-	fmt.Fprintf(sb, "function %s\n", name)
-	for _, s := range specs {
-		role := map[refchunk.Role]string{refchunk.Input: "input", refchunk.Output: "output"}[s.Role]
-		fmt.Fprintf(sb, "%s %s %s %d", role, s.Name, s.DType, len(s.Shape))
-		for _, d := range s.Shape {
-			fmt.Fprintf(sb, " %d", d)
-		}
-		sb.WriteString("\n")
-	}
-	sb.WriteString("end\n")
-}
-
 // BenchmarkHostCycle27B measures the driver's host work per speculative
 // cycle (Verify of 8 rows + Accept(8)) at the published 27B shapes: 16
 // chunks + head, V8 cache at 8K, with functions that compute nothing, so
@@ -58,35 +44,15 @@ func BenchmarkHostCycle27B(b *testing.B) {
 	bridge := testBridge(b)
 	cfg := refchunk.Published27B()
 	dir := b.TempDir()
-	var chunks []map[string]any
-	taps := []int{5, 19, 33, 47, 61}
-	for lo := 0; lo < 64; lo += 4 {
-		var inner []int
-		for _, t := range taps {
-			if t >= lo && t < lo+3 {
-				inner = append(inner, t)
-			}
-		}
-		c := refchunk.NewLayout(cfg, lo, lo+3, inner, 8, refchunk.KV{V8: true})
-		var sb strings.Builder
-		describe(&sb, "v8_8k", c.Tensors(refchunk.Entry{Name: "v8_8k", Rows: 8, KVLen: 8192}))
-		describe(&sb, "p64_8k", c.Tensors(refchunk.Entry{Name: "p64_8k", Rows: 64, Prefill: true, KVLen: 8192}))
-		file := fmt.Sprintf("chunk_L%02d-%02d.aimodel", lo, lo+3)
-		path := writeModel(b, dir, file, sb.String())
-		setHandler(b, path, func(string, map[string][]byte) error { return nil })
-		chunks = append(chunks, map[string]any{"file": file, "layers": []int{lo, lo + 3}, "entries": []string{"v8_8k", "p64_8k"},
-			"gdn_j": c.GDNJ(), "att_j": c.AttJ(), "taps": inner})
-	}
-	var sb strings.Builder
-	describe(&sb, "h8", refchunk.NewHeadLayout(cfg, 8).Tensors())
-	setHandler(b, writeModel(b, dir, "head_T8.aimodel", sb.String()), func(string, map[string][]byte) error { return nil })
-	man := map[string]any{"version": "coreai1", "T": 8, "TP": 64, "pend": 8, "taps": taps, "ctxs": []int{8192},
-		"pctxs": []int{8192}, "kv_len": map[string]int{"8192": 8192}, "pkv_len": map[string]int{"8192": 8192}, "export": "x",
-		"kv_cache": map[string]any{"format": "v8", "keys": "float16", "values": "int8", "scales": "float16", "scale_granularity": "token_head"},
-		"chunks":   chunks, "head": map[string]any{"file": "head_T8.aimodel"}}
-	data, _ := json.Marshal(man)
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), data, 0o644); err != nil {
+	man, err := standin.WriteLayout(dir, cfg, standin.RuntimeOptions{Contexts: []int{8192}, ChunkLayers: 4, KV: ane.KVV8,
+		Taps: []int{5, 19, 33, 47, 61}, Prefill: true, Export: "x"})
+	if err != nil {
 		b.Fatal(err)
+	}
+	noop := func(string, map[string][]byte) error { return nil }
+	handle(b, filepath.Join(dir, man.Head.File), noop)
+	for _, c := range man.Chunks {
+		handle(b, filepath.Join(dir, c.File), noop)
 	}
 	e, err := Open(dir, Options{Bridge: bridge, Embedding: zeroEmbedding{cfg.VocabSize, cfg.HiddenSize}, CacheDir: b.TempDir()})
 	if err != nil {
@@ -162,16 +128,15 @@ func BenchmarkDrafterHost27B(b *testing.B) {
 			{Name: dflash.SuccessorCodebook, DType: tensor.BF16, Shape: shape, Data: codebook}})); err != nil {
 		b.Fatal(err)
 	}
-	layout, err := refdraft.NewLayout(cfg, cfg.FeatureSize(cfg.HiddenSize), meta)
+	fns, err := standin.DrafterFunctions(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var sb strings.Builder
-	for _, e := range []string{refdraft.Ctx64, refdraft.Draft} {
-		specs, _ := layout.Tensors(e)
-		describe(&sb, e, specs)
+	pkg := filepath.Join(dir, bundle.DrafterModel)
+	if err := standin.WriteFunctions(pkg, standin.FunctionsText(standin.MPSGraphVersion, fns)); err != nil {
+		b.Fatal(err)
 	}
-	setHandler(b, writeModel(b, dir, bundle.DrafterModel, sb.String()), func(string, map[string][]byte) error { return nil })
+	handle(b, pkg, func(string, map[string][]byte) error { return nil })
 	d, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: zeroEmbedding{cfg.VocabSize, cfg.HiddenSize}, CacheDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)

@@ -2,171 +2,63 @@ package coreai
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
-
 	"github.com/forgedaemon/forged/ane/coreai/standin"
+	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 )
 
-// The test bridge (standin/csrc/bridge.c) is compiled once per test
-// binary with the system C compiler into a temporary directory (not cgo),
-// and its compute callback is registered once: purego callbacks are never
-// freed, so the count must stay at one however many runs happen.
+// The tests run the drivers over the stand-in bridge (ane/coreai/standin),
+// built once per test binary and attached (standintest.Bridge). Packages
+// standin writes compute with its programs; the tests' own models compute
+// with the handlers they register (standin.Handle). What the stand-in's
+// tests use too (the tiny model, comparisons with ane/ref) is standintest's.
+
+func TestMain(m *testing.M) { standintest.Main(m) }
 
 var (
-	bridgeOnce sync.Once
-	bridgePath string
-	bridgeErr  error
-	bridgeDir  string
-
-	tbLive        func(kind int32) int64
-	callbacksMade atomic.Int64
-	computeCalls  atomic.Int64
-
-	handlersMu sync.Mutex
-	handlers   = map[string]computeHandler{} // by model path
+	testBridge  = standintest.Bridge
+	tiny        = standintest.Tiny
+	wantErr     = standintest.WantErr
+	closeLogits = standintest.CloseLogits
+	randIDs     = standintest.RandIDs
+	live        = standin.Live
 )
 
-// computeHandler computes one function of a test model over its bound
-// tensors (name → memory).
-type computeHandler func(function string, tensors map[string][]byte) error
-
-// tbCall mirrors testbridge.c's tb_call.
-type tbCall struct {
-	modelPath *byte
-	function  *byte
-	n         int64
-	names     **byte
-	ptrs      *unsafe.Pointer
-	nbytes    *int64
-	err       *byte
-	errCap    int64
+// handle makes h compute every function of the model at path until the
+// test ends.
+func handle(t testing.TB, path string, h standin.Handler) {
+	t.Cleanup(standin.Handle(path, h))
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, d := range []string{bridgeDir, tinyDir} {
-		if d != "" {
-			os.RemoveAll(d)
-		}
-	}
-	os.Exit(code)
-}
+// errInjected is the failure failRun injects.
+var errInjected = errors.New("injected ANE failure")
 
-// testBridge returns the path of the compiled test bridge (built by
-// ane/coreai/standin from its bridge.c), skipping the test when no C
-// compiler is installed.
-func testBridge(t testing.TB) string {
-	t.Helper()
-	bridgeOnce.Do(func() {
-		var err error
-		bridgeDir, err = os.MkdirTemp("", "coreai-testbridge-")
-		if err != nil {
-			bridgeErr = err
-			return
+// failRun makes the run with index at, counted over every model from now
+// (0: the next run), fail with errInjected, until clearFault or the end
+// of the test.
+func failRun(t testing.TB, at int) {
+	var n atomic.Int64
+	n.Store(int64(at))
+	standin.SetFault(func(string, string) error {
+		if n.Add(-1) == -1 {
+			return errInjected
 		}
-		bridgePath, err = standin.Build(bridgeDir)
-		if errors.Is(err, standin.ErrNoCompiler) {
-			bridgeErr = errSkip
-			return
-		}
-		if err != nil {
-			bridgeErr = err
-			return
-		}
-		h, err := purego.Dlopen(bridgePath, purego.RTLD_NOW|purego.RTLD_LOCAL)
-		if err != nil {
-			bridgeErr = err
-			return
-		}
-		var setCompute func(fn uintptr)
-		purego.RegisterLibFunc(&setCompute, h, "tb_set_compute")
-		purego.RegisterLibFunc(&tbLive, h, "tb_live")
-		callbacksMade.Add(1)
-		setCompute(purego.NewCallback(computeCallback))
+		return nil
 	})
-	if bridgeErr == errSkip {
-		t.Skip("no C compiler (cc) on PATH: the test bridge cannot be built")
-	}
-	if bridgeErr != nil {
-		t.Fatal(bridgeErr)
-	}
-	return bridgePath
+	t.Cleanup(clearFault)
 }
 
-var errSkip = errors.New("skip")
+func clearFault() { standin.SetFault(nil) }
 
-func goString(p *byte) string {
-	if p == nil {
-		return ""
-	}
-	n := 0
-	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice(p, n))
-}
-
-// computeCallback is the one Go function the C bridge calls to compute.
-func computeCallback(c *tbCall) int32 {
-	computeCalls.Add(1)
-	path, fn := goString(c.modelPath), goString(c.function)
-	names := unsafe.Slice(c.names, c.n)
-	ptrs := unsafe.Slice(c.ptrs, c.n)
-	sizes := unsafe.Slice(c.nbytes, c.n)
-	tensors := make(map[string][]byte, c.n)
-	for i := range names {
-		tensors[goString(names[i])] = unsafe.Slice((*byte)(ptrs[i]), sizes[i])
-	}
-	handlersMu.Lock()
-	h := handlers[path]
-	handlersMu.Unlock()
-	err := errors.New("no handler registered for model " + path)
-	if h != nil {
-		err = h(fn, tensors)
-	}
-	if err != nil {
-		msg := append([]byte(err.Error()), 0)
-		errBuf := unsafe.Slice(c.err, c.errCap)
-		n := copy(errBuf[:len(errBuf)-1], msg)
-		errBuf[min(n, len(errBuf)-1)] = 0
-		return 1
-	}
-	return 0
-}
-
-// setHandler registers h for the model at path until the test ends.
-func setHandler(t testing.TB, path string, h computeHandler) {
-	handlersMu.Lock()
-	handlers[path] = h
-	handlersMu.Unlock()
-	t.Cleanup(func() {
-		handlersMu.Lock()
-		delete(handlers, path)
-		handlersMu.Unlock()
-	})
-}
-
-// live returns the bridge's live models, functions, buffers and bindings.
-func live() [4]int64 {
-	return [4]int64{tbLive(0), tbLive(1), tbLive(2), tbLive(3)}
-}
-
-// writeModel writes a test model package (functions.txt) under dir.
+// writeModel writes a test model package (functions.txt alone) under dir.
 func writeModel(t testing.TB, dir, name, functions string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(p, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(p, "functions.txt"), []byte(functions), 0o644); err != nil {
+	if err := standin.WriteFunctions(p, functions); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -175,5 +67,3 @@ func writeModel(t testing.TB, dir, name, functions string) string {
 func f32s(b []byte) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
 }
-
-var _ = runtime.GC

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/forgedaemon/forged/ane/coreai/standin"
+	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 )
 
 func TestParseChipAndCompileMode(t *testing.T) {
@@ -159,33 +162,81 @@ func TestLoadFailurePurgesCacheAndRetries(t *testing.T) {
 	if _, err := os.Stat(other); err != nil {
 		t.Fatal("another package's cache entry was purged")
 	}
-	// A failure the purge cannot fix is reported with both attempts.
-	_, err = loadWithRetry(lib, filepath.Join(dir, "missing.aimodel"), ComputeANE, cache)
-	wantErr(t, err, "missing.aimodel", "cache key")
+	// A failure the purge cannot fix is reported with both attempts and
+	// the number of entries purged.
+	stuck := writeModel(t, dir, "stuck.aimodel", "fail_if_exists "+other+"\nfunction f\ninput a f32 1 1\nend\n")
+	os.WriteFile(filepath.Join(stuck, "main.hash"), []byte{0x0c}, 0o644)
+	entry := filepath.Join(cache, "25A100", "forged", "0c")
+	if err := os.MkdirAll(entry, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = loadWithRetry(lib, stuck, ComputeANE, cache)
+	wantErr(t, err, "stuck.aimodel: stale specialization cache at "+other, "; after purging 1 cache entries, again: ")
+	if _, serr := os.Stat(entry); !os.IsNotExist(serr) {
+		t.Fatal("the package's cache entry survived")
+	}
+}
+
+// A package without main.hash has nothing cached under its key: PurgeCache
+// removes nothing and is no error, and a failed load reports the load's
+// error alone; so does one whose key has no cache entries.
+func TestLoadFailureWithNothingToPurge(t *testing.T) {
+	lib, err := OpenLibrary(testBridge(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, cache := t.TempDir(), t.TempDir()
+	keyless := writeModel(t, dir, "keyless.aimodel", "function f\ninput a f32 1 1\nend\n")
+	if purged, err := PurgeCache(cache, keyless); err != nil || len(purged) != 0 {
+		t.Fatalf("PurgeCache of a package without main.hash: %v, %v", purged, err)
+	}
+	missing := filepath.Join(dir, "missing.aimodel")
+	_, want := lib.LoadPackage(missing, ComputeANE, true)
+	_, err = loadWithRetry(lib, missing, ComputeANE, cache)
+	if err == nil || want == nil || err.Error() != want.Error() {
+		t.Fatalf("loading a missing package: %v, want the load's error %v", err, want)
+	}
+	wantErr(t, err, "missing.aimodel")
+	unpurged := writeModel(t, dir, "unpurged.aimodel", "function f\ninput a f99 1 1\nend\n")
+	os.WriteFile(filepath.Join(unpurged, "main.hash"), []byte{0x0d}, 0o644)
+	_, want = lib.LoadPackage(unpurged, ComputeANE, true)
+	_, err = loadWithRetry(lib, unpurged, ComputeANE, cache)
+	if err == nil || want == nil || err.Error() != want.Error() {
+		t.Fatalf("a load failure with no cache entries to purge: %v, want the load's error %v", err, want)
+	}
+	// A key that cannot be read for another reason is still reported.
+	unreadable := writeModel(t, dir, "unreadable.aimodel", "function f\ninput a f32 1 1\nend\n")
+	if err := os.Mkdir(filepath.Join(unreadable, "main.hash"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = PurgeCache(cache, unreadable)
+	wantErr(t, err, "cache key of", "unreadable.aimodel")
 }
 
 // Open loads a chunk's .aimodelc sibling when its MPSGraph version is not
 // newer than the OS's (the test bridge reports 7.0.80), else the source.
 func TestOpenPicksCompiledPackage(t *testing.T) {
 	bridge := testBridge(t)
-	_, w := tinyModel(t)
 	for _, c := range []struct {
 		version string
 		want    string
 	}{{"7.0.9", "chunk_L00-01.aimodelc"}, {"7.1.0", "chunk_L00-01.aimodel"}} {
-		rt := writeRuntime(t, w, bundleSpec{})
+		rt := writeRuntime(t, bundleSpec{})
 		src := filepath.Join(rt, "chunk_L00-01.aimodel")
-		data, err := os.ReadFile(filepath.Join(src, "functions.txt"))
+		// The compiled package is the source's stand-in package (which
+		// computes it the same) at another MPSGraph version.
+		compiled := filepath.Join(rt, "chunk_L00-01.aimodelc")
+		if err := os.CopyFS(compiled, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(src, standin.FunctionsFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		compiled := writeModel(t, rt, "chunk_L00-01.aimodelc",
-			strings.Replace(string(data), "mpsgraph 7.0.10", "mpsgraph "+c.version, 1))
-		handlersMu.Lock()
-		h := handlers[src]
-		handlersMu.Unlock()
-		setHandler(t, compiled, h)
-		e, err := Open(rt, Options{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
+		if err := standin.WriteFunctions(compiled, strings.Replace(string(data), "mpsgraph "+standin.MPSGraphVersion, "mpsgraph "+c.version, 1)); err != nil {
+			t.Fatal(err)
+		}
+		e, err := Open(rt, Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/sample"
+	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 	"github.com/forgedaemon/forged/ane/spec"
 	"github.com/forgedaemon/forged/bundle"
 )
@@ -81,11 +81,9 @@ func drafterAlone(t *testing.T, dm *DrafterModel, steps []dstep) [][]float32 {
 // closes its sessions and returns every bridge object.
 func TestDrafterSessionsShareModel(t *testing.T) {
 	bridge := testBridge(t)
-	_, w := tinyModel(t)
-	net, _ := drafterNet(t)
-	dir := writeDrafterDir(t, t.TempDir(), net, drafterEdits{})
+	dir := writeDrafterDir(t, t.TempDir(), drafterEdits{})
 	before := live()
-	dm, err := LoadDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
+	dm, err := LoadDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +146,9 @@ func TestDrafterSessionsShareModel(t *testing.T) {
 	sameRecords(t, "drafter after a park", o3, drafterAlone(t, dm, s3))
 
 	// Run errors name the drafter package and the entry.
-	failAt.Store(0)
+	failRun(t, 0)
 	_, err = d2.Propose(1, 1000)
-	failAt.Store(-1)
+	clearFault()
 	var re *RunError
 	if !errors.As(err, &re) || re.Package != bundle.DrafterModel || re.Entry != draftEntry {
 		t.Fatalf("draft failure: %v", err)
@@ -160,9 +158,9 @@ func TestDrafterSessionsShareModel(t *testing.T) {
 	for i := range pos {
 		pos[i] = 1000 + i
 	}
-	failAt.Store(0)
+	failRun(t, 0)
 	err = d2.AddContext(make([]float32, 70*dm.F), pos)
-	failAt.Store(-1)
+	clearFault()
 	if !errors.As(err, &re) || re.Package != bundle.DrafterModel || re.Entry != ctxEntry {
 		t.Fatalf("ctx64 failure: %v", err)
 	}
@@ -189,13 +187,11 @@ func TestDrafterSessionsShareModel(t *testing.T) {
 // models), not Open.
 func TestParkedSpeculationMatchesGreedy(t *testing.T) {
 	bridge := testBridge(t)
-	_, w := tinyModel(t)
-	_, dw := synthDrafter(t)
+	_, dw := standintest.SynthDrafter(t)
 	m := loadTiny(t, bundleSpec{taps: dw.Config.DFlash.TargetLayerIDs})
 	e := newSession(t, m)
-	net, _ := drafterNet(t)
-	dm, err := LoadDrafter(writeDrafterDir(t, t.TempDir(), net, drafterEdits{}),
-		DrafterOptions{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
+	dm, err := LoadDrafter(writeDrafterDir(t, t.TempDir(), drafterEdits{}),
+		DrafterOptions{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,27 +210,9 @@ func TestParkedSpeculationMatchesGreedy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := sample.Options{Temperature: 0, MaxTokens: n}
-	smp, err := sample.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop, err := sample.NewStopper(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := spec.New(spec.NewEngineTarget(e, m.Vocab()), d, smp, spec.Config{Mode: spec.ModeOn})
-	if err != nil {
-		t.Fatal(err)
-	}
 	spill := t.TempDir()
-	var got []int
 	proposedAtPark := -1
-	if _, err := sp.Generate(first, len(prompt), stop, nil, func(tok spec.Token) error {
-		if tok.Stop {
-			return nil
-		}
-		got = append(got, tok.ID)
+	st := speculateGreedy(t, e, d, first, len(prompt), want, func(got []int) error {
 		if len(got) >= parkAt && proposedAtPark < 0 {
 			if err := e.Park(spill); err != nil {
 				return err
@@ -248,18 +226,13 @@ func TestParkedSpeculationMatchesGreedy(t *testing.T) {
 			proposedAtPark = d.proposals
 		}
 		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("speculative tokens %v, reference greedy %v", got, want)
-	}
+	})
 	if proposedAtPark < 1 || d.proposals <= proposedAtPark || e.Parked() || cd.Parked() {
 		t.Fatalf("%d proposals before the park, %d in all; parked after: target %v, drafter %v",
 			proposedAtPark, d.proposals, e.Parked(), cd.Parked())
 	}
 	t.Logf("%d proposals (%d after the park), %d/%d drafts accepted", d.proposals, d.proposals-proposedAtPark,
-		sp.Stats().Accepted, sp.Stats().Proposed)
+		st.Accepted, st.Proposed)
 }
 
 // countingDrafter counts proposals.

@@ -2,19 +2,18 @@ package coreai
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/forgedaemon/forged/ane/coreai/refchunk"
 	"github.com/forgedaemon/forged/ane/coreai/refdraft"
+	"github.com/forgedaemon/forged/ane/coreai/standin"
+	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 	"github.com/forgedaemon/forged/ane/dflash"
-	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/sample"
 	"github.com/forgedaemon/forged/ane/spec"
 	"github.com/forgedaemon/forged/bundle"
@@ -22,101 +21,45 @@ import (
 
 // The drafter tests pair the tiny synthetic target with its synthetic
 // DFlash2 drafter (ane/dflash). The drafter directory is laid out as a
-// bundle's: config, sidecar, selector codebooks and a test-bridge package
-// whose draft and ctx64 functions refdraft computes. The Core AI driver
-// then runs for real over the purego binding and must propose exactly
-// what the CPU drafter proposes.
-
-var (
-	synthDraftOnce sync.Once
-	synthDraftDir  string
-	synthDraftW    *dflash.Weights
-	synthDraftErr  error
-)
-
-// synthDrafter generates the tiny target's drafter once per process.
-func synthDrafter(t *testing.T) (string, *dflash.Weights) {
-	t.Helper()
-	tdir, _ := tinyModel(t)
-	synthDraftOnce.Do(func() {
-		synthDraftDir = filepath.Join(tdir, "drafter")
-		if _, synthDraftErr = dflash.GenerateSynthetic(tdir, "", synthDraftDir, 3); synthDraftErr != nil {
-			return
-		}
-		synthDraftW, synthDraftErr = dflash.LoadWeights(synthDraftDir)
-	})
-	if synthDraftErr != nil {
-		t.Fatal(synthDraftErr)
-	}
-	return synthDraftDir, synthDraftW
-}
-
-// drafterTarget is the ref model whose embedding and LM head the drafter
-// borrows.
-func drafterTarget(t *testing.T, taps []int) *ref.Model {
-	t.Helper()
-	tdir, _ := tinyModel(t)
-	m, err := ref.Open(tdir, ref.Options{Taps: taps, Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
-}
+// bundle's: config, sidecar, selector codebooks and the stand-in package
+// whose draft and ctx64 functions refdraft computes
+// (standin.WriteDrafterPackage). The Core AI driver then runs for real
+// over the purego binding and must propose exactly what the CPU drafter
+// proposes.
 
 // drafterEdits break a drafter directory on purpose.
 type drafterEdits struct {
-	meta  func(*dflash.Metadata)                // the sidecar, after the entries are laid out
+	meta  func(*dflash.Metadata)                // the sidecar, after the package is written
 	specs func(entry string, s []refchunk.Spec) // the package's descriptions
 }
 
-// writeDrafterDir lays out a Core AI drafter directory in dir from the
-// synthetic drafter and registers refdraft (over net) as its package's
-// compute.
-func writeDrafterDir(t *testing.T, dir string, net *dflash.Net, edit drafterEdits) string {
+// writeDrafterDir lays out a Core AI drafter directory in dir
+// (standintest.DrafterDir) and applies edit.
+func writeDrafterDir(t *testing.T, dir string, edit drafterEdits) string {
 	t.Helper()
-	src, _ := synthDrafter(t)
-	for _, f := range []string{dflash.ConfigFile, dflash.SelectorFile, dflash.MetadataFile} {
-		data, err := os.ReadFile(filepath.Join(src, f))
+	standintest.DrafterDir(t, dir)
+	if edit.specs != nil {
+		fns, err := standin.DrafterFunctions(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
-			t.Fatal(err)
+		for e, s := range fns {
+			edit.specs(e, s)
 		}
-	}
-	meta, err := dflash.ReadMetadata(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := refdraft.New(net, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fns := map[string][]refchunk.Spec{}
-	for _, e := range []string{refdraft.Draft, refdraft.Ctx64} {
-		if fns[e], err = prog.Tensors(e); err != nil {
+		if err := standin.WriteFunctions(filepath.Join(dir, bundle.DrafterModel), standin.FunctionsText(standin.MPSGraphVersion, fns)); err != nil {
 			t.Fatal(err)
-		}
-		if edit.specs != nil {
-			edit.specs(e, fns[e])
 		}
 	}
 	if edit.meta != nil {
+		meta, err := dflash.ReadMetadata(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
 		edit.meta(meta)
 		writeJSON(t, filepath.Join(dir, dflash.MetadataFile), meta)
 	}
-	path := writeModel(t, dir, bundle.DrafterModel, functionsText(fns))
-	setHandler(t, path, func(fn string, ts map[string][]byte) error {
-		if injected() {
-			return errInjected
-		}
-		return prog.Run(fn, ts)
-	})
 	return dir
 }
-
-var errInjected = errors.New("injected ANE failure")
 
 func writeJSON(t *testing.T, path string, v any) {
 	t.Helper()
@@ -129,109 +72,35 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 }
 
-// drafterNet is the network refdraft computes the entries with.
-func drafterNet(t *testing.T) (*dflash.Net, *ref.Model) {
-	t.Helper()
-	_, dw := synthDrafter(t)
-	model := drafterTarget(t, dw.Config.DFlash.TargetLayerIDs)
-	net, err := dflash.NewNet(dw, model, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(net.Close)
-	return net, model
-}
-
 // openDrafter opens a drafter directory written with edit.
 func openDrafter(t *testing.T, edit drafterEdits) (*Drafter, error) {
 	t.Helper()
 	bridge := testBridge(t)
-	_, w := tinyModel(t)
-	net, _ := drafterNet(t)
-	dir := writeDrafterDir(t, t.TempDir(), net, edit)
-	d, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
+	dir := writeDrafterDir(t, t.TempDir(), edit)
+	d, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 	if err == nil {
 		t.Cleanup(func() { d.Close() })
 	}
 	return d, err
 }
 
-// drafterPair opens the Core AI drafter over refdraft and the CPU drafter
-// on the same weights.
+// drafterPair opens the Core AI drafter over the stand-in and the CPU
+// drafter on the same weights.
 func drafterPair(t *testing.T) (*Drafter, *dflash.Drafter) {
 	t.Helper()
 	d, err := openDrafter(t, drafterEdits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, dw := synthDrafter(t)
-	cpu, err := dflash.New(dw, drafterTarget(t, dw.Config.DFlash.TargetLayerIDs), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cpu.Close)
-	return d, cpu
+	return d, standintest.CPUDrafter(t)
 }
 
-// drafterRun feeds random feature rows to both drafters and compares
-// their proposals.
-type drafterRun struct {
-	t          *testing.T
-	d          *Drafter
-	cpu, blind *dflash.Drafter
-	rng        *rand.Rand
-	next       int // next context position
-	proposals  int
-	nearTies   int // proposals that diverged at a selector near-tie
-	informed   int // proposals that differ from a drafter without context
-}
-
-func (r *drafterRun) add(n int) {
-	r.t.Helper()
-	F := r.cpu.Features()
-	f := make([]float32, n*F)
-	for i := range f {
-		f[i] = float32(r.rng.NormFloat64() * 3)
-	}
-	pos := make([]int, n)
-	for i := range pos {
-		pos[i] = r.next + i
-	}
-	if err := r.d.AddContext(f, pos); err != nil {
-		r.t.Fatal(err)
-	}
-	if err := r.cpu.AddContext(f, pos); err != nil {
-		r.t.Fatal(err)
-	}
-	r.next += n
-}
-
-func (r *drafterRun) propose() {
-	r.t.Helper()
-	anchor := r.rng.IntN(400)
-	got, err := r.d.Propose(anchor, r.next)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	want, err := r.cpu.Propose(anchor, r.next)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if len(want.Tokens) != spec.MaxDrafts {
-		r.t.Fatalf("at position %d the CPU drafter proposes %v", r.next, want.Tokens)
-	}
-	if compareProposals(r.t, r.d, anchor, r.next, got.Tokens, want.Tokens) {
-		r.nearTies++
-	}
-	r.blind.Reset()
-	b, err := r.blind.Propose(anchor, r.next)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.proposals++
-	if !slices.Equal(b.Tokens, want.Tokens) {
-		r.informed++
-	}
+// newDrafterRun compares d's proposals with cpu's (blind: a drafter
+// without context), from random context seeded by seed; a difference at a
+// near-tie of the selector is accepted (compareProposals).
+func newDrafterRun(t *testing.T, d *Drafter, cpu, blind *dflash.Drafter, seed1, seed2 uint64) *standintest.DrafterRun {
+	return &standintest.DrafterRun{T: t, D: d, CPU: cpu, Blind: blind, Rng: rand.New(rand.NewPCG(seed1, seed2)),
+		Compare: func(anchor, pos int, got, want []int) bool { return compareProposals(t, d, anchor, pos, got, want) }}
 }
 
 // compareProposals checks the Core AI drafter's drafts against the CPU
@@ -274,16 +143,10 @@ func compareProposals(t *testing.T, d *Drafter, anchor, pos int, got, want []int
 // wraps past W rows.
 func TestDrafterMatchesCPU(t *testing.T) {
 	d, cpu := drafterPair(t)
-	_, dw := synthDrafter(t)
-	blind, err := dflash.New(dw, drafterTarget(t, dw.Config.DFlash.TargetLayerIDs), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blind.Close()
-	r := &drafterRun{t: t, d: d, cpu: cpu, blind: blind, rng: rand.New(rand.NewPCG(5, 6))}
-	for r.next < 150 {
-		r.add(1 + r.rng.IntN(9))
-		r.propose()
+	r := newDrafterRun(t, d, cpu, standintest.CPUDrafter(t), 5, 6)
+	for r.Next < 150 {
+		r.Add(1 + r.Rng.IntN(9))
+		r.Propose()
 	}
 	if d.ring.Slots() < 150 {
 		t.Fatalf("ring holds %d slots after 150 rows", d.ring.Slots())
@@ -291,32 +154,32 @@ func TestDrafterMatchesCPU(t *testing.T) {
 	// Rewind to 100: positions ≥ 100 are forgotten, the context continues there.
 	d.Rewind(100)
 	cpu.Rewind(100)
-	r.next = 100
-	r.add(5)
-	r.propose()
-	r.add(70) // a 64-row flush after the rewind
-	r.propose()
+	r.Next = 100
+	r.Add(5)
+	r.Propose()
+	r.Add(70) // a 64-row flush after the rewind
+	r.Propose()
 	d.Reset()
 	cpu.Reset()
-	r.next = 0
-	r.add(3)
-	r.propose()
-	r.add(66)
-	r.propose()
+	r.Next = 0
+	r.Add(3)
+	r.Propose()
+	r.Add(66)
+	r.Propose()
 	// Jump to position 2030 (positions only need to increase): rows from
 	// 2048 on reuse the slots of positions 0, 1, …, and block rows at
 	// 2050.. see a row at k only while |q − k| < W = 2048.
-	r.next = 2030
-	r.add(20)
-	r.propose()
-	r.add(9)
-	r.propose()
+	r.Next = 2030
+	r.Add(20)
+	r.Propose()
+	r.Add(9)
+	r.Propose()
 	// The comparison can fail: the context changes what is drafted.
-	if r.informed == 0 || r.nearTies > r.proposals/10 {
-		t.Fatalf("of %d proposals, %d depended on the context and %d diverged at a near-tie", r.proposals, r.informed, r.nearTies)
+	if r.Informed == 0 || r.NearTies > r.Proposals/10 {
+		t.Fatalf("of %d proposals, %d depended on the context and %d diverged at a near-tie", r.Proposals, r.Informed, r.NearTies)
 	}
 	t.Logf("%d proposals equal, %d diverged at a near-tie; %d differ from a drafter without context",
-		r.proposals-r.nearTies, r.nearTies, r.informed)
+		r.Proposals-r.NearTies, r.NearTies, r.Informed)
 }
 
 // The speculative cycle through the Core AI engine and the Core AI
@@ -325,7 +188,7 @@ func TestDrafterMatchesCPU(t *testing.T) {
 // draft/verify/accept cycles that cross 1024 positions, so the engine
 // resizes its context mid-generation.
 func TestDrafterSpeculativeCycleMatchesGreedy(t *testing.T) {
-	_, dw := synthDrafter(t)
+	_, dw := standintest.SynthDrafter(t)
 	e, _ := openPair(t, bundleSpec{taps: dw.Config.DFlash.TargetLayerIDs})
 	cd, cpu := drafterPair(t)
 	d := &teeDrafter{t: t, Drafter: cd, cpu: cpu}
@@ -346,7 +209,29 @@ func TestDrafterSpeculativeCycleMatchesGreedy(t *testing.T) {
 	if d.ring.Slots() < 100-d.R || d.ring.Last() != 999 {
 		t.Fatalf("after the prompt the drafter holds %d slots, last position %d", d.ring.Slots(), d.ring.Last())
 	}
-	opts := sample.Options{Temperature: 0, MaxTokens: n}
+	st := speculateGreedy(t, e, d, first, len(prompt), want, nil)
+	if e.Context() != 2048 || st.Cycles == 0 || st.Proposed < st.Cycles {
+		t.Fatalf("context %d, %d cycles, %d drafts proposed", e.Context(), st.Cycles, st.Proposed)
+	}
+	if d.ring.Last() < len(prompt)+n-spec.MaxDrafts-2 {
+		t.Fatalf("the drafter's context ends at %d, %d tokens were committed", d.ring.Last(), len(prompt)+n)
+	}
+	if d.proposals != st.Cycles || d.nearTies > d.proposals/10 {
+		t.Fatalf("%d proposals compared with the CPU drafter (%d cycles), %d diverged at a near-tie", d.proposals, st.Cycles, d.nearTies)
+	}
+	t.Logf("%d cycles, %d/%d drafts accepted (random synthetic drafter), context %d; %d proposals equal to the CPU drafter's, %d diverged at a near-tie",
+		st.Cycles, st.Accepted, st.Proposed, e.Context(), d.proposals-d.nearTies, d.nearTies)
+}
+
+// speculateGreedy generates len(want) tokens greedily through the
+// speculative cycle of target e and drafter d, from the logits of the
+// prompt's last token (first; the prompt has promptLen tokens), calling
+// each (when set) after every token with the tokens so far. It fails
+// unless the tokens are want (ane/ref's plain greedy ones) and returns
+// the cycle's statistics.
+func speculateGreedy(t *testing.T, e *Engine, d spec.Drafter, first []float32, promptLen int, want []int, each func(got []int) error) spec.Stats {
+	t.Helper()
+	opts := sample.Options{Temperature: 0, MaxTokens: len(want)}
 	smp, err := sample.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -360,9 +245,13 @@ func TestDrafterSpeculativeCycleMatchesGreedy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []int
-	if _, err := sp.Generate(first, len(prompt), stop, nil, func(tok spec.Token) error {
-		if !tok.Stop {
-			got = append(got, tok.ID)
+	if _, err := sp.Generate(first, promptLen, stop, nil, func(tok spec.Token) error {
+		if tok.Stop {
+			return nil
+		}
+		got = append(got, tok.ID)
+		if each != nil {
+			return each(got)
 		}
 		return nil
 	}); err != nil {
@@ -371,18 +260,7 @@ func TestDrafterSpeculativeCycleMatchesGreedy(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("speculative tokens %v, reference greedy %v", got, want)
 	}
-	st := sp.Stats()
-	if e.Context() != 2048 || st.Cycles == 0 || st.Proposed < st.Cycles {
-		t.Fatalf("context %d, %d cycles, %d drafts proposed", e.Context(), st.Cycles, st.Proposed)
-	}
-	if d.ring.Last() < len(prompt)+n-spec.MaxDrafts-2 {
-		t.Fatalf("the drafter's context ends at %d, %d tokens were committed", d.ring.Last(), len(prompt)+n)
-	}
-	if d.proposals != st.Cycles || d.nearTies > d.proposals/10 {
-		t.Fatalf("%d proposals compared with the CPU drafter (%d cycles), %d diverged at a near-tie", d.proposals, st.Cycles, d.nearTies)
-	}
-	t.Logf("%d cycles, %d/%d drafts accepted (random synthetic drafter), context %d; %d proposals equal to the CPU drafter's, %d diverged at a near-tie",
-		st.Cycles, st.Accepted, st.Proposed, e.Context(), d.proposals-d.nearTies, d.nearTies)
+	return sp.Stats()
 }
 
 // teeDrafter feeds the CPU drafter the same context as the Core AI one
@@ -454,73 +332,67 @@ func TestOpenDrafterRefuses(t *testing.T) {
 		})
 	}
 	bridge := testBridge(t)
-	_, w := tinyModel(t)
-	net, _ := drafterNet(t)
-	dir := writeDrafterDir(t, t.TempDir(), net, drafterEdits{})
-	_, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: narrow{embedding{w}}})
+	emb := standintest.TinyEmbedding(t)
+	dir := writeDrafterDir(t, t.TempDir(), drafterEdits{})
+	_, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: narrow{emb}})
 	wantErr(t, err, "the drafter needs vocab_size")
 	if err := os.RemoveAll(filepath.Join(dir, bundle.DrafterModel)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
+	_, err = OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: emb, CacheDir: t.TempDir()})
 	wantErr(t, err, bundle.DrafterModel)
-	_, err = OpenDrafter(t.TempDir(), DrafterOptions{Bridge: bridge, Embedding: embedding{w}})
+	_, err = OpenDrafter(t.TempDir(), DrafterOptions{Bridge: bridge, Embedding: emb})
 	wantErr(t, err, "config.json")
 }
 
 // narrow is an embedding one column short of the drafter's hidden size.
-type narrow struct{ embedding }
+type narrow struct{ standintest.Embedding }
 
-func (n narrow) Cols() int { return n.embedding.Cols() - 1 }
+func (n narrow) Cols() int { return n.Embedding.Cols() - 1 }
 
 // Bad calls are refused without changing the drafter; a failed ctx64 or
 // draft run returns the error and keeps the rows for the next call, after
 // which the proposals still equal the CPU drafter's.
 func TestDrafterRefusesAndRecovers(t *testing.T) {
 	d, cpu := drafterPair(t)
-	_, dw := synthDrafter(t)
-	blind, err := dflash.New(dw, drafterTarget(t, dw.Config.DFlash.TargetLayerIDs), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blind.Close()
-	r := &drafterRun{t: t, d: d, cpu: cpu, blind: blind, rng: rand.New(rand.NewPCG(7, 7))}
-	r.add(5)
+	_, dw := standintest.SynthDrafter(t)
+	r := newDrafterRun(t, d, cpu, standintest.CPUDrafter(t), 7, 7)
+	r.Add(5)
 	F := cpu.Features()
 	wantErr(t, d.AddContext(make([]float32, F+1), []int{5}), "feature values")
 	wantErr(t, d.AddContext(make([]float32, F), []int{4}), "not after position 4")
-	_, err = d.Propose(dw.Config.VocabSize, 5)
+	_, err := d.Propose(dw.Config.VocabSize, 5)
 	wantErr(t, err, "outside the vocabulary")
 	_, err = d.Propose(1, 4)
 	wantErr(t, err, "anchor position 4")
 	if d.ring.Pending() != 5 || d.ring.Last() != 4 {
 		t.Fatalf("refused calls changed the drafter: %d pending, last %d", d.ring.Pending(), d.ring.Last())
 	}
-	failAt.Store(0)
+	failRun(t, 0)
 	_, err = d.Propose(1, 5)
-	failAt.Store(-1)
+	clearFault()
 	wantErr(t, err, "draft: ")
 	if d.ring.Pending() != 5 || d.ring.Slots() != 0 {
 		t.Fatalf("a failed draft call changed the ring: %d pending, %d slots", d.ring.Pending(), d.ring.Slots())
 	}
-	r.propose()
+	r.Propose()
 	// A failed ctx64 flush: the rows stay queued and the next call flushes them.
 	F64 := make([]float32, 70*F)
 	pos := make([]int, 70)
 	for i := range pos {
-		pos[i] = r.next + i
+		pos[i] = r.Next + i
 	}
-	failAt.Store(0)
+	failRun(t, 0)
 	err = d.AddContext(F64, pos)
-	failAt.Store(-1)
+	clearFault()
 	wantErr(t, err, "ctx64")
 	if err := cpu.AddContext(F64, pos); err != nil {
 		t.Fatal(err)
 	}
-	r.next += 70
-	r.propose()
+	r.Next += 70
+	r.Propose()
 	d.Close()
-	_, err = d.Propose(1, r.next)
+	_, err = d.Propose(1, r.Next)
 	wantErr(t, err, "closed")
 }
 
@@ -543,9 +415,9 @@ func TestDrafterCloseReleasesEverything(t *testing.T) {
 	testBridge(t)
 	before := live()
 	d, cpu := drafterPair(t)
-	r := &drafterRun{t: t, d: d, cpu: cpu, blind: cpu, rng: rand.New(rand.NewPCG(1, 1))}
-	r.add(70)
-	if _, err := d.Propose(3, r.next); err != nil {
+	r := newDrafterRun(t, d, cpu, cpu, 1, 1)
+	r.Add(70)
+	if _, err := d.Propose(3, r.Next); err != nil {
 		t.Fatal(err)
 	}
 	if live() == before {

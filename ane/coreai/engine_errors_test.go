@@ -8,43 +8,44 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/coreai/refchunk"
+	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 )
 
 func TestOpenErrors(t *testing.T) {
 	bridge := testBridge(t)
-	_, w := tinyModel(t)
-	rt := writeRuntime(t, w, bundleSpec{})
+	_, cfg, _ := tiny(t)
+	emb := standintest.TinyEmbedding(t)
+	rt := writeRuntime(t, bundleSpec{})
 	_, err := Open(rt, Options{Bridge: bridge})
 	wantErr(t, err, "Embedding is required")
-	_, err = Open(rt, Options{Bridge: bridge, Embedding: embedding{w}, KV: ane.KVV8})
+	_, err = Open(rt, Options{Bridge: bridge, Embedding: emb, KV: ane.KVV8})
 	wantErr(t, err, "KV cache is fp16", "v8")
-	_, err = Open(rt, Options{Bridge: bridge, Embedding: embedding{w}, Ladder: []int{4096}})
+	_, err = Open(rt, Options{Bridge: bridge, Embedding: emb, Ladder: []int{4096}})
 	wantErr(t, err, "requested contexts [4096]")
-	_, err = Open(rt, Options{Bridge: bridge, Embedding: embedding{w}, Chip: 16})
+	_, err = Open(rt, Options{Bridge: bridge, Embedding: emb, Chip: 16})
 	wantErr(t, err, "older than M5")
-	_, err = Open(t.TempDir(), Options{Bridge: bridge, Embedding: embedding{w}})
+	_, err = Open(t.TempDir(), Options{Bridge: bridge, Embedding: emb})
 	wantErr(t, err, "manifest.json")
 
 	// A package missing an entry the manifest lists fails the load cleanly.
-	broken := writeRuntime(t, w, bundleSpec{})
+	broken := writeRuntime(t, bundleSpec{})
 	fp := filepath.Join(broken, "chunk_L02-03.aimodel", "functions.txt")
 	data, _ := os.ReadFile(fp)
 	os.WriteFile(fp, []byte(strings.Replace(string(data), "function v8_2k", "function v8_2k_renamed", 1)), 0o644)
 	before := live()
-	_, err = Open(broken, Options{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
+	_, err = Open(broken, Options{Bridge: bridge, Embedding: emb, CacheDir: t.TempDir()})
 	wantErr(t, err, "no function v8_2k")
 	if live() != before {
 		t.Fatalf("failed Open leaked bridge objects: %v → %v", before, live())
 	}
 	// Description and manifest disagree on a shape: the binding says which.
-	bad := writeRuntime(t, w, bundleSpec{})
-	d := w.Cfg.LinearKeyHeadDim
-	rec0 := fmt.Sprintf("input rec0 f16 3 %d %d %d", w.Cfg.LinearNumValueHeads, d, d)
+	bad := writeRuntime(t, bundleSpec{})
+	d := cfg.LinearKeyHeadDim
+	rec0 := fmt.Sprintf("input rec0 f16 3 %d %d %d", cfg.LinearNumValueHeads, d, d)
 	fp = filepath.Join(bad, "chunk_L00-01.aimodel", "functions.txt")
 	data, _ = os.ReadFile(fp)
 	os.WriteFile(fp, []byte(strings.ReplaceAll(string(data), rec0, rec0[:len(rec0)-2]+"8")), 0o644)
-	e, err := Open(bad, Options{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
+	e, err := Open(bad, Options{Bridge: bridge, Embedding: emb, CacheDir: t.TempDir()})
 	if err == nil {
 		_, err = e.Feed([]int{1, 2, 3})
 		e.Close()
@@ -108,15 +109,15 @@ func TestEngineMisuse(t *testing.T) {
 // bridge object.
 func TestMemoryAndClose(t *testing.T) {
 	bridge := testBridge(t)
-	_, w := tinyModel(t)
-	rt := writeRuntime(t, w, bundleSpec{kv: refchunk.KV{V8: true}, aliasKV: true})
+	_, cfg, _ := tiny(t)
+	emb := standintest.TinyEmbedding(t)
+	rt := writeRuntime(t, bundleSpec{kv: ane.KVV8, aliasKV: true})
 	before := live()
-	e, err := Open(rt, Options{Bridge: bridge, Embedding: embedding{w}, KV: ane.KVV8, CacheDir: t.TempDir()})
+	e, err := Open(rt, Options{Bridge: bridge, Embedding: emb, KV: ane.KVV8, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := e.Memory()
-	cfg := w.Cfg
 	// One attention layer: K fp16 + V int8 + fp16 scales over 1024 rows, plus the fp16 mask.
 	wantKV := int64(cfg.NumKeyValueHeads*1024*cfg.HeadDim*(2+1) + cfg.NumKeyValueHeads*1024*2 + 1024*2)
 	if m.KV != wantKV {
@@ -128,7 +129,7 @@ func TestMemoryAndClose(t *testing.T) {
 	if want := 2 * 3 * perLayer * 2; m.Recurrent != want { // 3 DeltaNet layers, 2 sets, fp16
 		t.Fatalf("recurrent %d bytes, want %d", m.Recurrent, want)
 	}
-	if m.Weights <= 0 || m.Scratch <= 0 || m.Embedding != (embedding{w}).Bytes() {
+	if m.Weights <= 0 || m.Scratch <= 0 || m.Embedding != emb.Bytes() {
 		t.Fatalf("memory %+v", m)
 	}
 	if _, err := e.Feed([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}); err != nil {

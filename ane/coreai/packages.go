@@ -2,6 +2,7 @@ package coreai
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -134,12 +135,16 @@ func CacheKey(pkg string) (string, error) {
 }
 
 // PurgeCache deletes cacheDir/*/*/<key> for the package and returns the
-// entries removed.
+// entries removed. A package without main.hash has no key, so nothing of
+// it can be cached: nothing is removed and that is no error.
 func PurgeCache(cacheDir, pkg string) ([]string, error) {
 	if cacheDir == "" {
 		return nil, nil
 	}
 	key, err := CacheKey(pkg)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("coreai: cache key of %s: %w", pkg, err)
 	}
@@ -156,7 +161,9 @@ func PurgeCache(cacheDir, pkg string) ([]string, error) {
 }
 
 // loadWithRetry loads a package; on failure it purges that package's
-// compile cache and tries once more.
+// compile cache and, when that removed entries, tries once more (with
+// nothing purged a second load would fail the same way, so the load's
+// error is returned as it is).
 func loadWithRetry(lib *Library, pkg string, compute Compute, cacheDir string) (*Package, error) {
 	m, err := lib.LoadPackage(pkg, compute, true)
 	if err == nil {
@@ -165,6 +172,9 @@ func loadWithRetry(lib *Library, pkg string, compute Compute, cacheDir string) (
 	purged, perr := PurgeCache(cacheDir, pkg)
 	if perr != nil {
 		return nil, fmt.Errorf("%w (and the cache purge failed: %v)", err, perr)
+	}
+	if len(purged) == 0 {
+		return nil, err
 	}
 	m, err2 := lib.LoadPackage(pkg, compute, true)
 	if err2 != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/coreai/refchunk"
+	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 )
 
 // These tests run several sessions of one loaded Model against the test
@@ -23,14 +23,14 @@ import (
 func loadTiny(t *testing.T, spec bundleSpec) *Model {
 	t.Helper()
 	bridge := testBridge(t)
-	_, w := tinyModel(t)
-	rt := writeRuntime(t, w, spec)
-	m, err := Load(rt, Options{Bridge: bridge, Embedding: embedding{w}, KV: spec.format(), CacheDir: t.TempDir()})
+	_, cfg, _ := tiny(t)
+	rt := writeRuntime(t, spec)
+	m, err := Load(rt, Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), KV: spec.format(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	m.SetRoPE(w.Cfg.RopeTheta)
+	m.SetRoPE(cfg.RopeTheta)
 	return m
 }
 
@@ -291,8 +291,7 @@ func TestModelCloseClosesSessions(t *testing.T) {
 	}
 
 	bridge := testBridge(t)
-	_, w := tinyModel(t)
-	e, err := Open(writeRuntime(t, w, bundleSpec{}), Options{Bridge: bridge, Embedding: embedding{w}, CacheDir: t.TempDir()})
+	e, err := Open(writeRuntime(t, bundleSpec{}), Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,8 +323,8 @@ func TestParkResumeMatchesNeverParked(t *testing.T) {
 		long bool
 	}{
 		{"fp16-memory", bundleSpec{}, false, true},
-		{"kv8-keysT-disk", bundleSpec{kv: refchunk.KV{K8: true, KeysT: true}, aliasKV: true}, true, true},
-		{"v8-keysT-memory", bundleSpec{kv: refchunk.KV{V8: true, KeysT: true}, aliasKV: true}, false, false},
+		{"kv8-keysT-disk", bundleSpec{kv: ane.KVKV8, keysT: true, aliasKV: true}, true, true},
+		{"v8-keysT-memory", bundleSpec{kv: ane.KVV8, keysT: true, aliasKV: true}, false, false},
 		{"fp16-no-prefill-disk", bundleSpec{noPrefix: true}, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -573,7 +572,7 @@ func TestRunErrorNamesPackageAndEntry(t *testing.T) {
 	}
 	both(feed(randIDs(r, 20, 400)))
 	for _, c := range []struct {
-		at       int64
+		at       int
 		prefill  bool
 		pkg, ent string
 	}{
@@ -585,14 +584,14 @@ func TestRunErrorNamesPackageAndEntry(t *testing.T) {
 		{2, true, "head_T8.aimodel", "h8"}, // the head runs apart after a prefill block
 	} {
 		pos := e.Position()
-		failAt.Store(c.at)
+		failRun(t, c.at)
 		var err error
 		if c.prefill {
 			_, err = e.Feed(randIDs(r, 30, 400))
 		} else {
 			_, err = e.Verify(randIDs(r, 8, 400))
 		}
-		failAt.Store(-1)
+		clearFault()
 		wantErr(t, err, fmt.Sprintf("coreai: %s entry %s: run: injected ANE failure", c.pkg, c.ent))
 		var re *RunError
 		if !errors.As(err, &re) || re.Package != c.pkg || re.Entry != c.ent || re.Err.Error() != "injected ANE failure" {
@@ -605,11 +604,11 @@ func TestRunErrorNamesPackageAndEntry(t *testing.T) {
 		both(feed(randIDs(r, 12, 400)))
 	}
 	// With entries_by_kv aliases the entry is the package's own name.
-	mv := loadTiny(t, bundleSpec{kv: refchunk.KV{V8: true}, aliasKV: true})
+	mv := loadTiny(t, bundleSpec{kv: ane.KVV8, aliasKV: true})
 	ev := newSession(t, mv)
-	failAt.Store(1)
+	failRun(t, 1)
 	_, err := ev.Verify([]int{1, 2, 3})
-	failAt.Store(-1)
+	clearFault()
 	wantErr(t, err, "coreai: chunk_L02-03.aimodel entry v8_1k_kvv8: run: injected ANE failure")
 }
 
@@ -618,9 +617,10 @@ func TestRunErrorNamesPackageAndEntry(t *testing.T) {
 // runtime.
 func TestModelInfo(t *testing.T) {
 	bridge := testBridge(t)
-	_, w := tinyModel(t)
-	rt := writeRuntime(t, w, bundleSpec{kv: refchunk.KV{V8: true, KeysT: true}, aliasKV: true})
-	m, err := Load(rt, Options{Bridge: bridge, Embedding: embedding{w}, KV: ane.KVV8, Chip: 17, CacheDir: t.TempDir()})
+	_, cfg, _ := tiny(t)
+	emb := standintest.TinyEmbedding(t)
+	rt := writeRuntime(t, bundleSpec{kv: ane.KVV8, keysT: true, aliasKV: true})
+	m, err := Load(rt, Options{Bridge: bridge, Embedding: emb, KV: ane.KVV8, Chip: 17, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -639,14 +639,14 @@ func TestModelInfo(t *testing.T) {
 			t.Fatalf("package %d: %+v (MPSGraph %q)", k, p, v)
 		}
 	}
-	if !slices.Equal(m.Ladder(), ane.Ladder{1024, 2048}) || m.Vocab() != w.Cfg.VocabSize || m.Hidden() != w.Cfg.HiddenSize ||
+	if !slices.Equal(m.Ladder(), ane.Ladder{1024, 2048}) || m.Vocab() != cfg.VocabSize || m.Hidden() != cfg.HiddenSize ||
 		m.KV() != ane.KVV8 || !slices.Equal(m.Taps(), testTaps) || m.Manifest().Export != "tiny" || m.KVLen(2048) != 2048 {
 		t.Fatalf("accessors: ladder %v vocab %d kv %s taps %v", m.Ladder(), m.Vocab(), m.KV(), m.Taps())
 	}
-	if m.Memory().Weights != m.AllocatedBytes() || m.Memory().Embedding != (embedding{w}).Bytes() {
+	if m.Memory().Weights != m.AllocatedBytes() || m.Memory().Embedding != emb.Bytes() {
 		t.Fatalf("memory %+v, allocated %d", m.Memory(), m.AllocatedBytes())
 	}
-	m2, err := Load(rt, Options{Bridge: bridge, Embedding: embedding{w}, KV: ane.KVV8, CacheDir: t.TempDir()})
+	m2, err := Load(rt, Options{Bridge: bridge, Embedding: emb, KV: ane.KVV8, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 	"github.com/forgedaemon/forged/ane/half"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/spec"
@@ -16,20 +15,20 @@ import (
 )
 
 // smokeBundle lays out a bundle as published: coreai/ (the test runtime),
-// model/tokenizer.json and model/embed_tokens_fp16.npy, and, when net is
-// not nil, drafter/ (the synthetic drafter over refdraft). taps are the
-// runtime's (nil: testTaps).
-func smokeBundle(t *testing.T, taps []int, net *dflash.Net) string {
-	dir, w := tinyModel(t)
+// model/tokenizer.json and model/embed_tokens_fp16.npy, and, when
+// drafter is set, drafter/ (the synthetic drafter's stand-in package).
+// taps are the runtime's (nil: testTaps).
+func smokeBundle(t *testing.T, taps []int, drafter bool) string {
+	dir, cfg, w := tiny(t)
 	b := t.TempDir()
 	for _, d := range []string{"coreai", "drafter"} {
 		if err := os.MkdirAll(filepath.Join(b, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	writeRuntimeIn(t, filepath.Join(b, "coreai"), w, bundleSpec{taps: taps})
-	if net != nil {
-		writeDrafterDir(t, filepath.Join(b, "drafter"), net, drafterEdits{})
+	writeRuntimeIn(t, filepath.Join(b, "coreai"), bundleSpec{taps: taps})
+	if drafter {
+		standintest.DrafterDir(t, filepath.Join(b, "drafter"))
 	}
 	if err := os.MkdirAll(filepath.Join(b, "model"), 0o755); err != nil {
 		t.Fatal(err)
@@ -41,10 +40,11 @@ func smokeBundle(t *testing.T, taps []int, net *dflash.Net) string {
 	if err := os.WriteFile(filepath.Join(b, "model", "tokenizer.json"), tj, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	V, H := w.Cfg.VocabSize, w.Cfg.HiddenSize
-	data := make([]byte, V*H*2)
+	V, H := cfg.VocabSize, cfg.HiddenSize
+	emb := standintest.NewEmbedding(cfg, w)
+	data, row := make([]byte, V*H*2), make([]float32, H)
 	for id := 0; id < V; id++ {
-		row, _ := w.Embedding(id)
+		emb.Row(id, row)
 		half.F32ToF16(u16s(data[id*H*2:(id+1)*H*2]), row)
 	}
 	if err := tensor.WriteNPY(filepath.Join(b, "model", "embed_tokens_fp16.npy"), "<f2", []int{V, H}, data); err != nil {
@@ -55,8 +55,8 @@ func smokeBundle(t *testing.T, taps []int, net *dflash.Net) string {
 
 // refGreedy decodes n tokens greedily with ane/ref's plain path.
 func refGreedy(t *testing.T, prompt []int, n int) []int {
-	dir, _ := tinyModel(t)
-	m, err := ref.Open(dir, ref.Options{Numerics: ane.Numerics{TanhSiLU: true, StableSoftplus: true}, Ladder: testCtxs, Threads: 1})
+	dir, _, _ := tiny(t)
+	m, err := ref.Open(dir, ref.Options{Numerics: standintest.GraphNumerics, Ladder: testCtxs, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func refGreedy(t *testing.T, prompt []int, n int) []int {
 	}
 	var out []int
 	for len(out) < n {
-		id := argmax(lg)
+		id := standintest.Argmax(lg)
 		out = append(out, id)
 		if lg, err = s.Feed([]int{id}); err != nil {
 			t.Fatal(err)
@@ -107,15 +107,15 @@ func (r *replay) Propose(anchor, pos int) (spec.Proposal, error) {
 
 func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 	bridge := testBridge(t)
-	b := smokeBundle(t, nil, nil)
+	b := smokeBundle(t, nil, false)
 	tok, err := tokenizer.Load(filepath.Join(b, "model", "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	prompt := tok.Encode("The capital of France is")
 	want := refGreedy(t, prompt, 16)
-	_, w := tinyModel(t)
-	rp := &replay{trace: append(slices.Clone(prompt), want...), width: 3 * w.Cfg.HiddenSize}
+	_, cfg, _ := tiny(t)
+	rp := &replay{trace: append(slices.Clone(prompt), want...), width: 3 * cfg.HiddenSize}
 	for _, c := range []struct {
 		name    string
 		drafter spec.Drafter
@@ -151,9 +151,8 @@ func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 // that taps other layers than the runtime is refused, not bypassed.
 func TestSmokeUsesTheBundlesDrafter(t *testing.T) {
 	bridge := testBridge(t)
-	_, dw := synthDrafter(t)
-	net, _ := drafterNet(t)
-	b := smokeBundle(t, dw.Config.DFlash.TargetLayerIDs, net)
+	_, dw := standintest.SynthDrafter(t)
+	b := smokeBundle(t, dw.Config.DFlash.TargetLayerIDs, true)
 	tok, err := tokenizer.Load(filepath.Join(b, "model", "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +166,7 @@ func TestSmokeUsesTheBundlesDrafter(t *testing.T) {
 		t.Fatalf("report %+v, want the dflash2 drafter and tokens %v", rep, want)
 	}
 	t.Logf("dflash2: %d verify calls, %d/%d drafts accepted (test bridge)", rep.VerifyCalls, rep.DraftsAccepted, rep.DraftsProposed)
-	mismatched := smokeBundle(t, nil, net) // runtime taps 0, 1, 3
+	mismatched := smokeBundle(t, nil, true) // runtime taps 0, 1, 3
 	_, err = Smoke(mismatched, SmokeOptions{Bridge: bridge})
 	wantErr(t, err, "the drafter reads target layers [0 1 2 3], the Core AI runtime taps [0 1 3]")
 }

@@ -200,12 +200,15 @@ func writeRuntime(dir string, cfg *config.Model, tensors map[string][]float32, o
 		return nil, err
 	}
 	// The stored config never ties the head: its weights.safetensors holds
-	// lm_head.weight either way.
-	untied := *cfg
-	untied.TieWordEmbeddings = false
-	cfgJSON, err := untied.MarshalHF()
-	if err != nil {
-		return nil, err
+	// lm_head.weight either way. A layout stores none (and cfg need not be
+	// a complete config.json: refchunk.Published27B is not).
+	var cfgJSON []byte
+	if programs {
+		untied := *cfg
+		untied.TieWordEmbeddings = false
+		if cfgJSON, err = untied.MarshalHF(); err != nil {
+			return nil, err
+		}
 	}
 	for i := range man.Chunks {
 		ch := &man.Chunks[i]

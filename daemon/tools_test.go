@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/forgedaemon/forged/internal/refdata"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +17,6 @@ import (
 	"github.com/forgedaemon/forged/daemon/fakeengine"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
 )
-
-var qwen3Dir = filepath.Join("..", "..", "shared", "testdata", "qwen3")
 
 // renderCapture renders chats with the real Qwen3 template (modelbackend,
 // tokenizer only) and records each prompt; the fake engine generates.
@@ -48,7 +47,7 @@ func (b *renderCapture) last(t *testing.T) string {
 
 func startRenderCapture(t *testing.T) (*testServer, *renderCapture) {
 	t.Helper()
-	rb, err := modelbackend.Open(qwen3Dir, modelbackend.Options{TokenizerOnly: true})
+	rb, err := modelbackend.Open(filepath.Dir(refdata.Path(t, "qwen3", "tokenizer.json")), modelbackend.Options{TokenizerOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +66,7 @@ type renderCase struct {
 
 func referenceRender(t *testing.T, name string) renderCase {
 	t.Helper()
-	f, err := os.Open(filepath.Join(qwen3Dir, "chat_renders.jsonl"))
+	f, err := os.Open(refdata.Path(t, "qwen3", "chat_renders.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/forgedaemon/forged/internal/refdata"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,11 +13,7 @@ import (
 
 func qwen3Testdata(t *testing.T, name string) string {
 	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", "testdata", "qwen3", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("reference data missing: %v", err)
-	}
-	return p
+	return refdata.Path(t, "qwen3", name)
 }
 
 func TestRenderChatJSONLinesMatchesReference(t *testing.T) {

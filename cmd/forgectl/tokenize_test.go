@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/forgedaemon/forged/internal/refdata"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,11 +12,7 @@ import (
 
 func qwen3TokenizerDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "testdata", "qwen3")
-	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		t.Fatalf("reference data missing: %v", err)
-	}
-	return dir
+	return filepath.Dir(refdata.Path(t, "qwen3", "tokenizer.json"))
 }
 
 func TestTokenizeAndDetokenizeArguments(t *testing.T) {

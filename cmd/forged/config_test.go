@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/forgedaemon/forged/internal/refdata"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +16,11 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 )
 
-var tokenizerModel = filepath.Join("..", "..", "..", "shared", "testdata", "qwen3")
+// tokenizerModel is the repository's Qwen3 tokenizer directory.
+func tokenizerModel(t *testing.T) string {
+	t.Helper()
+	return filepath.Dir(refdata.Path(t, "qwen3", "tokenizer.json"))
+}
 
 // writeConfig writes a config file the way an editor that saves atomically
 // does: a new file renamed over the old one.
@@ -49,7 +54,7 @@ func configDaemon(t *testing.T, keys map[string]any) (cfgPath string, c *client.
 	keys["data_dir"] = filepath.Join(dir, "data")
 	keys["log_level"] = "error"
 	writeConfig(t, cfgPath, keys)
-	sock, stop := startDaemon(t, runFlags{config: cfgPath, socket: keys["socket"].(string), model: tokenizerModel, tokenizerOnly: true, revision: "ref-1", frameTimeout: time.Second})
+	sock, stop := startDaemon(t, runFlags{config: cfgPath, socket: keys["socket"].(string), model: tokenizerModel(t), tokenizerOnly: true, revision: "ref-1", frameTimeout: time.Second})
 	t.Cleanup(func() {
 		if err := stop(); err != nil {
 			t.Errorf("run returned %v", err)
@@ -194,11 +199,11 @@ func TestRunConfigSet(t *testing.T) {
 func TestRunConfigErrors(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.json")
 	os.WriteFile(path, []byte(`{"limits": {"slots": 0}}`), 0o644)
-	err := runDaemon(context.Background(), runFlags{config: path, model: tokenizerModel})
+	err := runDaemon(context.Background(), runFlags{config: path, model: tokenizerModel(t)})
 	if err == nil || !strings.Contains(err.Error(), "limits.slots") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("bad config at start: %v", err)
 	}
-	err = runDaemon(context.Background(), runFlags{model: tokenizerModel, logLevel: "info"})
+	err = runDaemon(context.Background(), runFlags{model: tokenizerModel(t), logLevel: "info"})
 	if err == nil || !strings.Contains(err.Error(), "--data DIR or --config FILE") {
 		t.Fatalf("no data dir: %v", err)
 	}

@@ -58,7 +58,7 @@ func startDaemon(t *testing.T, f runFlags) (socket string, stop func() error) {
 // The daemon listens at once, reports loading then ready, serves the real
 // Qwen3 tokenizer, and on stop exits cleanly and removes its socket.
 func TestRunServesModelAndStops(t *testing.T) {
-	model := filepath.Join("..", "..", "..", "shared", "testdata", "qwen3")
+	model := tokenizerModel(t)
 	sock, stop := runInBackground(t, runFlags{model: model, tokenizerOnly: true, revision: "ref-1"})
 	ctx := context.Background()
 	c, err := client.Dial(ctx, sock, client.Options{Name: "run-test"})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/forgedaemon/forged/internal/refdata"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,11 +24,7 @@ import (
 
 func qwen3Dir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "testdata", "qwen3")
-	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		t.Fatalf("reference data missing: %v", err)
-	}
-	return dir
+	return filepath.Dir(refdata.Path(t, "qwen3", "tokenizer.json"))
 }
 
 // serve runs a daemon over b on a temporary socket and returns a client.

@@ -20,12 +20,11 @@ import (
 func TestMain(m *testing.M) { standintest.Main(m) }
 
 var (
-	testBridge  = standintest.Bridge
-	tiny        = standintest.Tiny
-	wantErr     = standintest.WantErr
-	closeLogits = standintest.CloseLogits
-	randIDs     = standintest.RandIDs
-	live        = standin.Live
+	testBridge = standintest.Bridge
+	tiny       = standintest.Tiny
+	wantErr    = standintest.WantErr
+	randIDs    = standintest.RandIDs
+	live       = standin.Live
 )
 
 // handle makes h compute every function of the model at path until the

@@ -20,7 +20,7 @@
 //
 //	functions.txt        the function descriptions the bridge serves (csrc/bridge.c)
 //	standin.json         Program: kind chunk|head|drafter, layers, inner taps,
-//	                     KV layout, entries (rows, prefill, kv_len), the config
+//	                     KV layout, entries (rows, prefill, kv_len, an own KV layout), the config
 //	weights.safetensors  float32 tensors under checkpoint names, only this package's
 //
 // read on the first run of the package and kept until the bridge has

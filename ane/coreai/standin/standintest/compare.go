@@ -82,17 +82,23 @@ type Pair struct {
 	Worst float64 // the worst logit difference seen, relative to the range
 }
 
+// both calls f on E, then on S, failing T on either's error.
+func both[V any](p *Pair, f func(ane.Engine) (V, error)) (got, want V) {
+	p.T.Helper()
+	var err error
+	if got, err = f(p.E); err != nil {
+		p.T.Fatal(err)
+	}
+	if want, err = f(p.S); err != nil {
+		p.T.Fatal(err)
+	}
+	return got, want
+}
+
 // Feed feeds ids to both.
 func (p *Pair) Feed(ids []int) {
 	p.T.Helper()
-	got, err := p.E.Feed(ids)
-	if err != nil {
-		p.T.Fatal(err)
-	}
-	want, err := p.S.Feed(ids)
-	if err != nil {
-		p.T.Fatal(err)
-	}
+	got, want := both(p, func(e ane.Engine) ([]float32, error) { return e.Feed(ids) })
 	p.Worst = max(p.Worst, CloseLogits(p.T, fmt.Sprintf("Feed(%d) at %d", len(ids), p.S.Position()), got, want, p.Vocab))
 	p.Same()
 }
@@ -101,33 +107,14 @@ func (p *Pair) Feed(ids []int) {
 // accepts k rows.
 func (p *Pair) Verify(ids []int, k int) {
 	p.T.Helper()
-	got, err := p.E.Verify(ids)
-	if err != nil {
-		p.T.Fatal(err)
-	}
-	want, err := p.S.Verify(ids)
-	if err != nil {
-		p.T.Fatal(err)
-	}
+	got, want := both(p, func(e ane.Engine) (ane.Logits, error) { return e.Verify(ids) })
 	p.Worst = max(p.Worst, CloseLogits(p.T, fmt.Sprintf("Verify(%d) at %d", len(ids), p.S.Position()), got.Data, want.Data, p.Vocab))
 	if got.Rows != len(ids) || got.Vocab != p.Vocab {
 		p.T.Fatalf("Verify logits %d×%d", got.Rows, got.Vocab)
 	}
-	gf, err := p.E.Features(len(ids))
-	if err != nil {
-		p.T.Fatal(err)
-	}
-	wf, err := p.S.Features(len(ids))
-	if err != nil {
-		p.T.Fatal(err)
-	}
+	gf, wf := both(p, func(e ane.Engine) ([]float32, error) { return e.Features(len(ids)) })
 	CloseLogits(p.T, "Features", gf, wf, len(wf))
-	if err := p.E.Accept(k); err != nil {
-		p.T.Fatal(err)
-	}
-	if err := p.S.Accept(k); err != nil {
-		p.T.Fatal(err)
-	}
+	both(p, func(e ane.Engine) (struct{}, error) { return struct{}{}, e.Accept(k) })
 	p.Same()
 }
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/bundle"
-	"github.com/forgedaemon/forged/bundle/synthbundle"
+	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
 var validRelease, validManifest []byte

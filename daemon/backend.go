@@ -7,7 +7,7 @@ import (
 )
 
 // Backend is everything the server needs from the model runtime. The real
-// engine (ane/ref or ane/coreai plus ane/tokenizer and ane/chat) plugs in
+// engine (ane/ref or ane/coreai plus ane/text/tokenizer and ane/text/chat) plugs in
 // through a small adapter; tests use daemon/fakeengine.
 //
 // Errors may be *wire.Error to choose the code the caller sees (for example
@@ -53,7 +53,7 @@ func backendInfo(b Backend) *wire.BackendInfo {
 	return nil
 }
 
-// StreamDecoder matches ane/tokenizer's StreamDecoder.
+// StreamDecoder matches ane/text/tokenizer's StreamDecoder.
 type StreamDecoder interface {
 	Add(id int) string
 	Flush() string

@@ -13,12 +13,12 @@ import (
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/hubtest"
 	"github.com/forgedaemon/forged/bundle/store"
-	"github.com/forgedaemon/forged/bundle/synthbundle"
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
 	"github.com/forgedaemon/forged/daemon/updater"
+	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
 // The automatic update loop over a real store and a real HTTP hub (the

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/daemon/service"
+	"github.com/forgedaemon/forged/internal/service"
 )
 
 // shellScripts finds every shell script under packaging/: *.sh files and

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/dflash"
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/tensor"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 )
 
@@ -20,9 +20,9 @@ func (c *checker) local(p string) string { return filepath.Join(c.dir, filepath.
 // against it. The published checker hard-codes the real model (64 layers,
 // hidden 5120); here the bundle's own config is the reference, and the
 // manifest must cover exactly its layers (checkManifest).
-func (c *checker) checkModel() *config.Model {
+func (c *checker) checkModel() *hfconfig.Model {
 	cfgPath := path.Join(c.rel.ModelPath, "config.json")
-	model, err := config.LoadModel(c.local(cfgPath))
+	model, err := hfconfig.LoadModel(c.local(cfgPath))
 	if err != nil {
 		c.fail("model.config", cfgPath, "%v", err)
 		return nil
@@ -33,7 +33,7 @@ func (c *checker) checkModel() *config.Model {
 
 // checkEmbedding: a C-order little-endian float16 .npy of shape
 // (vocab_size, hidden_size) whose size is exactly header + data.
-func (c *checker) checkEmbedding(p string, model *config.Model) {
+func (c *checker) checkEmbedding(p string, model *hfconfig.Model) {
 	f, err := os.Open(c.local(p))
 	if err != nil {
 		c.fail("model.embedding", p, "%v", err)
@@ -66,7 +66,7 @@ func (c *checker) checkEmbedding(p string, model *config.Model) {
 // checkManifest validates coreai/manifest.json against the release and
 // the model: inventoried, contexts equal, chunks cover the model's layers,
 // every package, head and compiled sibling inventoried.
-func (c *checker) checkManifest(rt bundle.Runtime, model *config.Model) *bundle.Manifest {
+func (c *checker) checkManifest(rt bundle.Runtime, model *hfconfig.Model) *bundle.Manifest {
 	p := path.Join(rt.Path, bundle.ManifestFile)
 	if !c.inventoried(p) {
 		c.fail("manifest.inventoried", p, "the runtime manifest is not in release.json")
@@ -108,10 +108,10 @@ func (c *checker) checkManifest(rt bundle.Runtime, model *config.Model) *bundle.
 }
 
 // checkDrafter applies check_drafter / check_drafter_pair through the
-// shared rules in ane/dflash (the runtime applies the same ones before it
+// shared rules in ane/speculative/dflash (the runtime applies the same ones before it
 // loads a drafter). What only a bundle has — release.json's drafter taps
 // and export names — is checked here.
-func (c *checker) checkDrafter(model *config.Model, man *bundle.Manifest) bool {
+func (c *checker) checkDrafter(model *hfconfig.Model, man *bundle.Manifest) bool {
 	d := c.rel.Drafter
 	before := len(c.report.Failures)
 	metaPath := path.Join(d.Path, d.Metadata)
@@ -130,7 +130,7 @@ func (c *checker) checkDrafter(model *config.Model, man *bundle.Manifest) bool {
 		c.failAll(dflash.MetaRules(meta, metaPath))
 		c.failAll(dflash.ExportRules(meta, target.ExportName, metaPath))
 	}
-	if cfg, err := config.LoadDrafter(c.local(cfgPath)); err != nil {
+	if cfg, err := hfconfig.LoadDrafter(c.local(cfgPath)); err != nil {
 		c.fail("drafter.config", cfgPath, "%v", err)
 	} else {
 		c.failAll(dflash.ConfigRules(cfg, meta, target, cfgPath))

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/coreai/refchunk"
+	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
-	"github.com/forgedaemon/forged/ane/dflash"
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/tensor"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 )
 
@@ -101,9 +101,9 @@ const publishedDrafterMS = 16.7
 // included at its real rate for a long prompt's tail. Needs ~0.6 GB.
 func BenchmarkDrafterHost27B(b *testing.B) {
 	bridge := testBridge(b)
-	cfg := &config.Drafter{HiddenSize: 5120, IntermediateSize: 17408, NumHiddenLayers: 5, NumAttentionHeads: 32,
+	cfg := &hfconfig.Drafter{HiddenSize: 5120, IntermediateSize: 17408, NumHiddenLayers: 5, NumAttentionHeads: 32,
 		NumKeyValueHeads: 8, HeadDim: 128, VocabSize: 248320, SlidingWindow: 2048, NumTargetLayers: 64,
-		RMSNormEps: 1e-6, RopeTheta: 1e7, DFlash: config.DFlashConfig{BlockSize: 8, MaskTokenID: 248070,
+		RMSNormEps: 1e-6, RopeTheta: 1e7, DFlash: hfconfig.DFlashConfig{BlockSize: 8, MaskTokenID: 248070,
 			SelectorTopK: 16, SelectorRank: 256, ConvGroupSize: 16, ConvKernelSize: 2, TargetLayerIDs: []int{5, 19, 33, 47, 61}}}
 	dir := b.TempDir()
 	cj, err := cfg.MarshalHF()

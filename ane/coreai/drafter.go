@@ -10,10 +10,10 @@ import (
 	"sync"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/dflash"
-	"github.com/forgedaemon/forged/ane/half"
-	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 )
 
@@ -41,7 +41,7 @@ type DrafterOptions struct {
 type DrafterModel struct {
 	lib       *Library
 	pkg       *pkg
-	cfg       *config.Drafter
+	cfg       *hfconfig.Drafter
 	sel       *dflash.Selector
 	emb       Embedding
 	inv       []float64
@@ -64,14 +64,14 @@ type DrafterModel struct {
 // by position, bridge buffers bound as the draft entry's kc{i}/vc{i}),
 // projects committed target rows into it through ctx64 in RP-row blocks,
 // sends the ≤ R remaining rows with each draft call, and walks the
-// candidate selector on the host. It implements spec.Drafter, with Rewind
-// and Reset like ane/dflash.Drafter, whose Ring and Selector it shares.
+// candidate selector on the host. It implements speculative.Drafter, with Rewind
+// and Reset like ane/speculative/dflash.Drafter, whose Ring and Selector it shares.
 // Its methods serialize on the drafter.
 type Drafter struct {
 	dm        *DrafterModel
 	own       bool // opened with OpenDrafter: Close closes the model too
 	mu        sync.Mutex
-	cfg       *config.Drafter
+	cfg       *hfconfig.Drafter
 	sel       *dflash.Selector
 	emb       Embedding
 	ring      *dflash.Ring
@@ -96,7 +96,7 @@ func LoadDrafter(dir string, opts DrafterOptions) (*DrafterModel, error) {
 	if opts.Embedding == nil {
 		return nil, errors.New("coreai drafter: DrafterOptions.Embedding is required")
 	}
-	cfg, err := config.LoadDrafter(dir)
+	cfg, err := hfconfig.LoadDrafter(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func (dm *DrafterModel) Close() error {
 }
 
 // Config is the drafter's config.json.
-func (dm *DrafterModel) Config() *config.Drafter { return dm.cfg }
+func (dm *DrafterModel) Config() *hfconfig.Drafter { return dm.cfg }
 
 // Info describes the drafter package that was loaded.
 func (dm *DrafterModel) Info() PackageInfo { return dm.pkg.info }
@@ -353,7 +353,7 @@ func ringName(name string) bool {
 	return err == nil
 }
 
-// AddContext implements spec.Drafter: the rows are queued (refused whole
+// AddContext implements speculative.Drafter: the rows are queued (refused whole
 // if malformed); while more than R wait they are projected into the ring
 // through ctx64, up to RP at a time. A failed ctx64 run leaves its rows
 // queued for the next call.
@@ -436,27 +436,27 @@ func (d *Drafter) storeRows(entry string, n int) {
 	}
 }
 
-// Propose implements spec.Drafter: one draft call with the ≤ R pending
+// Propose implements speculative.Drafter: one draft call with the ≤ R pending
 // rows, the anchor's embedding, the block's RoPE and the visibility mask;
 // the new rows' keys and values go into the ring, and the selector walk
 // over the 7 logits rows picks the drafts.
-func (d *Drafter) Propose(anchor, pos int) (spec.Proposal, error) {
+func (d *Drafter) Propose(anchor, pos int) (speculative.Proposal, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.checkOpen(); err != nil {
-		return spec.Proposal{}, err
+		return speculative.Proposal{}, err
 	}
 	if anchor < 0 || anchor >= d.cfg.VocabSize {
-		return spec.Proposal{}, fmt.Errorf("drafter: anchor token %d is outside the vocabulary [0, %d)", anchor, d.cfg.VocabSize)
+		return speculative.Proposal{}, fmt.Errorf("drafter: anchor token %d is outside the vocabulary [0, %d)", anchor, d.cfg.VocabSize)
 	}
 	if pos <= d.ring.Last() {
-		return spec.Proposal{}, fmt.Errorf("drafter: anchor position %d is not after the last context position %d", pos, d.ring.Last())
+		return speculative.Proposal{}, fmt.Errorf("drafter: anchor position %d is not after the last context position %d", pos, d.ring.Last())
 	}
 	if err := d.ready(); err != nil {
-		return spec.Proposal{}, err
+		return speculative.Proposal{}, err
 	}
 	if err := d.flushExcess(); err != nil { // rows a failed flush left queued
-		return spec.Proposal{}, err
+		return speculative.Proposal{}, err
 	}
 	n := d.ring.Pending()
 	d.fillContext(draftEntry, n)
@@ -470,7 +470,7 @@ func (d *Drafter) Propose(anchor, pos int) (spec.Proposal, error) {
 	fillRoPE(d.bufs[draftEntry+"/q_cos"], d.bufs[draftEntry+"/q_sin"], d.inv, func(t int) int { return pos + t })
 	d.fillMask(pos, n)
 	if err := d.dm.run(d.plans[draftEntry]); err != nil {
-		return spec.Proposal{}, err // a *RunError naming the package and draft
+		return speculative.Proposal{}, err // a *RunError naming the package and draft
 	}
 	d.storeRows(draftEntry, n)
 	rows, V, rank := d.T-1, d.cfg.VocabSize, d.cfg.DFlash.SelectorRank
@@ -489,7 +489,7 @@ func (d *Drafter) Propose(anchor, pos int) (spec.Proposal, error) {
 			d.hp[t*rank+r] = f16Float(hb.f16(0, r, 0, t+1))
 		}
 	}
-	return spec.Proposal{Tokens: d.sel.Walk(anchor, d.logits, d.hp, rows)}, nil
+	return speculative.Proposal{Tokens: d.sel.Walk(anchor, d.logits, d.hp, rows)}, nil
 }
 
 // fillMask writes the additive mask (T, W+R+T): a ring slot or new row is
@@ -664,4 +664,4 @@ func (d *Drafter) closeLocked() {
 	d.dm.smu.Unlock()
 }
 
-var _ spec.Drafter = (*Drafter)(nil)
+var _ speculative.Drafter = (*Drafter)(nil)

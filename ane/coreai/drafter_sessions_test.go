@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
-	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/speculative"
 	"github.com/forgedaemon/forged/bundle"
 )
 
@@ -241,7 +241,7 @@ type countingDrafter struct {
 	proposals int
 }
 
-func (d *countingDrafter) Propose(anchor, pos int) (spec.Proposal, error) {
+func (d *countingDrafter) Propose(anchor, pos int) (speculative.Proposal, error) {
 	d.proposals++
 	return d.Drafter.Propose(anchor, pos)
 }

@@ -9,18 +9,18 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/coreai/refchunk"
-	"github.com/forgedaemon/forged/ane/coreai/refdraft"
+	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
+	"github.com/forgedaemon/forged/ane/coreai/internal/refdraft"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
-	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/sample"
-	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 )
 
 // The drafter tests pair the tiny synthetic target with its synthetic
-// DFlash2 drafter (ane/dflash). The drafter directory is laid out as a
+// DFlash2 drafter (ane/speculative/dflash). The drafter directory is laid out as a
 // bundle's: config, sidecar, selector codebooks and the stand-in package
 // whose draft and ctx64 functions refdraft computes
 // (standin.WriteDrafterPackage). The Core AI driver then runs for real
@@ -213,7 +213,7 @@ func TestDrafterSpeculativeCycleMatchesGreedy(t *testing.T) {
 	if e.Context() != 2048 || st.Cycles == 0 || st.Proposed < st.Cycles {
 		t.Fatalf("context %d, %d cycles, %d drafts proposed", e.Context(), st.Cycles, st.Proposed)
 	}
-	if d.ring.Last() < len(prompt)+n-spec.MaxDrafts-2 {
+	if d.ring.Last() < len(prompt)+n-speculative.MaxDrafts-2 {
 		t.Fatalf("the drafter's context ends at %d, %d tokens were committed", d.ring.Last(), len(prompt)+n)
 	}
 	if d.proposals != st.Cycles || d.nearTies > d.proposals/10 {
@@ -229,7 +229,7 @@ func TestDrafterSpeculativeCycleMatchesGreedy(t *testing.T) {
 // each (when set) after every token with the tokens so far. It fails
 // unless the tokens are want (ane/ref's plain greedy ones) and returns
 // the cycle's statistics.
-func speculateGreedy(t *testing.T, e *Engine, d spec.Drafter, first []float32, promptLen int, want []int, each func(got []int) error) spec.Stats {
+func speculateGreedy(t *testing.T, e *Engine, d speculative.Drafter, first []float32, promptLen int, want []int, each func(got []int) error) speculative.Stats {
 	t.Helper()
 	opts := sample.Options{Temperature: 0, MaxTokens: len(want)}
 	smp, err := sample.New(opts)
@@ -240,12 +240,12 @@ func speculateGreedy(t *testing.T, e *Engine, d spec.Drafter, first []float32, p
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := spec.New(spec.NewEngineTarget(e, e.Vocab()), d, smp, spec.Config{Mode: spec.ModeOn})
+	sp, err := speculative.New(speculative.NewEngineTarget(e, e.Vocab()), d, smp, speculative.Config{Mode: speculative.ModeOn})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []int
-	if _, err := sp.Generate(first, promptLen, stop, nil, func(tok spec.Token) error {
+	if _, err := sp.Generate(first, promptLen, stop, nil, func(tok speculative.Token) error {
 		if tok.Stop {
 			return nil
 		}
@@ -280,7 +280,7 @@ func (d *teeDrafter) AddContext(f []float32, pos []int) error {
 	return d.Drafter.AddContext(f, pos)
 }
 
-func (d *teeDrafter) Propose(anchor, pos int) (spec.Proposal, error) {
+func (d *teeDrafter) Propose(anchor, pos int) (speculative.Proposal, error) {
 	got, err := d.Drafter.Propose(anchor, pos)
 	if err != nil {
 		return got, err

@@ -3,7 +3,7 @@ package coreai
 import (
 	"unsafe"
 
-	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/format/half"
 )
 
 // DType is a bridge element type, named as cai_function_describe names it.

@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/bundle"
 )
 

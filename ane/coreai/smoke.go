@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/sample"
-	"github.com/forgedaemon/forged/ane/spec"
-	"github.com/forgedaemon/forged/ane/tensor"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 	"github.com/forgedaemon/forged/bundle"
 )
 
@@ -27,7 +27,7 @@ type SmokeOptions struct {
 	KV     ane.KVFormat
 	// Drafter proposes the drafts (default: the bundle's DFlash2 drafter on
 	// Core AI when the bundle has one, else a prompt-lookup drafter).
-	Drafter spec.Drafter
+	Drafter speculative.Drafter
 }
 
 // Drafters the smoke report names.
@@ -140,12 +140,12 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	target := &finiteTarget{EngineTarget: spec.NewEngineTarget(e, e.m.vocab)}
-	sp, err := spec.New(target, drafter, smp, spec.Config{Mode: spec.ModeOn})
+	target := &finiteTarget{EngineTarget: speculative.NewEngineTarget(e, e.m.vocab)}
+	sp, err := speculative.New(target, drafter, smp, speculative.Config{Mode: speculative.ModeOn})
 	if err != nil {
 		return rep, err
 	}
-	if _, err := sp.Generate(first, len(ids), stop, nil, func(t spec.Token) error {
+	if _, err := sp.Generate(first, len(ids), stop, nil, func(t speculative.Token) error {
 		if !t.Stop {
 			rep.Tokens = append(rep.Tokens, t.ID)
 		}
@@ -171,7 +171,7 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 // bundle has one (release.json's drafter path, else drafter/); a drafter
 // that is present but cannot be opened, or whose taps are not the
 // runtime's, fails the smoke test rather than falling back.
-func smokeDrafter(bundleDir string, opts SmokeOptions, emb Embedding, taps, prompt []int) (spec.Drafter, string, error) {
+func smokeDrafter(bundleDir string, opts SmokeOptions, emb Embedding, taps, prompt []int) (speculative.Drafter, string, error) {
 	if opts.Drafter != nil {
 		return opts.Drafter, SmokeCustom, nil
 	}
@@ -180,7 +180,7 @@ func smokeDrafter(bundleDir string, opts SmokeOptions, emb Embedding, taps, prom
 		dir = filepath.Join(bundleDir, filepath.FromSlash(r.Drafter.Path))
 	}
 	if _, err := os.Stat(filepath.Join(dir, bundle.DrafterModel)); err != nil {
-		return spec.NewLookupDrafter(prompt), SmokeLookup, nil
+		return speculative.NewLookupDrafter(prompt), SmokeLookup, nil
 	}
 	d, err := OpenDrafter(dir, DrafterOptions{Bridge: opts.Bridge, Embedding: emb})
 	if err != nil {
@@ -194,7 +194,7 @@ func smokeDrafter(bundleDir string, opts SmokeOptions, emb Embedding, taps, prom
 }
 
 // finiteTarget fails a verify whose logits hold NaN or ±Inf.
-type finiteTarget struct{ *spec.EngineTarget }
+type finiteTarget struct{ *speculative.EngineTarget }
 
 func (t *finiteTarget) Verify(tokens []int) ([]float32, error) {
 	l, err := t.EngineTarget.Verify(tokens)

@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
-	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/spec"
-	"github.com/forgedaemon/forged/ane/tensor"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 )
 
 // smokeBundle lays out a bundle as published: coreai/ (the test runtime),
@@ -93,16 +93,16 @@ func (r *replay) AddContext(f []float32, pos []int) error {
 	return nil
 }
 
-func (r *replay) Propose(anchor, pos int) (spec.Proposal, error) {
+func (r *replay) Propose(anchor, pos int) (speculative.Proposal, error) {
 	var d []int
-	for i := pos + 1; i < len(r.trace) && len(d) < spec.MaxDrafts; i++ {
+	for i := pos + 1; i < len(r.trace) && len(d) < speculative.MaxDrafts; i++ {
 		tok := r.trace[i]
 		if i%3 == 0 {
 			tok = (tok + 1) % 400
 		}
 		d = append(d, tok)
 	}
-	return spec.Proposal{Tokens: d}, nil
+	return speculative.Proposal{Tokens: d}, nil
 }
 
 func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
@@ -118,7 +118,7 @@ func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 	rp := &replay{trace: append(slices.Clone(prompt), want...), width: 3 * cfg.HiddenSize}
 	for _, c := range []struct {
 		name    string
-		drafter spec.Drafter
+		drafter speculative.Drafter
 	}{{"lookup", nil}, {"replay", rp}} {
 		rep, err := Smoke(b, SmokeOptions{Bridge: bridge, Drafter: c.drafter})
 		if err != nil {

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/chat"
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/spec"
-	"github.com/forgedaemon/forged/ane/synth"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
+	"github.com/forgedaemon/forged/ane/text/chat"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 // BenchmarkRealDrafter runs the same greedy generation with speculation
@@ -23,7 +23,7 @@ import (
 // per second of each and the speedup ratios on/off and auto/off. The
 // synthetic drafter's drafts are rarely accepted, so this measures what a
 // failing real drafter costs and whether auto turns it off; the
-// controlled-acceptance benchmark is ane/spec's.
+// controlled-acceptance benchmark is ane/speculative's.
 func BenchmarkRealDrafter(b *testing.B) {
 	preset := os.Getenv("FORGED_BENCH_PRESET")
 	if preset == "" {
@@ -37,7 +37,7 @@ func BenchmarkRealDrafter(b *testing.B) {
 	if _, err := dflash.GenerateSynthetic(target, "", draft, 3); err != nil {
 		b.Fatal(err)
 	}
-	dcfg, err := config.LoadDrafter(draft)
+	dcfg, err := hfconfig.LoadDrafter(draft)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,9 +61,9 @@ func BenchmarkRealDrafter(b *testing.B) {
 	// CycleCost 4.7: a verify of 8 rows on the reference engine costs ≈ 4.6
 	// plain steps (docs/SAMPLING.md).
 	g := &Generator{Engine: sess, Vocab: m.Config().Vocab, Tokenizer: tok, Template: tpl, Drafter: d,
-		Auto: spec.Auto{CycleCost: 4.7}}
+		Auto: speculative.Auto{CycleCost: 4.7}}
 	prompt := tok.Encode("The quick brown fox jumps over the lazy dog, and then")
-	modes := []spec.Mode{spec.ModeOff, spec.ModeOn, spec.ModeAuto}
+	modes := []speculative.Mode{speculative.ModeOff, speculative.ModeOn, speculative.ModeAuto}
 	var elapsed [3]time.Duration
 	var tokens [3]int
 	var accepted, proposed int
@@ -77,7 +77,7 @@ func BenchmarkRealDrafter(b *testing.B) {
 			}
 			elapsed[j] += time.Since(start)
 			tokens[j] += sum.GeneratedTokens
-			if mode == spec.ModeOn {
+			if mode == speculative.ModeOn {
 				accepted, proposed = accepted+sum.Stats.Accepted, proposed+sum.Stats.Proposed
 			}
 		}

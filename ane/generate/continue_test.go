@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/chat"
 	"github.com/forgedaemon/forged/ane/sample"
-	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/text/chat"
 )
 
 func randomPrompt(rng *rand.Rand, n, vocab int) []int {
@@ -38,7 +38,7 @@ func heldAfter(prompt []int, sum *Summary) int {
 func TestContinueEqualsFromScratch(t *testing.T) {
 	g, _ := newGenerator(t)
 	rng := rand.New(rand.NewPCG(8, 8))
-	for _, mode := range []spec.Mode{spec.ModeOff, spec.ModeOn} {
+	for _, mode := range []speculative.Mode{speculative.ModeOff, speculative.ModeOn} {
 		for p := range 4 {
 			first := randomPrompt(rng, 5+rng.IntN(20), g.Vocab)
 			one, _ := collect(t, g, Request{IDs: first, Sampling: greedy(9 + p), Speculative: mode})
@@ -78,7 +78,7 @@ func TestContinueEqualsFromScratch(t *testing.T) {
 func TestSnapshotAtRestores(t *testing.T) {
 	g, _ := newGenerator(t)
 	rng := rand.New(rand.NewPCG(9, 9))
-	for _, mode := range []spec.Mode{spec.ModeOff, spec.ModeOn} {
+	for _, mode := range []speculative.Mode{speculative.ModeOff, speculative.ModeOn} {
 		first := randomPrompt(rng, 30, g.Vocab)
 		const keep = 21
 		collect(t, g, Request{IDs: first, Sampling: greedy(12), Speculative: mode, Continue: true, SnapshotAt: keep})
@@ -128,13 +128,13 @@ func TestIDsPromptOpensThinking(t *testing.T) {
 		t.Fatalf("rendered %q (%v): want a prompt that opens <think>", text, err)
 	}
 	const budget = 5
-	sum, _ := collect(t, g, Request{IDs: g.Tokenizer.Encode(text), Sampling: greedy(40), ThinkingBudget: budget, Speculative: spec.ModeOff})
+	sum, _ := collect(t, g, Request{IDs: g.Tokenizer.Encode(text), Sampling: greedy(40), ThinkingBudget: budget, Speculative: speculative.ModeOff})
 	if !sum.ForcedThinkStop || sum.ThinkingTokens != budget {
 		t.Fatalf("forced %v after %d thinking tokens, want after %d", sum.ForcedThinkStop, sum.ThinkingTokens, budget)
 	}
 	// The same ids without the trailing <think> are not in thinking mode.
 	plain, _ := collect(t, g, Request{IDs: g.Tokenizer.Encode(strings.TrimSuffix(strings.TrimRight(text, "\n"), chat.ThinkOpen)),
-		Sampling: greedy(40), ThinkingBudget: budget, Speculative: spec.ModeOff})
+		Sampling: greedy(40), ThinkingBudget: budget, Speculative: speculative.ModeOff})
 	if plain.ThinkingTokens != 0 && !strings.Contains(plain.Text, chat.ThinkOpen) {
 		t.Fatalf("a prompt without <think> counted %d thinking tokens", plain.ThinkingTokens)
 	}

@@ -1,9 +1,9 @@
 // Package generate is the one generation API above the backends: a prompt
 // (token ids or a chat request) goes in, a stream of tokens with text
 // deltas and a final summary come out. It composes an ane.Engine, the
-// speculative cycle (ane/spec) with an optional drafter, the sampler and
+// speculative cycle (ane/speculative) with an optional drafter, the sampler and
 // stopper (ane/sample), the tokenizer's streaming detokenizer and the chat
-// template, output parser and thinking budget (ane/chat). The daemon and
+// template, output parser and thinking budget (ane/text/chat). The daemon and
 // forgectl run both use it; docs/GENERATE.md describes it.
 package generate
 
@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/chat"
 	"github.com/forgedaemon/forged/ane/sample"
-	"github.com/forgedaemon/forged/ane/spec"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/text/chat"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 )
 
 // Generator is one session's generation stack. A Run starts the engine
@@ -34,10 +34,10 @@ type Generator struct {
 	Template *chat.Template
 	// Drafter proposes drafts; nil decodes plainly. Its context is the
 	// engine's tap features, so the engine must tap the drafter's layers.
-	Drafter spec.Drafter
+	Drafter speculative.Drafter
 	// Auto tunes auto mode (CycleCost: what a draft cycle costs in plain
 	// steps on this backend; see docs/SAMPLING.md).
-	Auto spec.Auto
+	Auto speculative.Auto
 	// StopTokens are always stop tokens (default: <|im_end|> and
 	// <|endoftext|> from the tokenizer).
 	StopTokens []int
@@ -59,9 +59,9 @@ type Request struct {
 	// thinking = the prompt opened <think>); nil keeps them. Stop tokens
 	// listed here are added to the generator's.
 	Sampling *sample.Options
-	// Speculative: spec.ModeOn, ModeOff or ModeAuto; "" is auto with a
+	// Speculative: speculative.ModeOn, ModeOff or ModeAuto; "" is auto with a
 	// drafter and off without.
-	Speculative spec.Mode
+	Speculative speculative.Mode
 	// MaxTokens and StopStrings override Sampling's when set.
 	MaxTokens   int
 	StopStrings []string
@@ -90,7 +90,7 @@ type Event struct {
 	// Text is the text this token made visible (may be empty: a partial
 	// UTF-8 character or a possible stop string is held back).
 	Text string `json:"text"`
-	// Reasoning and Content split Text for chat requests (ane/chat's
+	// Reasoning and Content split Text for chat requests (ane/text/chat's
 	// streaming parser); a tool call being written shows up in neither
 	// until it is complete (then in Summary.Output).
 	Reasoning string `json:"reasoning,omitempty"`
@@ -115,19 +115,19 @@ type Summary struct {
 	IDs             []int               `json:"ids"`
 	Text            string              `json:"text"` // every Event's Text, concatenated
 	Finish          sample.FinishReason `json:"finish_reason"`
-	Speculative     spec.Mode           `json:"speculative"`
+	Speculative     speculative.Mode    `json:"speculative"`
 	// Times: prefill, time to the first output token (from the start),
 	// decode (first token to finish), and output tokens per second over
 	// the decode.
-	Prefill         time.Duration `json:"prefill_ns"`
-	TimeToFirst     time.Duration `json:"time_to_first_token_ns"`
-	Decode          time.Duration `json:"decode_ns"`
-	TokensPerSecond float64       `json:"tokens_per_second"`
-	Stats           spec.Stats    `json:"stats"`
-	AcceptRate      float64       `json:"draft_accept_rate"`
-	TokensPerCycle  float64       `json:"tokens_per_cycle"`
-	ThinkingTokens  int           `json:"thinking_tokens,omitempty"`
-	ForcedThinkStop bool          `json:"forced_think_stop,omitempty"`
+	Prefill         time.Duration     `json:"prefill_ns"`
+	TimeToFirst     time.Duration     `json:"time_to_first_token_ns"`
+	Decode          time.Duration     `json:"decode_ns"`
+	TokensPerSecond float64           `json:"tokens_per_second"`
+	Stats           speculative.Stats `json:"stats"`
+	AcceptRate      float64           `json:"draft_accept_rate"`
+	TokensPerCycle  float64           `json:"tokens_per_cycle"`
+	ThinkingTokens  int               `json:"thinking_tokens,omitempty"`
+	ForcedThinkStop bool              `json:"forced_think_stop,omitempty"`
 	// Output is the parsed chat response (chat requests only).
 	Output *chat.Output `json:"output,omitempty"`
 }
@@ -206,13 +206,13 @@ func (g *Generator) newRun(req Request) (*run, []int, error) {
 	drafter := g.Drafter
 	switch {
 	case mode == "" && drafter != nil:
-		mode = spec.ModeAuto
-	case mode == "" || mode == spec.ModeOff:
-		mode, drafter = spec.ModeOff, nil
+		mode = speculative.ModeAuto
+	case mode == "" || mode == speculative.ModeOff:
+		mode, drafter = speculative.ModeOff, nil
 	case drafter == nil:
 		return bad(fmt.Errorf("generate: speculative %q needs a drafter, and none is loaded", mode))
 	}
-	if _, err := spec.ParseMode(string(mode)); err != nil {
+	if _, err := speculative.ParseMode(string(mode)); err != nil {
 		return bad(err)
 	}
 	var capped *cappedDrafter
@@ -220,7 +220,7 @@ func (g *Generator) newRun(req Request) (*run, []int, error) {
 		capped = &cappedDrafter{Drafter: drafter}
 		drafter = capped
 	}
-	sp, err := spec.New(spec.NewEngineTarget(g.Engine, g.Vocab), drafter, sampler, spec.Config{Mode: mode, Auto: g.Auto})
+	sp, err := speculative.New(speculative.NewEngineTarget(g.Engine, g.Vocab), drafter, sampler, speculative.Config{Mode: mode, Auto: g.Auto})
 	if err != nil {
 		return nil, nil, err
 	}

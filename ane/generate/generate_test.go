@@ -11,18 +11,18 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/chat"
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/sample"
-	"github.com/forgedaemon/forged/ane/spec"
-	"github.com/forgedaemon/forged/ane/synth"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
+	"github.com/forgedaemon/forged/ane/text/chat"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
-// The synthetic tiny pair: a qwen3_5 checkpoint from ane/synth and the
-// synthetic DFlash2 drafter from ane/dflash, generated once per process.
+// The synthetic tiny pair: a qwen3_5 checkpoint from internal/synth and the
+// synthetic DFlash2 drafter from ane/speculative/dflash, generated once per process.
 var fixture struct {
 	once                sync.Once
 	root, target, draft string
@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 func newGenerator(tb testing.TB) (*Generator, *dflash.Drafter) {
 	tb.Helper()
 	targetDir, drafterDir := tinyDirs(tb)
-	dcfg, err := config.LoadDrafter(drafterDir)
+	dcfg, err := hfconfig.LoadDrafter(drafterDir)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -112,8 +112,8 @@ func TestGreedySpeculativeEqualsPlain(t *testing.T) {
 		for i := range prompt {
 			prompt[i] = rng.IntN(g.Tokenizer.VocabSize())
 		}
-		plain, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(12), Speculative: spec.ModeOff})
-		fast, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(12), Speculative: spec.ModeOn})
+		plain, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(12), Speculative: speculative.ModeOff})
+		fast, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(12), Speculative: speculative.ModeOn})
 		if !slices.Equal(plain.IDs, fast.IDs) || plain.Text != fast.Text || plain.Finish != fast.Finish {
 			t.Fatalf("prompt %d: speculative %v (%s) != plain %v (%s)", p, fast.IDs, fast.Finish, plain.IDs, plain.Finish)
 		}
@@ -133,7 +133,7 @@ type oovDrafter struct {
 	vocab, n int
 }
 
-func (o *oovDrafter) Propose(anchor, pos int) (spec.Proposal, error) {
+func (o *oovDrafter) Propose(anchor, pos int) (speculative.Proposal, error) {
 	p, err := o.Drafter.Propose(anchor, pos)
 	if err == nil {
 		o.n++
@@ -150,9 +150,9 @@ func (o *oovDrafter) Propose(anchor, pos int) (spec.Proposal, error) {
 func TestOutOfVocabDraftsCannotCorruptOutput(t *testing.T) {
 	g, d := newGenerator(t)
 	prompt := []int{3, 14, 15, 92, 65, 35}
-	plain, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(30), Speculative: spec.ModeOff})
+	plain, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(30), Speculative: speculative.ModeOff})
 	g.Drafter = &oovDrafter{Drafter: d, vocab: g.Vocab}
-	bad, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(30), Speculative: spec.ModeOn})
+	bad, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(30), Speculative: speculative.ModeOn})
 	if !slices.Equal(plain.IDs, bad.IDs) {
 		t.Fatalf("out-of-vocabulary drafts changed the output: %v, want %v", bad.IDs, plain.IDs)
 	}
@@ -176,7 +176,7 @@ func TestChatStreamMatchesSummary(t *testing.T) {
 	}
 	opts := sample.Defaults(true)
 	opts.Seed, opts.MaxTokens = 11, 40
-	sum, evs := collect(t, g, Request{Chat: req, Sampling: &opts, Speculative: spec.ModeOn})
+	sum, evs := collect(t, g, Request{Chat: req, Sampling: &opts, Speculative: speculative.ModeOn})
 	c := *req
 	c.AddGenerationPrompt = true
 	rendered, err := g.Template.Render(&c)
@@ -236,7 +236,7 @@ func TestThinkingBudget(t *testing.T) {
 	req, _ := chat.ParseRequest([]byte(`{"messages":[{"role":"user","content":"Think about it."}]}`))
 	const budget = 6
 	var runs [2]*Summary
-	for i, mode := range []spec.Mode{spec.ModeOff, spec.ModeOn} {
+	for i, mode := range []speculative.Mode{speculative.ModeOff, speculative.ModeOn} {
 		sum, _ := collect(t, g, Request{Chat: req, Sampling: greedy(budget + 80), Speculative: mode, ThinkingBudget: budget})
 		runs[i] = sum
 		if !sum.ForcedThinkStop || sum.ThinkingTokens != budget {
@@ -288,9 +288,9 @@ func TestFinishFlushesPartialCharacter(t *testing.T) {
 	}
 }
 
-func mustSpec(t *testing.T, g *Generator) *spec.Speculator {
+func mustSpec(t *testing.T, g *Generator) *speculative.Speculator {
 	s, _ := sample.New(sample.Options{})
-	sp, err := spec.New(spec.NewEngineTarget(g.Engine, g.Vocab), nil, s, spec.Config{Mode: spec.ModeOff})
+	sp, err := speculative.New(speculative.NewEngineTarget(g.Engine, g.Vocab), nil, s, speculative.Config{Mode: speculative.ModeOff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestBadRequests(t *testing.T) {
 		{"empty", g, Request{IDs: []int{}}, "empty prompt"},
 		{"oov", g, Request{IDs: []int{1, g.Vocab}}, "outside the vocabulary"},
 		{"negative", g, Request{IDs: []int{-3}}, "index 0"},
-		{"no drafter", &noDrafter, Request{IDs: []int{1}, Speculative: spec.ModeOn}, "needs a drafter"},
+		{"no drafter", &noDrafter, Request{IDs: []int{1}, Speculative: speculative.ModeOn}, "needs a drafter"},
 		{"mode", g, Request{IDs: []int{1}, Speculative: "sometimes"}, "sometimes"},
 		{"no template", &noTemplate, Request{Chat: req}, "no chat template"},
 		{"top_p", g, Request{IDs: []int{1}, Sampling: &sample.Options{TopP: 1.5}}, "top_p"},
@@ -332,11 +332,11 @@ func TestBadRequests(t *testing.T) {
 // drafting after its trial window and keeps the plain output.
 func TestAutoPausesFailingDrafter(t *testing.T) {
 	g, _ := newGenerator(t)
-	g.Auto = spec.Auto{CycleCost: 4.7, Window: 8}
+	g.Auto = speculative.Auto{CycleCost: 4.7, Window: 8}
 	prompt := []int{9, 8, 7, 6, 5}
-	plain, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(60), Speculative: spec.ModeOff})
+	plain, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(60), Speculative: speculative.ModeOff})
 	auto, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(60)})
-	if auto.Speculative != spec.ModeAuto || !slices.Equal(plain.IDs, auto.IDs) {
+	if auto.Speculative != speculative.ModeAuto || !slices.Equal(plain.IDs, auto.IDs) {
 		t.Fatalf("auto (%s) %v != plain %v", auto.Speculative, auto.IDs, plain.IDs)
 	}
 	if auto.Stats.AutoPauses == 0 || auto.Stats.PlainSteps == 0 || auto.Stats.Cycles > 16 {
@@ -349,13 +349,13 @@ func TestCancel(t *testing.T) {
 	g, _ := newGenerator(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	_, err := g.Run(ctx, Request{IDs: []int{1, 2, 3}, Sampling: greedy(50), Speculative: spec.ModeOn}, func(Event) error {
+	_, err := g.Run(ctx, Request{IDs: []int{1, 2, 3}, Sampling: greedy(50), Speculative: speculative.ModeOn}, func(Event) error {
 		if n++; n == 3 {
 			cancel()
 		}
 		return nil
 	})
-	if err != context.Canceled || n > 3+spec.MaxDrafts {
+	if err != context.Canceled || n > 3+speculative.MaxDrafts {
 		t.Errorf("after cancel: %v, %d events", err, n)
 	}
 	cancel()

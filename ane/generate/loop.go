@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/chat"
 	"github.com/forgedaemon/forged/ane/sample"
-	"github.com/forgedaemon/forged/ane/spec"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/text/chat"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 )
 
 // run is the state of one Run.
@@ -19,9 +19,9 @@ type run struct {
 	ctx     context.Context
 	g       *Generator
 	req     Request
-	drafter spec.Drafter // nil when not drafting; else capped
+	drafter speculative.Drafter // nil when not drafting; else capped
 	capped  *cappedDrafter
-	sp      *spec.Speculator
+	sp      *speculative.Speculator
 	sampler *sample.Sampler
 	stopper *sample.Stopper
 	dec     *tokenizer.StreamDecoder
@@ -46,11 +46,11 @@ type run struct {
 // it, which a later Continue relies on. Fewer drafts never change what is
 // generated (greedy) nor its distribution (sampled).
 type cappedDrafter struct {
-	spec.Drafter
+	speculative.Drafter
 	limit int
 }
 
-func (c *cappedDrafter) Propose(anchor, pos int) (spec.Proposal, error) {
+func (c *cappedDrafter) Propose(anchor, pos int) (speculative.Proposal, error) {
 	p, err := c.Drafter.Propose(anchor, pos)
 	if err == nil && len(p.Tokens) > c.limit {
 		p.Tokens = p.Tokens[:c.limit]
@@ -202,7 +202,7 @@ func (r *run) generate(prompt []int) error {
 		}
 		if r.capped != nil {
 			// Each output token so far is in IDs (stop tokens end the run).
-			r.capped.limit = min(spec.MaxDrafts, r.maxTokens-len(r.sum.IDs)-1)
+			r.capped.limit = min(speculative.MaxDrafts, r.maxTokens-len(r.sum.IDs)-1)
 		}
 		next, err := r.sp.Step(anchor, pos, r.stopper.Tokens())
 		if err != nil {
@@ -219,7 +219,7 @@ func (r *run) generate(prompt []int) error {
 // nearBudget: the next Step could spend the thinking budget, so the engine
 // state before it must be kept (a Step yields at most 8 tokens).
 func (r *run) nearBudget() bool {
-	return r.guard != nil && !r.fired && r.guard.Used()+spec.MaxDrafts+1 >= r.req.ThinkingBudget
+	return r.guard != nil && !r.fired && r.guard.Used()+speculative.MaxDrafts+1 >= r.req.ThinkingBudget
 }
 
 // feed commits ids at pos in prefill blocks, giving the drafter each

@@ -9,13 +9,13 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/config"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
-	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 	"github.com/forgedaemon/forged/ane/ref"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
-	"github.com/forgedaemon/forged/bundle/synthbundle"
+	"github.com/forgedaemon/forged/internal/synthbundle"
 	"github.com/forgedaemon/forged/verify"
 )
 
@@ -105,7 +105,7 @@ func Assemble(o AssembleOptions) (_ *AssembleReport, err error) {
 		if err := dflash.CheckDirs(o.Drafter, o.Model, o.Export, nil); err != nil {
 			return nil, fmt.Errorf("assemble: drafter %s: %w", o.Drafter, err)
 		}
-		dc, err := config.LoadDrafter(o.Drafter)
+		dc, err := hfconfig.LoadDrafter(o.Drafter)
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +177,7 @@ func checkExportFiles(dir string, layers int) error {
 	return nil
 }
 
-func assembleModel(o AssembleOptions, cfg *config.Model) error {
+func assembleModel(o AssembleOptions, cfg *hfconfig.Model) error {
 	dst := filepath.Join(o.Out, "model")
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
@@ -235,7 +235,7 @@ func assembleExport(o AssembleOptions, rep *AssembleReport) error {
 	return nil
 }
 
-func writeDocuments(o AssembleOptions, cfg *config.Model) error {
+func writeDocuments(o AssembleOptions, cfg *hfconfig.Model) error {
 	runtime := fmt.Sprintf(`- coreai/: a valid manifest.json, but every package directory holds only %s:
   Core AI packages cannot be built off Apple hardware, so nothing here runs on the ANE
 `, PlaceholderFile)
@@ -294,7 +294,7 @@ is synthetic (forgectl rebuild synth), its weights are random and its text is gi
 // contexts asked for, taps) and in every package directory it names
 // either a placeholder file or, given the export's effective weights
 // (StandIn), a stand-in package.
-func writeRuntime(o AssembleOptions, cfg *config.Model, taps []int, weights map[string][]float32) error {
+func writeRuntime(o AssembleOptions, cfg *hfconfig.Model, taps []int, weights map[string][]float32) error {
 	root := filepath.Join(o.Out, "coreai")
 	ro := standin.RuntimeOptions{Contexts: o.Contexts, ChunkLayers: o.ChunkLayers, KV: ane.KVV8, Taps: taps, Prefill: true, Export: "export"}
 	if weights != nil {

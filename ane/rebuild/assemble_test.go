@@ -12,14 +12,14 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/config"
 	"github.com/forgedaemon/forged/ane/coreai"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
-	"github.com/forgedaemon/forged/ane/dflash"
-	"github.com/forgedaemon/forged/ane/layout"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/layout"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/tensor"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/verify"
 )
@@ -34,7 +34,7 @@ func TestSmallTensorsCopyCheckpointBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.LoadModel(tinyModel(t))
+	cfg, err := hfconfig.LoadModel(tinyModel(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/tensor"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/verify"
 )
@@ -31,7 +31,7 @@ type EmbeddingsReport struct {
 
 // npyHeaderV1 is the .npy 1.0 header numpy writes for a C-order array:
 // the dict, padded with spaces to a 64-byte boundary, newline-terminated.
-// (ane/tensor writes whole arrays; the embedding is streamed, so the
+// (ane/format/tensor writes whole arrays; the embedding is streamed, so the
 // header is written here. TestEmbeddingsHeaderMatchesWriteNPY keeps the
 // two byte-identical.)
 func npyHeaderV1(descr string, shape []int) []byte {

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/blas"
+	"github.com/forgedaemon/forged/ane/rebuild/blas"
 )
 
 // goldenTinyExport is the SHA-256 of the tiny mixed-plan GPTQ export
@@ -20,7 +20,7 @@ import (
 // BLAS is used because its results do not depend on the CPU model (the
 // native library picks kernels per CPU); on arm64 the Go compiler fuses
 // multiply-adds, so the pin holds for amd64 only. It covers the whole
-// pipeline, the calibration forward pass (ane/ref, ane/quant) included: a
+// pipeline, the calibration forward pass (ane/ref, ane/kernels) included: a
 // deliberate change to the forward's arithmetic changes it too, and the
 // new value must then be pinned in the same commit, saying why.
 const goldenTinyExport = "44254595120b29ff9bfc49b06667260d920f1cf193c5ae290a19815edb6f1007"

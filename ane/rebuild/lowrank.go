@@ -9,13 +9,13 @@ import (
 	"strconv"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/half"
-	"github.com/forgedaemon/forged/ane/quantize"
+	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 	"github.com/forgedaemon/forged/ane/rebuild/plan"
+	"github.com/forgedaemon/forged/ane/rebuild/quantize"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/tensor"
 )
 
 // LowRankOptions configure LowRank.
@@ -126,7 +126,7 @@ func LowRank(o LowRankOptions) (*LowRankReport, error) {
 	return rep, nil
 }
 
-func lowRankMixer(o LowRankOptions, cfg *config.Model, li int, modules []string, rep *LowRankReport) error {
+func lowRankMixer(o LowRankOptions, cfg *hfconfig.Model, li int, modules []string, rep *LowRankReport) error {
 	path := filepath.Join(o.Export, export.MixerFile(li))
 	f, err := tensor.OpenSafetensors(path)
 	if err != nil {

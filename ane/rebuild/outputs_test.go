@@ -11,12 +11,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/tensor"
 	"github.com/forgedaemon/forged/bundle"
-	"github.com/forgedaemon/forged/bundle/synthbundle"
+	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
 var (
@@ -134,7 +134,7 @@ func TestLowRankReducesError(t *testing.T) {
 }
 
 // TestEmbeddingsMatchWriteNPY: the streamed table is byte-identical to
-// ane/tensor's .npy writer given the FP16 cast of the checkpoint rows.
+// ane/format/tensor's .npy writer given the FP16 cast of the checkpoint rows.
 func TestEmbeddingsMatchWriteNPY(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "embed_tokens_fp16.npy")

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/rebuild/calib"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 	"github.com/forgedaemon/forged/ane/rebuild/kl"
@@ -238,7 +238,7 @@ func trade(res *PlannerResult, o PlannerOptions) {
 	}
 }
 
-func resolveKeys(cfg *config.Model, keys map[string]string, d *plan.Defaults) (*plan.Resolved, error) {
+func resolveKeys(cfg *hfconfig.Model, keys map[string]string, d *plan.Defaults) (*plan.Resolved, error) {
 	data, err := json.Marshal(keys)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"github.com/forgedaemon/forged/ane/rebuild/kl"
 	"github.com/forgedaemon/forged/ane/rebuild/plan"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 // TestTradeDecisions: the greedy trade accepts a cheap band that funds a

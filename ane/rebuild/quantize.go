@@ -3,7 +3,7 @@
 // factors (LowRank), the FP16 embedding table (Embeddings) and the bundle
 // inventory (ReleaseManifest). Plans, the export writer, calibration sets
 // and KL evaluation live in the sub-packages plan, export, calib and kl;
-// the math (rounders, GPTQ, k-means, randomized SVD) in ane/quantize.
+// the math (rounders, GPTQ, k-means, randomized SVD) in ane/rebuild/quantize.
 package rebuild
 
 import (
@@ -15,15 +15,15 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/hadamard"
-	"github.com/forgedaemon/forged/ane/half"
-	"github.com/forgedaemon/forged/ane/quantize"
 	"github.com/forgedaemon/forged/ane/rebuild/calib"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 	"github.com/forgedaemon/forged/ane/rebuild/plan"
+	"github.com/forgedaemon/forged/ane/rebuild/quantize"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/tensor"
 )
 
 // Methods choose how codes are picked once the rounder is fitted.
@@ -103,7 +103,7 @@ type Report struct {
 // checkpoint's tensor table, the plan against the model, the calibration
 // ids against the vocabulary, the method. It returns the config and the
 // resolved plan (for printing).
-func Prepare(o *Options) (*config.Model, *plan.Resolved, error) {
+func Prepare(o *Options) (*hfconfig.Model, *plan.Resolved, error) {
 	switch o.Method {
 	case "":
 		o.Method = MethodGPTQ
@@ -139,7 +139,7 @@ func Prepare(o *Options) (*config.Model, *plan.Resolved, error) {
 // pipeline is one Quantize run.
 type pipeline struct {
 	o       *Options
-	cfg     *config.Model
+	cfg     *hfconfig.Model
 	plan    *plan.Resolved
 	rows    [][]int
 	train   int // rows that feed the Hessians; the rest are held out

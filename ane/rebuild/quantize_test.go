@@ -20,7 +20,7 @@ import (
 	"github.com/forgedaemon/forged/ane/rebuild/calib"
 	"github.com/forgedaemon/forged/ane/rebuild/plan"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 var (

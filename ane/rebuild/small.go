@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/forgedaemon/forged/ane/layout"
+	"github.com/forgedaemon/forged/ane/format/layout"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/tensor"
 )
 
 // SmallReport describes a written export/small.safetensors.

@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/tensor"
 	"github.com/forgedaemon/forged/bundle"
 )
 

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 // Benchmarks run on synthetic checkpoints generated in a temporary
-// directory (ane/synth) and an export made by quickExport (round-to-nearest
+// directory (internal/synth) and an export made by quickExport (round-to-nearest
 // with fixed codebooks; see quickexport_test.go). Run with e.g.
 //
 //	go test -run '^$' -bench . -benchtime 20x ./ane/ref

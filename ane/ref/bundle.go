@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 )
 
 // SmallFile holds, inside an export directory, the checkpoint tensors the
@@ -35,7 +35,7 @@ func OpenCheckpointSource(dir string) (Source, io.Closer, error) {
 // lm_head.safetensors and small.safetensors). No BF16 checkpoint is needed.
 func OpenBundle(dir string, opts Options) (*Model, error) {
 	modelDir, exportDir := filepath.Join(dir, "model"), filepath.Join(dir, "export")
-	cm, err := config.LoadModel(modelDir)
+	cm, err := hfconfig.LoadModel(modelDir)
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", dir, err)
 	}

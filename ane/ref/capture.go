@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/kernels"
 	"github.com/forgedaemon/forged/ane/nn"
-	"github.com/forgedaemon/forged/ane/quant"
 )
 
 // Calibration hooks for the rebuild path (ane/rebuild): one decoder layer of
@@ -69,7 +69,7 @@ func (l layerSource) Tensor(name string) (Tensor, bool) {
 // sequences of up to maxLen tokens. Only that layer's pages are touched;
 // Close unmaps the checkpoint, so a layer-by-layer pass holds one layer.
 func OpenLayer(dir string, li, maxLen, threads int, numerics ane.Numerics) (*LayerModel, error) {
-	cm, err := config.LoadModel(dir)
+	cm, err := hfconfig.LoadModel(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -122,9 +122,9 @@ func (lm *LayerModel) Close() error {
 func (lm *LayerModel) FullAttention() bool { return lm.full }
 
 // linear returns the layer's projection called module.
-func (lm *LayerModel) linear(module string) (**quant.Linear, error) {
+func (lm *LayerModel) linear(module string) (**kernels.Linear, error) {
 	L := &lm.m.w.layers[0]
-	var p **quant.Linear
+	var p **kernels.Linear
 	switch module {
 	case "mlp.gate_proj":
 		p = &L.gate
@@ -173,11 +173,11 @@ func (lm *LayerModel) SetWeight(module string, w []float32) error {
 	if len(w) != rows*cols {
 		return fmt.Errorf("layer %d %s: %d weights for a %d×%d matrix", lm.Layer, module, len(w), rows, cols)
 	}
-	m, err := quant.NewF32(rows, cols, w)
+	m, err := kernels.NewF32(rows, cols, w)
 	if err != nil {
 		return err
 	}
-	*p, err = quant.NewLinear(module, m, nil, nil)
+	*p, err = kernels.NewLinear(module, m, nil, nil)
 	return err
 }
 
@@ -309,7 +309,7 @@ type CheckpointInputs struct {
 // OpenInputs maps the checkpoint in dir for embedding lookups and the
 // final norm.
 func OpenInputs(dir string) (*CheckpointInputs, error) {
-	cm, err := config.LoadModel(dir)
+	cm, err := hfconfig.LoadModel(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -371,14 +371,14 @@ func (in *CheckpointInputs) Head() ([]float32, int, int, error) {
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	return quant.Densify(m), in.cfg.Vocab, in.cfg.Hidden, nil
+	return kernels.Densify(m), in.cfg.Vocab, in.cfg.Hidden, nil
 }
 
 // CheckCheckpoint verifies that every tensor of the checkpoint table
-// (ane/layout) is present in dir with its shape, without loading weights,
+// (ane/format/layout) is present in dir with its shape, without loading weights,
 // so a missing tensor is reported before any long work starts.
-func CheckCheckpoint(dir string) (*config.Model, error) {
-	cm, err := config.LoadModel(dir)
+func CheckCheckpoint(dir string) (*hfconfig.Model, error) {
+	cm, err := hfconfig.LoadModel(dir)
 	if err != nil {
 		return nil, err
 	}

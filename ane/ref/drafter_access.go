@@ -3,7 +3,7 @@ package ref
 import (
 	"fmt"
 
-	"github.com/forgedaemon/forged/ane/quant"
+	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // The DFlash2 drafter has no embedding table or LM head of its own: it
@@ -14,8 +14,8 @@ import (
 func (m *Model) EmbedRow(id int, dst []float32) { m.w.embed.Row(id, dst) }
 
 // LMHead is the model's output projection (Vocab × Hidden), in its stored
-// format; apply it with a quant.Runner.
-func (m *Model) LMHead() *quant.Linear { return m.w.head }
+// format; apply it with a kernels.Runner.
+func (m *Model) LMHead() *kernels.Linear { return m.w.head }
 
 // Taps are the layers whose outputs Features returns.
 func (m *Model) Taps() []int { return append([]int(nil), m.opts.Taps...) }

@@ -5,13 +5,13 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/hadamard"
-	"github.com/forgedaemon/forged/ane/quant"
+	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // EffectiveTensors returns the model's weights as dense float32 tensors
-// under checkpoint names (the ane/layout table), such that a dense model
+// under checkpoint names (the ane/format/layout table), such that a dense model
 // over them computes what m computes: every projection dequantized from
 // its stored format plus its low-rank branch (W + lr_a·lr_b), with the
 // online Hadamard rotations folded into the matrices they precede (m
@@ -24,7 +24,7 @@ func (m *Model) EffectiveTensors() map[string][]float32 {
 	c, w := &m.cfg, m.w
 	out := map[string][]float32{}
 	vec := func(name string, v []float32) { out[name] = slices.Clone(v) }
-	dense := func(name string, l *quant.Linear, rot *hadamard.BlockRotation) {
+	dense := func(name string, l *kernels.Linear, rot *hadamard.BlockRotation) {
 		d := l.Dense()
 		if rot != nil {
 			cols := l.Cols()
@@ -73,8 +73,8 @@ func (m *Model) EffectiveTensors() map[string][]float32 {
 // EffectiveBundle opens the bundle in dir as OpenBundle does (model/ and
 // export/: the quantized matrices, small.safetensors, the FP16 embedding)
 // and returns its config and EffectiveTensors.
-func EffectiveBundle(dir string) (*config.Model, map[string][]float32, error) {
-	cm, err := config.LoadModel(filepath.Join(dir, "model"))
+func EffectiveBundle(dir string) (*hfconfig.Model, map[string][]float32, error) {
+	cm, err := hfconfig.LoadModel(filepath.Join(dir, "model"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("bundle %s: %w", dir, err)
 	}

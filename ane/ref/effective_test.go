@@ -7,9 +7,9 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/half"
-	"github.com/forgedaemon/forged/ane/layout"
+	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/layout"
 )
 
 // f32Embedding is a float32 (rows, cols) table.
@@ -85,10 +85,10 @@ func TestEffectiveTensorsRunLikeTheExport(t *testing.T) {
 }
 
 // A dense checkpoint's effective tensors are the checkpoint itself: the
-// ane/layout table, value for value.
+// ane/format/layout table, value for value.
 func TestEffectiveTensorsOfACheckpoint(t *testing.T) {
 	dir := tinyCheckpoint(t)
-	cm, err := config.LoadModel(dir)
+	cm, err := hfconfig.LoadModel(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

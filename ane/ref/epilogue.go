@@ -6,7 +6,7 @@ import (
 	"github.com/forgedaemon/forged/ane/nn"
 )
 
-// Product epilogues (quant.Runner.ApplyPair): elementwise work that runs on
+// Product epilogues (kernels.Runner.ApplyPair): elementwise work that runs on
 // the worker that just produced the rows it needs, so it is parallel and
 // reads them from cache. Each computes exactly what the serial loop did.
 

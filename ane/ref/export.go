@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/ane/hadamard"
-	"github.com/forgedaemon/forged/ane/quant"
+	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // Export file names (anemll-forge §4.1).
@@ -38,7 +38,7 @@ func (e *exportMatrices) file(name string) (File, error) {
 	return f, nil
 }
 
-func (e *exportMatrices) linear(i int, module string, rows, cols int) (*quant.Linear, error) {
+func (e *exportMatrices) linear(i int, module string, rows, cols int) (*kernels.Linear, error) {
 	if short, ok := mlpKeys[module]; ok {
 		f, err := e.file(mlpFile(i))
 		if err != nil {
@@ -58,7 +58,7 @@ func (e *exportMatrices) linear(i int, module string, rows, cols int) (*quant.Li
 	return e.load(mixerFile(i), f, module, format, rows, cols)
 }
 
-func (e *exportMatrices) head(rows, cols int) (*quant.Linear, error) {
+func (e *exportMatrices) head(rows, cols int) (*kernels.Linear, error) {
 	f, err := e.file(headFile)
 	if err != nil {
 		return nil, err
@@ -69,14 +69,14 @@ func (e *exportMatrices) head(rows, cols int) (*quant.Linear, error) {
 // load builds key's matrix from its stored tensors (key.weight | key.int8 +
 // key.scale | key.idx + key.lut [+ key.scale], plus optional key.lr_a/lr_b),
 // checking them against the format the metadata names, when it names one.
-func (e *exportMatrices) load(file string, f File, key, formatName string, rows, cols int) (*quant.Linear, error) {
+func (e *exportMatrices) load(file string, f File, key, formatName string, rows, cols int) (*kernels.Linear, error) {
 	r := &reader{src: f, where: file}
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %s", file, key, fmt.Sprintf(format, args...))
 	}
-	var want *quant.Format
+	var want *kernels.Format
 	if formatName != "" {
-		ft, err := quant.LookupFormat(formatName)
+		ft, err := kernels.LookupFormat(formatName)
 		if err != nil {
 			return nil, fail("%v", err)
 		}
@@ -86,16 +86,16 @@ func (e *exportMatrices) load(file string, f File, key, formatName string, rows,
 	_, hasInt8 := f.Tensor(key + ".int8")
 	_, hasIdx := f.Tensor(key + ".idx")
 	_, hasScale := f.Tensor(key + ".scale")
-	var m quant.Matrix
+	var m kernels.Matrix
 	var err error
 	switch {
 	case hasWeight:
-		if want != nil && want.Kind != quant.KindDense {
+		if want != nil && want.Kind != kernels.KindDense {
 			return nil, fail("stored as .weight but the metadata names format %q", want.Name)
 		}
 		m, err = r.dense(key+".weight", rows, cols)
 	case hasInt8:
-		if want != nil && want.Kind != quant.KindInt8 {
+		if want != nil && want.Kind != kernels.KindInt8 {
 			return nil, fail("stored as .int8 but the metadata names format %q", want.Name)
 		}
 		var q, sc Tensor
@@ -110,7 +110,7 @@ func (e *exportMatrices) load(file string, f File, key, formatName string, rows,
 		}
 		if err == nil {
 			e.nbytes += int64(len(q.Data))
-			m, err = quant.NewInt8(rows, cols, i8(q.Data), scale)
+			m, err = kernels.NewInt8(rows, cols, i8(q.Data), scale)
 		}
 	case hasIdx:
 		m, err = e.loadLUT(r, f, key, want, hasScale, rows, cols, fail)
@@ -123,7 +123,7 @@ func (e *exportMatrices) load(file string, f File, key, formatName string, rows,
 	if err != nil {
 		return nil, err
 	}
-	var a, b *quant.F32
+	var a, b *kernels.F32
 	if _, ok := f.Tensor(key + ".lr_a"); ok {
 		ta, _ := f.Tensor(key + ".lr_a")
 		if len(ta.Shape) != 2 {
@@ -138,15 +138,15 @@ func (e *exportMatrices) load(file string, f File, key, formatName string, rows,
 		if err != nil {
 			return nil, err
 		}
-		a, _ = quant.NewF32(rows, rank, av)
-		b, _ = quant.NewF32(rank, cols, bv)
+		a, _ = kernels.NewF32(rows, rank, av)
+		b, _ = kernels.NewF32(rank, cols, bv)
 	}
 	e.nbytes += r.bytes
-	return quant.NewLinear(file+": "+key, m, a, b)
+	return kernels.NewLinear(file+": "+key, m, a, b)
 }
 
-func (e *exportMatrices) loadLUT(r *reader, f File, key string, want *quant.Format, hasScale bool, rows, cols int,
-	fail func(string, ...any) error) (quant.Matrix, error) {
+func (e *exportMatrices) loadLUT(r *reader, f File, key string, want *kernels.Format, hasScale bool, rows, cols int,
+	fail func(string, ...any) error) (kernels.Matrix, error) {
 	lt, ok := f.Tensor(key + ".lut")
 	if !ok {
 		return nil, fail(".idx without .lut")
@@ -156,7 +156,7 @@ func (e *exportMatrices) loadLUT(r *reader, f File, key string, want *quant.Form
 	}
 	entries, cd := lt.Shape[0], lt.Shape[1]
 	if want != nil {
-		if want.Kind != quant.KindLUT || want.CD != cd || want.Entries != entries || want.Scaled != hasScale {
+		if want.Kind != kernels.KindLUT || want.CD != cd || want.Entries != entries || want.Scaled != hasScale {
 			return nil, fail("stored as a %d-entry codebook of %d-vectors (scale: %v), which is not format %q",
 				entries, cd, hasScale, want.Name)
 		}
@@ -185,7 +185,7 @@ func (e *exportMatrices) loadLUT(r *reader, f File, key string, want *quant.Form
 	if want != nil {
 		name = want.Name
 	}
-	m, err := quant.NewLUT(name, rows, cols, cd, lut, idx.Data, scale)
+	m, err := kernels.NewLUT(name, rows, cols, cd, lut, idx.Data, scale)
 	if err != nil {
 		return nil, fail("%v", err)
 	}

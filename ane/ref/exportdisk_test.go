@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/half"
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 )
 
 // writeExport writes an in-memory export as safetensors files in dir.

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 )
 
 // File is one tensor file with its metadata (a safetensors file).

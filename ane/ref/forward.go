@@ -3,8 +3,8 @@ package ref
 import (
 	"math"
 
+	"github.com/forgedaemon/forged/ane/kernels"
 	"github.com/forgedaemon/forged/ane/nn"
-	"github.com/forgedaemon/forged/ane/quant"
 )
 
 // forward runs ids at positions pos… through every layer. Attention history
@@ -203,7 +203,7 @@ func (d *deltaTask) RunRange(w, lo, hi int) {
 		decay := float32(math.Exp(float64(d.g[hv])))
 		clear(mem)
 		for i, ki := range kk {
-			quant.ScaleAxpy(St[i*dv:(i+1)*dv], decay, mem, ki)
+			kernels.ScaleAxpy(St[i*dv:(i+1)*dv], decay, mem, ki)
 		}
 		vh, b := d.v[hv*dv:(hv+1)*dv], d.beta[hv]
 		for j := range mem {
@@ -211,14 +211,14 @@ func (d *deltaTask) RunRange(w, lo, hi int) {
 		}
 		if d.q == nil {
 			for i, ki := range kk {
-				quant.Axpy(St[i*dv:(i+1)*dv], ki, mem)
+				kernels.Axpy(St[i*dv:(i+1)*dv], ki, mem)
 			}
 			continue
 		}
 		qq, oh := d.q[kh*dk:(kh+1)*dk], d.o[hv*dv:(hv+1)*dv]
 		clear(oh)
 		for i, ki := range kk {
-			quant.AxpyThenAxpy(St[i*dv:(i+1)*dv], ki, mem, oh, qq[i])
+			kernels.AxpyThenAxpy(St[i*dv:(i+1)*dv], ki, mem, oh, qq[i])
 		}
 		r, silu, zh := nn.RMSScale(oh, c.Eps), d.s.m.fn.silu, d.z[hv*dv:(hv+1)*dv]
 		for j := range oh {
@@ -293,7 +293,7 @@ func (a *attnTask) RunRange(w, lo, hi int) {
 		sc := s.s.scores[w*s.ctx : w*s.ctx+p+1]
 		mx := float32(math.Inf(-1))
 		for j := range sc {
-			sc[j] = quant.DotF16(kc[(j*nkv+g)*hd:(j*nkv+g+1)*hd], q) * scale
+			sc[j] = kernels.DotF16(kc[(j*nkv+g)*hd:(j*nkv+g+1)*hd], q) * scale
 			mx = max(mx, sc[j])
 		}
 		var sum float64

@@ -4,8 +4,8 @@ import (
 	"math"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/half"
-	"github.com/forgedaemon/forged/ane/quant"
+	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // writeHistory stores one position's keys and values (kvHeads × headDim
@@ -49,8 +49,8 @@ func (s *Session) addValue(li, p, g int, w float32, dst []float32) {
 	c := &s.m.cfg
 	off := (p*c.KVHeads + g) * c.HeadDim
 	if s.m.opts.KV != ane.KVV8 {
-		quant.AxpyF16(dst, w, s.vc[li][off:off+c.HeadDim])
+		kernels.AxpyF16(dst, w, s.vc[li][off:off+c.HeadDim])
 		return
 	}
-	quant.AxpyInt8(dst, w*half.F16Float(s.vs[li][p*c.KVHeads+g]), s.v8[li][off:off+c.HeadDim])
+	kernels.AxpyInt8(dst, w*half.F16Float(s.vs[li][p*c.KVHeads+g]), s.v8[li][off:off+c.HeadDim])
 }

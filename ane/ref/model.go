@@ -7,7 +7,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/hadamard"
-	"github.com/forgedaemon/forged/ane/quant"
+	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // Embedding gives rows of the token embedding table.
@@ -25,19 +25,19 @@ type layer struct {
 	full             bool
 	inNorm, postNorm []float32
 	// Gated DeltaNet.
-	qkv, z, b, a, out *quant.Linear
+	qkv, z, b, a, out *kernels.Linear
 	convW             []float32 // convDim × kernel, row-major (conv1d.weight squeezed)
 	aLog, dtBias      []float32
 	gNorm             []float32
 	// Full attention.
-	q, k, v, o   *quant.Linear
+	q, k, v, o   *kernels.Linear
 	qNorm, kNorm []float32
 	// Mixer rotations (release 0.2 export, nil when plain): mixIn rotates the
 	// input of every reader projection except in_proj_a/b; mixOut rotates the
 	// input of out_proj / o_proj.
 	mixIn, mixOut *hadamard.BlockRotation
 	// SwiGLU MLP and its online basis (nil when plain).
-	gate, up, down *quant.Linear
+	gate, up, down *kernels.Linear
 	rotIn, rotMid  *hadamard.BlockRotation
 }
 
@@ -45,7 +45,7 @@ type layer struct {
 type Weights struct {
 	layers    []layer
 	finalNorm []float32
-	head      *quant.Linear
+	head      *kernels.Linear
 	embed     Embedding
 	bytes     int64 // matrices + vectors, excluding the embedding
 }

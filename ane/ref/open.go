@@ -8,15 +8,15 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/layout"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/layout"
 )
 
 // ConfigFromModel takes the dimensions the forward pass needs from a
 // parsed config.json.
-func ConfigFromModel(m *config.Model) Config {
+func ConfigFromModel(m *hfconfig.Model) Config {
 	c := Config{
 		Vocab: m.VocabSize, Hidden: m.HiddenSize, Intermediate: m.IntermediateSize, Layers: m.NumHiddenLayers,
 		Heads: m.NumAttentionHeads, KVHeads: m.NumKeyValueHeads, HeadDim: m.HeadDim, RotaryDim: m.RotaryDim(),
@@ -33,9 +33,9 @@ func ConfigFromModel(m *config.Model) Config {
 
 // Open loads the BF16 checkpoint in dir (config.json, the shards listed by
 // model.safetensors.index.json) for dense execution. Every tensor of the
-// checkpoint table (ane/layout) must be present with its shape.
+// checkpoint table (ane/format/layout) must be present with its shape.
 func Open(dir string, opts Options) (*Model, error) {
-	cm, err := config.LoadModel(dir)
+	cm, err := hfconfig.LoadModel(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func Open(dir string, opts Options) (*Model, error) {
 // does not hold (norms, DeltaNet parameters, in_proj_a/b and the embedding)
 // from the checkpoint in modelDir.
 func OpenExport(modelDir, exportDir string, opts Options) (*Model, error) {
-	cm, err := config.LoadModel(modelDir)
+	cm, err := hfconfig.LoadModel(modelDir)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func OpenExport(modelDir, exportDir string, opts Options) (*Model, error) {
 const EmbeddingNPY = "embed_tokens_fp16.npy"
 
 // openNPYEmbedding maps path if it exists (nil, nil, nil if it does not).
-func openNPYEmbedding(path string, cm *config.Model) (Embedding, *tensor.NPYFile, error) {
+func openNPYEmbedding(path string, cm *hfconfig.Model) (Embedding, *tensor.NPYFile, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -114,7 +114,7 @@ func (c closers) Close() error {
 	return errors.Join(errs...)
 }
 
-func finish(cm *config.Model, w *Weights, opts Options, files io.Closer, err error) (*Model, error) {
+func finish(cm *hfconfig.Model, w *Weights, opts Options, files io.Closer, err error) (*Model, error) {
 	var m *Model
 	if err == nil {
 		m, err = NewModel(ConfigFromModel(cm), w, opts)
@@ -128,7 +128,7 @@ func finish(cm *config.Model, w *Weights, opts Options, files io.Closer, err err
 }
 
 // checkTable verifies the checkpoint against the one tensor table.
-func checkTable(dir string, cm *config.Model, src Source) error {
+func checkTable(dir string, cm *hfconfig.Model, src Source) error {
 	for _, spec := range layout.CheckpointTensors(cm) {
 		t, ok := src.Tensor(spec.Name)
 		if !ok {

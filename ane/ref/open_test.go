@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 var (

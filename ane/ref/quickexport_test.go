@@ -6,7 +6,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/forgedaemon/forged/ane/half"
+	"github.com/forgedaemon/forged/ane/format/half"
 )
 
 // A fast round-to-nearest export for benchmarks (the real GPTQ quantizer is

@@ -6,14 +6,14 @@ import (
 	"runtime"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/quant"
+	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // Session is one conversation's state over a shared Model. It implements
 // ane.Engine.
 type Session struct {
 	m   *Model
-	run *quant.Runner
+	run *kernels.Runner
 
 	pos, ctx int
 	hi       int      // history rows holding committed-or-verified data
@@ -60,7 +60,7 @@ var _ ane.Engine = (*Session)(nil)
 // NewSession opens a session at the smallest context entry.
 func (m *Model) NewSession() *Session {
 	c := &m.cfg
-	s := &Session{m: m, run: quant.NewRunner(m.opts.Threads)}
+	s := &Session{m: m, run: kernels.NewRunner(m.opts.Threads)}
 	L := c.Layers
 	s.conv, s.rec, s.kc, s.vc, s.v8, s.vs = make([][]float32, L), make([][]float32, L), make([][]uint16, L),
 		make([][]uint16, L), make([][]int8, L), make([][]uint16, L)
@@ -96,7 +96,7 @@ func (m *Model) NewSession() *Session {
 	sc.feat = make([]float32, M*len(m.opts.Taps)*H)
 	s.allocHistory(m.opts.Ladder.Smallest())
 	// A session dropped without Close still stops its workers once collected.
-	runtime.AddCleanup(s, func(r *quant.Runner) { r.Close() }, s.run)
+	runtime.AddCleanup(s, func(r *kernels.Runner) { r.Close() }, s.run)
 	return s
 }
 

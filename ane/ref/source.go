@@ -5,8 +5,8 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/forgedaemon/forged/ane/half"
-	"github.com/forgedaemon/forged/ane/quant"
+	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // Tensor is one stored tensor: a safetensors dtype name ("BF16", "F16",
@@ -77,20 +77,20 @@ func (r *reader) floats(name string, t Tensor) ([]float32, error) {
 }
 
 // dense reads a rows×cols weight matrix, keeping BF16 in place (zero-copy).
-func (r *reader) dense(name string, rows, cols int) (quant.Matrix, error) {
+func (r *reader) dense(name string, rows, cols int) (kernels.Matrix, error) {
 	t, err := r.get(name, rows, cols)
 	if err != nil {
 		return nil, err
 	}
 	if t.DType == "BF16" {
 		r.bytes += int64(len(t.Data))
-		return quant.NewBF16(rows, cols, u16(t.Data))
+		return kernels.NewBF16(rows, cols, u16(t.Data))
 	}
 	w, err := r.floats(name, t)
 	if err != nil {
 		return nil, err
 	}
-	return quant.NewF32(rows, cols, w)
+	return kernels.NewF32(rows, cols, w)
 }
 
 // u16 views little-endian bytes as uint16 values, copying only when the

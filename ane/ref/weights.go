@@ -3,11 +3,11 @@ package ref
 import (
 	"fmt"
 
-	"github.com/forgedaemon/forged/ane/quant"
+	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // Checkpoint tensor names (Hugging Face qwen3_5, text model nested as
-// model.language_model); ane/layout lists the same table with shapes.
+// model.language_model); ane/format/layout lists the same table with shapes.
 const (
 	prefix    = "model.language_model."
 	embedName = prefix + "embed_tokens.weight"
@@ -22,8 +22,8 @@ func layerPrefix(i int) string { return fmt.Sprintf("%slayers.%d.", prefix, i) }
 type matrices interface {
 	// linear returns module (e.g. "linear_attn.in_proj_qkv", "mlp.gate_proj")
 	// of layer i, which must be rows×cols.
-	linear(i int, module string, rows, cols int) (*quant.Linear, error)
-	head(rows, cols int) (*quant.Linear, error)
+	linear(i int, module string, rows, cols int) (*kernels.Linear, error)
+	head(rows, cols int) (*kernels.Linear, error)
 	// rotations sets the online-basis rotations of layer i, if any.
 	rotations(i int, l *layer) error
 	bytes() int64
@@ -32,20 +32,20 @@ type matrices interface {
 // denseMatrices reads every matrix from the BF16 checkpoint.
 type denseMatrices struct{ r *reader }
 
-func (d *denseMatrices) linear(i int, module string, rows, cols int) (*quant.Linear, error) {
+func (d *denseMatrices) linear(i int, module string, rows, cols int) (*kernels.Linear, error) {
 	m, err := d.r.dense(layerPrefix(i)+module+".weight", rows, cols)
 	if err != nil {
 		return nil, err
 	}
-	return quant.NewLinear(module, m, nil, nil)
+	return kernels.NewLinear(module, m, nil, nil)
 }
 
-func (d *denseMatrices) head(rows, cols int) (*quant.Linear, error) {
+func (d *denseMatrices) head(rows, cols int) (*kernels.Linear, error) {
 	m, err := d.r.dense(headName, rows, cols)
 	if err != nil {
 		return nil, err
 	}
-	return quant.NewLinear(headName, m, nil, nil)
+	return kernels.NewLinear(headName, m, nil, nil)
 }
 
 func (d *denseMatrices) rotations(int, *layer) error { return nil }
@@ -66,11 +66,11 @@ func loadWeights(cfg Config, base *reader, mats matrices, embed Embedding) (*Wei
 	H, I := cfg.Hidden, cfg.Intermediate
 	w := &Weights{layers: make([]layer, cfg.Layers), embed: embed}
 	var err error
-	lin := func(i int, module string, rows, cols int) *quant.Linear {
+	lin := func(i int, module string, rows, cols int) *kernels.Linear {
 		if err != nil {
 			return nil
 		}
-		var l *quant.Linear
+		var l *kernels.Linear
 		l, err = mats.linear(i, module, rows, cols)
 		return l
 	}
@@ -103,15 +103,15 @@ func loadWeights(cfg Config, base *reader, mats matrices, embed Embedding) (*Wei
 			L.out = lin(i, "linear_attn.out_proj", H, vd)
 			// in_proj_a/b stay BF16 in the checkpoint even with an export.
 			if err == nil {
-				var m quant.Matrix
+				var m kernels.Matrix
 				if m, err = base.dense(p+"linear_attn.in_proj_b.weight", nv, H); err == nil {
-					L.b, err = quant.NewLinear("in_proj_b", m, nil, nil)
+					L.b, err = kernels.NewLinear("in_proj_b", m, nil, nil)
 				}
 			}
 			if err == nil {
-				var m quant.Matrix
+				var m kernels.Matrix
 				if m, err = base.dense(p+"linear_attn.in_proj_a.weight", nv, H); err == nil {
-					L.a, err = quant.NewLinear("in_proj_a", m, nil, nil)
+					L.a, err = kernels.NewLinear("in_proj_a", m, nil, nil)
 				}
 			}
 			L.convW = vec(p+"linear_attn.conv1d.weight", cd, 1, cfg.ConvKernel)

@@ -4,7 +4,7 @@
 // generation ends (stop tokens, stop strings, max tokens, the loop guard).
 //
 // Plain and speculative decoding both sample from Sampler.Dist, so the
-// speculative cycle (package ane/spec) can keep the target's distribution.
+// speculative cycle (package ane/speculative) can keep the target's distribution.
 package sample
 
 import (

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 	"github.com/forgedaemon/forged/internal/refdata"
 )
 

@@ -1,4 +1,4 @@
-// Command gptq-bench times ane/quantize.GPTQ against the published algorithm
+// Command gptq-bench times ane/rebuild/quantize.GPTQ against the published algorithm
 // in PyTorch (baseline.py) on the same inputs and prints the ratio
 // ours/theirs (median seconds). It also compares the two results: the share
 // of identical values and each one's proxy loss tr(ΔW·H·ΔWᵀ)/tr(W·H·Wᵀ).
@@ -23,9 +23,9 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/forgedaemon/forged/ane/blas"
-	"github.com/forgedaemon/forged/ane/quantize"
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/tensor"
+	"github.com/forgedaemon/forged/ane/rebuild/blas"
+	"github.com/forgedaemon/forged/ane/rebuild/quantize"
 )
 
 func main() {
@@ -198,7 +198,7 @@ func saveNPY(path string, v any, n int) error {
 		}
 		return tensor.WriteNPY(path, "<f4", shape, unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), len(x)*4))
 	case []float64:
-		// ane/tensor writes no float64 .npy; raw little-endian (amd64/arm64) it is.
+		// ane/format/tensor writes no float64 .npy; raw little-endian (amd64/arm64) it is.
 		return os.WriteFile(path, unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), len(x)*8), 0o644)
 	}
 	return fmt.Errorf("npy: unsupported %T", v)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# GPTQ benchmark: ane/quantize (Go) vs the published algorithm in PyTorch on
+# GPTQ benchmark: ane/rebuild/quantize (Go) vs the published algorithm in PyTorch on
 # the same 4096×4096 inputs; prints the ratio ours/theirs.
 # Installs the baseline's packages (Debian python3-torch, OpenBLAS) if
 # missing; this is not part of CI. Usage: bench/gptq/run.sh [-n 4096] [-runs 3]

@@ -1,6 +1,6 @@
 // Baselines for bench/tokenizer/run.sh: encode throughput of a reference
 // Qwen3 tokenizer on the texts of an encodings file (JSON lines with "text"
-// and "ids"), measured as main.go measures ane/tokenizer. Prints one JSON line.
+// and "ids"), measured as main.go measures ane/text/tokenizer. Prints one JSON line.
 //
 //   hf  Hugging Face tokenizers 0.23.2 (npm "tokenizers": the Rust library
 //       through its Node binding), loading TOKENIZER_JSON; a pass is one

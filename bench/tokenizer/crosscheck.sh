@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Differential check of ane/tokenizer against Hugging Face tokenizers (npm
+# Differential check of ane/text/tokenizer against Hugging Face tokenizers (npm
 # "tokenizers", the Rust library) on N random texts (default 3000): every
 # text must encode to the same ids.
 # usage: bench/tokenizer/crosscheck.sh [N] [SEED]

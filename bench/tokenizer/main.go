@@ -1,5 +1,5 @@
 // Command tokenizer-bench is the Go side of bench/tokenizer/run.sh: encode
-// throughput of ane/tokenizer on the texts of an encodings file, measured
+// throughput of ane/text/tokenizer on the texts of an encodings file, measured
 // the same way as bench.mjs measures the baselines (Hugging Face tokenizers
 // and the transformers.js port): whole passes over all texts, word cache
 // warm, until the time budget is spent. It checks every line's ids first
@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 )
 
 func main() {
@@ -84,7 +84,7 @@ func run(args []string) error {
 	}
 	cpu := cpuSeconds() - cpuStart
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{
-		"impl":           "go ane/tokenizer",
+		"impl":           "go ane/text/tokenizer",
 		"go":             runtime.Version(),
 		"load_seconds":   loadTime.Seconds(),
 		"passes":         passes,

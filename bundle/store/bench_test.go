@@ -9,7 +9,7 @@ import (
 
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/hubtest"
-	"github.com/forgedaemon/forged/bundle/synthbundle"
+	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
 // BenchmarkFastVerify100Files: verify of an installed, unchanged bundle of

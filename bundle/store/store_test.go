@@ -15,7 +15,7 @@ import (
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/hubtest"
-	"github.com/forgedaemon/forged/bundle/synthbundle"
+	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
 const repo = "anemll/anemll-forge-test"

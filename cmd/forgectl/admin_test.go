@@ -16,11 +16,11 @@ import (
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/hubtest"
 	"github.com/forgedaemon/forged/bundle/store"
-	"github.com/forgedaemon/forged/bundle/synthbundle"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
+	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
 // configDaemon runs a real daemon following a config file, as forged run

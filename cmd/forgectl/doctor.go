@@ -22,7 +22,7 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
-	"github.com/forgedaemon/forged/daemon/service"
+	"github.com/forgedaemon/forged/internal/service"
 	"github.com/forgedaemon/forged/internal/sysinfo"
 	"github.com/spf13/cobra"
 )

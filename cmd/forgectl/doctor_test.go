@@ -17,13 +17,13 @@ import (
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/hubtest"
 	"github.com/forgedaemon/forged/bundle/store"
-	"github.com/forgedaemon/forged/bundle/synthbundle"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
-	"github.com/forgedaemon/forged/daemon/service"
+	"github.com/forgedaemon/forged/internal/service"
+	"github.com/forgedaemon/forged/internal/synthbundle"
 	"github.com/forgedaemon/forged/internal/sysinfo"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/spf13/cobra"
 )
 
@@ -143,8 +143,8 @@ func inspectConfig(w io.Writer, path string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	if config.IsDrafterConfig(data) {
-		d, err := config.LoadDrafter(file)
+	if hfconfig.IsDrafterConfig(data) {
+		d, err := hfconfig.LoadDrafter(file)
 		if err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func inspectConfig(w io.Writer, path string, asJSON bool) error {
 			d.NumTargetLayers, d.DFlash.SelectorTopK, d.DFlash.SelectorRank)
 		return err
 	}
-	m, err := config.LoadModel(file)
+	m, err := hfconfig.LoadModel(file)
 	if err != nil {
 		return err
 	}

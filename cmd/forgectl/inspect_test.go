@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 )
 
 func TestInspectSafetensors(t *testing.T) {
@@ -80,11 +80,11 @@ func TestInspectNPY(t *testing.T) {
 
 func TestInspectConfigs(t *testing.T) {
 	dir := t.TempDir()
-	m := &config.Model{ModelType: "qwen3_5", VocabSize: 1000, HiddenSize: 64, IntermediateSize: 128, NumHiddenLayers: 4,
+	m := &hfconfig.Model{ModelType: "qwen3_5", VocabSize: 1000, HiddenSize: 64, IntermediateSize: 128, NumHiddenLayers: 4,
 		NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 16, LinearNumKeyHeads: 2, LinearNumValueHeads: 4,
 		LinearKeyHeadDim: 8, LinearValueHeadDim: 8, LinearConvKernelDim: 4, RopeTheta: 1e7, PartialRotaryFactor: 0.25,
 		RMSNormEps: 1e-6, MaxPositionEmbeddings: 4096, EOSTokenIDs: []int{7},
-		LayerTypes: []string{config.LinearAttention, config.LinearAttention, config.LinearAttention, config.FullAttention}}
+		LayerTypes: []string{hfconfig.LinearAttention, hfconfig.LinearAttention, hfconfig.LinearAttention, hfconfig.FullAttention}}
 	data, err := m.MarshalHF()
 	if err != nil {
 		t.Fatal(err)
@@ -95,19 +95,19 @@ func TestInspectConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Kind   string       `json:"kind"`
-		Config config.Model `json:"config"`
-		Rot    int          `json:"rotary_dim"`
-		Full   []int        `json:"full_attention_layers"`
+		Kind   string         `json:"kind"`
+		Config hfconfig.Model `json:"config"`
+		Rot    int            `json:"rotary_dim"`
+		Full   []int          `json:"full_attention_layers"`
 	}
 	json.Unmarshal([]byte(out), &got)
 	if got.Kind != "model" || got.Config.HiddenSize != 64 || got.Rot != 4 || !slices.Equal(got.Full, []int{3}) {
 		t.Errorf("got %+v\n%s", got, out)
 	}
 
-	d := &config.Drafter{HiddenSize: 64, IntermediateSize: 128, NumHiddenLayers: 2, NumAttentionHeads: 4,
+	d := &hfconfig.Drafter{HiddenSize: 64, IntermediateSize: 128, NumHiddenLayers: 2, NumAttentionHeads: 4,
 		NumKeyValueHeads: 2, HeadDim: 16, VocabSize: 1000, SlidingWindow: 32, NumTargetLayers: 4, RMSNormEps: 1e-6,
-		RopeTheta: 1e7, DFlash: config.DFlashConfig{BlockSize: 8, MaskTokenID: 999, SelectorTopK: 4, SelectorRank: 8,
+		RopeTheta: 1e7, DFlash: hfconfig.DFlashConfig{BlockSize: 8, MaskTokenID: 999, SelectorTopK: 4, SelectorRank: 8,
 			ConvGroupSize: 16, ConvKernelSize: 2, TargetLayerIDs: []int{1, 3}}}
 	data, _ = d.MarshalHF()
 	dpath := filepath.Join(dir, "drafter.json")

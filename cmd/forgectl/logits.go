@@ -8,7 +8,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 	"github.com/spf13/cobra"
 )
 

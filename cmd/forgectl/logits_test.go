@@ -7,8 +7,8 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/synth"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 func tinyModelDir(t *testing.T) string {

@@ -19,8 +19,8 @@ import (
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hubtest"
 	"github.com/forgedaemon/forged/bundle/store"
-	"github.com/forgedaemon/forged/bundle/synthbundle"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
+	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
 // The bundle commands are tested as a real binary (a kill -9 needs a

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 // rebuildCmd groups the offline rebuild path: synthetic checkpoints now,

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 )
 
 func init() { rebuildCmd.AddCommand(newRebuildSynthDrafterCmd()) }

@@ -21,7 +21,7 @@ import (
 	"github.com/forgedaemon/forged/ane/rebuild/kl"
 	"github.com/forgedaemon/forged/ane/rebuild/plan"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 )
 
 // The rebuild pipeline commands (docs/REBUILD.md); logic lives in

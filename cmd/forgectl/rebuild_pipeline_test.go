@@ -12,7 +12,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane/rebuild/calib"
 	"github.com/forgedaemon/forged/ane/rebuild/kl"
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 // runFresh runs a newly built command (no flag state carried over).

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/layout"
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/ane/format/layout"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 func TestRebuildSynthJSON(t *testing.T) {

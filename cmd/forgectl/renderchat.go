@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/forgedaemon/forged/ane/chat"
+	"github.com/forgedaemon/forged/ane/text/chat"
 	"github.com/spf13/cobra"
 )
 

@@ -6,12 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/generate"
 	"github.com/forgedaemon/forged/ane/sample"
-	"github.com/forgedaemon/forged/ane/spec"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 )
 
 type runToken struct {
@@ -77,7 +77,7 @@ With --json: one line per token, then one object with ids, text and the summary.
 		}
 		var taps []int // the drafter's, checked against the pairing rules before any weights load
 		if drafterDir != "" {
-			dcfg, err := config.LoadDrafter(drafterDir)
+			dcfg, err := hfconfig.LoadDrafter(drafterDir)
 			if err != nil {
 				return err
 			}
@@ -108,7 +108,7 @@ With --json: one line per token, then one object with ids, text and the summary.
 		defer s.Close()
 		g.Engine = s
 		out := cmd.OutOrStdout()
-		sum, err := g.Run(cmd.Context(), generate.Request{IDs: prompt, Sampling: &opts, Speculative: spec.Mode(mode)}, func(e generate.Event) error {
+		sum, err := g.Run(cmd.Context(), generate.Request{IDs: prompt, Sampling: &opts, Speculative: speculative.Mode(mode)}, func(e generate.Event) error {
 			switch {
 			case !*asJSON:
 				_, err := fmt.Fprint(out, e.Text)

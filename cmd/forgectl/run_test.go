@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 )
 
 // Greedy run streams exactly the argmax chain the engine gives.

@@ -6,12 +6,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 	"github.com/spf13/cobra"
 )
 
 // forgectl tokenize / detokenize: the model's tokenizer for scripts and
-// tests. The work is in ane/tokenizer; this file only wires flags.
+// tests. The work is in ane/text/tokenizer; this file only wires flags.
 
 func init() {
 	addCommand(tokenizeCmd())

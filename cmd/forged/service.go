@@ -8,12 +8,12 @@ import (
 	"os"
 	"strings"
 
-	"github.com/forgedaemon/forged/daemon/service"
+	"github.com/forgedaemon/forged/internal/service"
 	"github.com/spf13/cobra"
 )
 
 // Service lifecycle commands: install, uninstall, start, stop, restart, status.
-// The logic is in daemon/service; these only parse flags and print.
+// The logic is in internal/service; these only parse flags and print.
 
 func init() {
 	for _, c := range serviceCommands() {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/daemon/service"
+	"github.com/forgedaemon/forged/internal/service"
 	"github.com/spf13/cobra"
 	"howett.net/plist"
 )

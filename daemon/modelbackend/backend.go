@@ -1,6 +1,6 @@
 // Package modelbackend is the daemon's model backend: it serves one loaded
 // model through any ane.Engine. What every engine shares lives here — the
-// tokenizer (ane/tokenizer), the chat template (ane/chat), generation
+// tokenizer (ane/text/tokenizer), the chat template (ane/text/chat), generation
 // through ane/generate (sampling, speculative decoding, the thinking
 // budget; the same API forgectl run uses), one engine session per
 // conversation, parking, and the memory account. Only opening the model
@@ -25,11 +25,11 @@ import (
 	"sync"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/chat"
 	"github.com/forgedaemon/forged/ane/generate"
 	"github.com/forgedaemon/forged/ane/sample"
-	"github.com/forgedaemon/forged/ane/spec"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/text/chat"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/residency"
@@ -71,10 +71,10 @@ func (o *Options) log() *slog.Logger {
 type modelRuntime interface {
 	// newSession makes one conversation's engine and, with a DFlash2
 	// drafter, its drafter.
-	newSession() (sessionEngine, spec.Drafter, error)
+	newSession() (sessionEngine, speculative.Drafter, error)
 	// requestDrafter makes a request's drafter from its prompt (prompt
 	// lookup), or is nil.
-	requestDrafter() func(prompt []int) spec.Drafter
+	requestDrafter() func(prompt []int) speculative.Drafter
 	vocab() int
 	stopTokens() []int
 	// cycleCost is what a speculative cycle costs in plain steps (auto mode).
@@ -110,7 +110,7 @@ type Backend struct {
 	rt        modelRuntime // nil when TokenizerOnly
 	// perRequest, when set, makes each request's drafter from its prompt
 	// (prompt lookup); tests replace it.
-	perRequest func(prompt []int) spec.Drafter
+	perRequest func(prompt []int) speculative.Drafter
 	info       daemon.ModelInfo
 	why        string // how the backend was chosen
 	spillDir   string
@@ -127,7 +127,7 @@ type Backend struct {
 // and the generator that knows what they hold.
 type sessionState struct {
 	engine  sessionEngine
-	drafter spec.Drafter
+	drafter speculative.Drafter
 	gen     *generate.Generator
 }
 
@@ -180,7 +180,7 @@ func (b *Backend) newSession() (*sessionState, error) {
 	}
 	st := &sessionState{engine: e, drafter: d}
 	st.gen = &generate.Generator{Engine: e, Vocab: b.rt.vocab(), Tokenizer: b.tok, Template: b.tmpl,
-		StopTokens: b.rt.stopTokens(), Auto: spec.Auto{CycleCost: b.rt.cycleCost()}}
+		StopTokens: b.rt.stopTokens(), Auto: speculative.Auto{CycleCost: b.rt.cycleCost()}}
 	if d != nil {
 		st.gen.Drafter = d
 	}
@@ -296,9 +296,9 @@ func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit
 	if b.perRequest != nil {
 		st.gen.Drafter = b.perRequest(req.Prompt)
 	}
-	mode := spec.ModeOff
+	mode := speculative.ModeOff
 	if req.Speculative && st.gen.Drafter != nil {
-		mode = spec.ModeAuto
+		mode = speculative.ModeAuto
 	}
 	var step []int
 	sum, err := st.gen.Run(ctx, generate.Request{IDs: req.Prompt, Sampling: &opts, Speculative: mode,
@@ -436,7 +436,7 @@ func (b *Backend) Memory() wire.Memory {
 }
 
 // drafterStateBytes is a session drafter's own memory (ring, buffers).
-func drafterStateBytes(d spec.Drafter) int64 {
+func drafterStateBytes(d speculative.Drafter) int64 {
 	switch d := d.(type) {
 	case interface{ StateBytes() int64 }:
 		return d.StateBytes()

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/chat"
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/ane/text/chat"
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 func qwen3Dir(t *testing.T) string {

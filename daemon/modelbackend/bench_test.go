@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/speculative"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
 )
@@ -45,11 +45,11 @@ func BenchmarkServedSpeculation(b *testing.B) {
 	trace := append(slices.Clone(prompt), plain...)
 	variants := []struct {
 		name    string
-		drafter func([]int) spec.Drafter
+		drafter func([]int) speculative.Drafter
 	}{
-		{"replay90", func([]int) spec.Drafter { return &replayDrafter{trace: trace, wrongEvery: 10} }},
-		{"never", func([]int) spec.Drafter { return neverDrafter{id: 511} }},
-		{"lookup", func(p []int) spec.Drafter { return spec.NewLookupDrafter(p) }},
+		{"replay90", func([]int) speculative.Drafter { return &replayDrafter{trace: trace, wrongEvery: 10} }},
+		{"never", func([]int) speculative.Drafter { return neverDrafter{id: 511} }},
+		{"lookup", func(p []int) speculative.Drafter { return speculative.NewLookupDrafter(p) }},
 	}
 	times := make([]time.Duration, len(variants)+1)
 	for b.Loop() {

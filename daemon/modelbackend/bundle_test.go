@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
 	"github.com/forgedaemon/forged/internal/testbundle"

@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/forgedaemon/forged/ane/config"
 	"github.com/forgedaemon/forged/ane/coreai"
-	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/spec"
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/residency"
@@ -38,7 +38,7 @@ type coreaiRuntime struct {
 
 func (b *Backend) openCoreAI(dir string, opts Options, br Bridge, why string) error {
 	modelDir := filepath.Join(dir, "model")
-	cfg, err := config.LoadModel(modelDir)
+	cfg, err := hfconfig.LoadModel(modelDir)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (r *coreaiRuntime) openDrafter(dir, modelDir, bridge string, emb coreai.Emb
 	opts.log().Info("speculating with the DFlash2 drafter on Core AI", "drafter", ddir)
 }
 
-func (r *coreaiRuntime) newSession() (sessionEngine, spec.Drafter, error) {
+func (r *coreaiRuntime) newSession() (sessionEngine, speculative.Drafter, error) {
 	e, err := r.model.NewSession()
 	if err != nil {
 		return nil, nil, err
@@ -126,11 +126,11 @@ func (r *coreaiRuntime) newSession() (sessionEngine, spec.Drafter, error) {
 	return e, d, nil
 }
 
-func (r *coreaiRuntime) requestDrafter() func(prompt []int) spec.Drafter {
+func (r *coreaiRuntime) requestDrafter() func(prompt []int) speculative.Drafter {
 	if !r.lookup {
 		return nil
 	}
-	return func(prompt []int) spec.Drafter { return spec.NewLookupDrafter(prompt) }
+	return func(prompt []int) speculative.Drafter { return speculative.NewLookupDrafter(prompt) }
 }
 
 func (r *coreaiRuntime) vocab() int          { return r.model.Vocab() }
@@ -221,7 +221,7 @@ func (r *coreaiRuntime) footprint() *residency.Footprint {
 // modelShape is what the memory model needs from config.json.
 type modelShape struct{ attnLayers, kvHeads, headDim int }
 
-func shapeOf(cfg *config.Model) modelShape {
+func shapeOf(cfg *hfconfig.Model) modelShape {
 	s := modelShape{kvHeads: cfg.NumKeyValueHeads, headDim: cfg.HeadDim}
 	for i := range cfg.NumHiddenLayers {
 		if cfg.IsFullAttention(i) {

@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/dflash"
-	"github.com/forgedaemon/forged/ane/quant"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/kernels"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/residency"
 )
@@ -103,7 +103,7 @@ func newRefRuntime(m *ref.Model, opts Options, modelDir, exportDir string) *refR
 // each failed rule) and loads the drafter's weights, returning them with a
 // view of m tapping the drafter's layers.
 func loadRefDrafter(m *ref.Model, dir, modelDir, exportDir string) (*dflash.Weights, *ref.Model, error) {
-	cfg, err := config.LoadDrafter(dir)
+	cfg, err := hfconfig.LoadDrafter(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,7 +122,7 @@ func loadRefDrafter(m *ref.Model, dir, modelDir, exportDir string) (*dflash.Weig
 	return w, tapped, nil
 }
 
-func (r *refRuntime) newSession() (sessionEngine, spec.Drafter, error) {
+func (r *refRuntime) newSession() (sessionEngine, speculative.Drafter, error) {
 	s := r.engines.NewSession()
 	if r.drafter == nil {
 		return s, nil, nil
@@ -135,11 +135,11 @@ func (r *refRuntime) newSession() (sessionEngine, spec.Drafter, error) {
 	return s, d, nil
 }
 
-func (r *refRuntime) requestDrafter() func(prompt []int) spec.Drafter {
+func (r *refRuntime) requestDrafter() func(prompt []int) speculative.Drafter {
 	if !r.lookup {
 		return nil
 	}
-	return func(prompt []int) spec.Drafter { return spec.NewLookupDrafter(prompt) }
+	return func(prompt []int) speculative.Drafter { return speculative.NewLookupDrafter(prompt) }
 }
 
 func (r *refRuntime) vocab() int          { return r.model.Config().Vocab }
@@ -157,7 +157,7 @@ func (r *refRuntime) weightBytes() int64 {
 }
 
 func (r *refRuntime) describe() wire.BackendInfo {
-	return wire.BackendInfo{Name: wire.BackendRef, Kernels: quant.KernelLevel()}
+	return wire.BackendInfo{Name: wire.BackendRef, Kernels: kernels.KernelLevel()}
 }
 
 // footprint is the memory model of the loaded checkpoint for the residency

@@ -12,11 +12,11 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/synth"
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
+	"github.com/forgedaemon/forged/internal/synth"
 	"github.com/forgedaemon/forged/internal/sysinfo"
 )
 

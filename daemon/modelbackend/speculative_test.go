@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/dflash"
-	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
@@ -101,7 +101,7 @@ func checkSpeculative(t *testing.T, c *client.Client, prompt []uint32) (on strea
 		t.Fatalf("plain decoding: acceptance %v, %d events for %d ids", off.res.Usage.Acceptance, off.events, len(off.ids))
 	}
 	acc := on.res.Usage.Acceptance
-	if len(acc) != spec.MaxDrafts+1 || sum(acc) == 0 || sum(acc) != uint64(on.events-1) {
+	if len(acc) != speculative.MaxDrafts+1 || sum(acc) == 0 || sum(acc) != uint64(on.events-1) {
 		t.Fatalf("acceptance %v (sum %d): want 8 counts summing to the %d draft cycles", acc, sum(acc), on.events-1)
 	}
 	accepted := 0
@@ -138,16 +138,16 @@ type replayDrafter struct {
 	n          int
 }
 
-func (d *replayDrafter) Propose(_, pos int) (spec.Proposal, error) {
+func (d *replayDrafter) Propose(_, pos int) (speculative.Proposal, error) {
 	var drafts []int
-	for i := pos + 1; i < len(d.trace) && len(drafts) < spec.MaxDrafts; i++ {
+	for i := pos + 1; i < len(d.trace) && len(drafts) < speculative.MaxDrafts; i++ {
 		t := d.trace[i]
 		if d.n++; d.n%d.wrongEvery == 0 {
 			t = (t + 1) % 512
 		}
 		drafts = append(drafts, t)
 	}
-	return spec.Proposal{Tokens: drafts}, nil
+	return speculative.Proposal{Tokens: drafts}, nil
 }
 func (*replayDrafter) AddContext([]float32, []int) error { return nil }
 
@@ -159,7 +159,7 @@ func TestSpeculativeAcceptedDraftsOverSocket(t *testing.T) {
 	prompt := promptIDs(20, 2)
 	plain := generateOver(t, c, prompt, 24, false)
 	trace := intIDs(append(slices.Clone(prompt), plain.ids...))
-	modelbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return &replayDrafter{trace: trace, wrongEvery: 4} })
+	modelbackend.SetRequestDrafter(b, func([]int) speculative.Drafter { return &replayDrafter{trace: trace, wrongEvery: 4} })
 	on := checkSpeculative(t, c, prompt)
 	if acc := on.res.Usage.Acceptance; acc[0] == sum(acc) || on.multi == 0 {
 		t.Fatalf("acceptance %v, %d multi-token events: the replayed drafts were not accepted", acc, on.multi)
@@ -171,8 +171,8 @@ func TestSpeculativeAcceptedDraftsOverSocket(t *testing.T) {
 // picks here (the test checks that every cycle accepted nothing).
 type neverDrafter struct{ id int }
 
-func (d neverDrafter) Propose(int, int) (spec.Proposal, error) {
-	return spec.Proposal{Tokens: slices.Repeat([]int{d.id}, spec.MaxDrafts)}, nil
+func (d neverDrafter) Propose(int, int) (speculative.Proposal, error) {
+	return speculative.Proposal{Tokens: slices.Repeat([]int{d.id}, speculative.MaxDrafts)}, nil
 }
 func (neverDrafter) AddContext([]float32, []int) error { return nil }
 
@@ -180,7 +180,7 @@ func (neverDrafter) AddContext([]float32, []int) error { return nil }
 // every cycle lands in acceptance[0].
 func TestSpeculativeZeroAcceptance(t *testing.T) {
 	b := openTiny(t)
-	modelbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return neverDrafter{id: 511} })
+	modelbackend.SetRequestDrafter(b, func([]int) speculative.Drafter { return neverDrafter{id: 511} })
 	c := serve(t, b)
 	on := checkSpeculative(t, c, repetitive())
 	if acc := on.res.Usage.Acceptance; acc[0] != sum(acc) {
@@ -300,8 +300,8 @@ func TestUnpairedDrafterServesWithoutSpeculation(t *testing.T) {
 // failingDrafter's Propose fails, mid-generation.
 type failingDrafter struct{}
 
-func (failingDrafter) Propose(int, int) (spec.Proposal, error) {
-	return spec.Proposal{}, errors.New("drafter exploded")
+func (failingDrafter) Propose(int, int) (speculative.Proposal, error) {
+	return speculative.Proposal{}, errors.New("drafter exploded")
 }
 func (failingDrafter) AddContext([]float32, []int) error { return nil }
 
@@ -317,13 +317,13 @@ func TestFailedGenerationLeavesNoPartialState(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompt := promptIDs(30, 6)
-	modelbackend.SetRequestDrafter(b, func([]int) spec.Drafter { return failingDrafter{} })
+	modelbackend.SetRequestDrafter(b, func([]int) speculative.Drafter { return failingDrafter{} })
 	_, err = c.Generate(ctx, greedy(prompt, 8, sess)).Result()
 	var ce *client.Error
 	if !errors.As(err, &ce) || !strings.Contains(ce.Message, "drafter exploded") {
 		t.Fatalf("failing drafter: %v", err)
 	}
-	modelbackend.SetRequestDrafter(b, func(p []int) spec.Drafter { return spec.NewLookupDrafter(p) })
+	modelbackend.SetRequestDrafter(b, func(p []int) speculative.Drafter { return speculative.NewLookupDrafter(p) })
 	res, err := c.Generate(ctx, greedy(prompt, 8, sess)).Result()
 	if err != nil {
 		t.Fatal(err)

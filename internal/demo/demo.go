@@ -23,8 +23,7 @@ import (
 	"github.com/forgedaemon/forged/ane/rebuild"
 	"github.com/forgedaemon/forged/ane/rebuild/calib"
 	"github.com/forgedaemon/forged/ane/rebuild/plan"
-	"github.com/forgedaemon/forged/ane/synth"
-	"github.com/forgedaemon/forged/ane/tokenizer"
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/hubtest"
@@ -33,6 +32,7 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
+	"github.com/forgedaemon/forged/internal/synth"
 	"github.com/forgedaemon/forged/internal/units"
 )
 

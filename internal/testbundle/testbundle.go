@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/dflash"
 	"github.com/forgedaemon/forged/ane/rebuild"
 	"github.com/forgedaemon/forged/ane/rebuild/calib"
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 // Tiny assembles a bundle from the tiny synthetic model with the given

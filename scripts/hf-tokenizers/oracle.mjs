@@ -1,6 +1,6 @@
 // A question-and-answer loop over Hugging Face tokenizers (the Rust library,
-// through its Node binding): the generator of ane/tokenizer's Unicode tables
-// (ane/tokenizer/internal/gentables) asks it how the library normalizes and
+// through its Node binding): the generator of ane/text/tokenizer's Unicode tables
+// (ane/text/tokenizer/internal/gentables) asks it how the library normalizes and
 // splits text, so the tables are the library's, not a Unicode version's.
 //
 // One JSON request a line on stdin, one JSON answer a line on stdout:

@@ -1,4 +1,4 @@
-// Reference vectors for ane/tokenizer from Hugging Face tokenizers (the Rust
+// Reference vectors for ane/text/tokenizer from Hugging Face tokenizers (the Rust
 // library through its Node binding, npm "tokenizers"): ~5,000 adversarial
 // texts encoded with the repository's Qwen3 tokenizer.json, and the four
 // Unicode normalizations of every code point they change plus mark runs.

@@ -25,8 +25,8 @@
 //
 // read on the first run of the package and kept until the bridge has
 // released every model loaded from P. Chunk entries are computed by
-// ane/coreai/refchunk, the head by refchunk.Head, the drafter's draft and
-// ctx64 by ane/coreai/refdraft. A package without these files, or with a
+// ane/coreai/internal/refchunk, the head by refchunk.Head, the drafter's draft and
+// ctx64 by ane/coreai/internal/refdraft. A package without these files, or with a
 // corrupt one, fails its runs with an error naming the file. WriteRuntime
 // and WriteDrafterPackage write such packages; WriteLayout, and
 // WriteFunctions with FunctionsText or DrafterFunctions, write packages
@@ -34,7 +34,7 @@
 //
 // Package standintest holds what the tests of ane/coreai and of this
 // package share: the bridge built once per test binary, the tiny
-// synthetic model, and the comparisons with ane/ref and ane/dflash.
+// synthetic model, and the comparisons with ane/ref and ane/speculative/dflash.
 //
 // Switches for tests of the layers above:
 //   - SetFault(f): f is consulted before every run; its error fails the run.

@@ -5,13 +5,13 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/coreai/refchunk"
-	"github.com/forgedaemon/forged/ane/coreai/refdraft"
-	"github.com/forgedaemon/forged/ane/dflash"
-	"github.com/forgedaemon/forged/ane/layout"
-	"github.com/forgedaemon/forged/ane/quant"
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
+	"github.com/forgedaemon/forged/ane/coreai/internal/refdraft"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/layout"
+	"github.com/forgedaemon/forged/ane/format/tensor"
+	"github.com/forgedaemon/forged/ane/kernels"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 )
 
@@ -20,7 +20,7 @@ import (
 // (config.json, model.safetensors, selector.safetensors and the
 // dflash2_lut4_gptq.json sidecar; see dflash.GenerateSynthetic). Its draft
 // and ctx64 functions are laid out by refdraft from the config and the
-// sidecar and computed by ane/dflash's Net over the drafter's weights and
+// sidecar and computed by ane/speculative/dflash's Net over the drafter's weights and
 // what it borrows from the target: target's embedding and LM head
 // (checkpoint names; a missing lm_head.weight means a tied head), which
 // the package's weights.safetensors holds. It returns the package path.
@@ -48,8 +48,8 @@ func DrafterFunctions(drafterDir string) (map[string][]refchunk.Spec, error) {
 	return fns, err
 }
 
-func drafterLayout(drafterDir string) (*config.Drafter, *dflash.Metadata, map[string][]refchunk.Spec, error) {
-	cfg, err := config.LoadDrafter(drafterDir)
+func drafterLayout(drafterDir string) (*hfconfig.Drafter, *dflash.Metadata, map[string][]refchunk.Spec, error) {
+	cfg, err := hfconfig.LoadDrafter(drafterDir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -75,11 +75,11 @@ func drafterLayout(drafterDir string) (*config.Drafter, *dflash.Metadata, map[st
 type targetWeights struct {
 	embed []float32
 	cols  int
-	head  *quant.Linear
+	head  *kernels.Linear
 }
 
 func (t *targetWeights) EmbedRow(id int, dst []float32) { copy(dst, t.embed[id*t.cols:(id+1)*t.cols]) }
-func (t *targetWeights) LMHead() *quant.Linear          { return t.head }
+func (t *targetWeights) LMHead() *kernels.Linear        { return t.head }
 
 func readTarget(weights string, vocab, hidden int) (*targetWeights, error) {
 	f, err := tensor.OpenSafetensors(weights)
@@ -109,11 +109,11 @@ func readTarget(weights string, vocab, hidden int) (*targetWeights, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := quant.NewF32(vocab, hidden, hw)
+	m, err := kernels.NewF32(vocab, hidden, hw)
 	if err != nil {
 		return nil, err
 	}
-	head, err := quant.NewLinear(layout.HeadName, m, nil, nil)
+	head, err := kernels.NewLinear(layout.HeadName, m, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // A drafter directory with the stand-in package WriteDrafterPackage
-// writes opens with coreai.OpenDrafter and proposes what ane/dflash's CPU
+// writes opens with coreai.OpenDrafter and proposes what ane/speculative/dflash's CPU
 // drafter proposes from the same context: 33 proposals over 150 context
 // rows arriving 1–9 at a time (two ctx64 flushes and pending rows sent
 // with the draft calls). The comparison can fail: the proposals depend on

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/coreai/refchunk"
-	"github.com/forgedaemon/forged/ane/coreai/refdraft"
-	"github.com/forgedaemon/forged/ane/dflash"
+	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
+	"github.com/forgedaemon/forged/ane/coreai/internal/refdraft"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 )
 
 // Files of a stand-in package directory, beside functions.txt (the
@@ -42,7 +42,7 @@ const ProgramFormat = "forged-standin-1"
 type Program struct {
 	Format string `json:"format"`
 	Kind   string `json:"kind"`
-	// Config is the target's config.json (config.Model.MarshalHF); chunk
+	// Config is the target's config.json (hfconfig.Model.MarshalHF); chunk
 	// and head packages.
 	Config json.RawMessage `json:"config,omitempty"`
 	// Layers [lo, hi], inner Taps (their residuals are outputs; hi is the
@@ -225,7 +225,7 @@ func load(pkg string) (program, error) {
 
 func loadTarget(pkg, weights string, p *Program) (program, error) {
 	file := filepath.Join(pkg, ProgramFile)
-	cfg, err := config.ParseModel(p.Config)
+	cfg, err := hfconfig.ParseModel(p.Config)
 	if err != nil {
 		return nil, fmt.Errorf("stand-in package %s: config: %w", file, err)
 	}

@@ -9,11 +9,11 @@ import (
 	"strconv"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/coreai/refchunk"
-	"github.com/forgedaemon/forged/ane/layout"
+	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/layout"
 	"github.com/forgedaemon/forged/bundle"
-	"github.com/forgedaemon/forged/bundle/synthbundle"
+	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
 // RuntimeOptions lay out a Core AI runtime directory.
@@ -50,7 +50,7 @@ const (
 	prefillTP = 64
 )
 
-func (o *RuntimeOptions) defaults(cfg *config.Model) error {
+func (o *RuntimeOptions) defaults(cfg *hfconfig.Model) error {
 	if len(o.Contexts) == 0 {
 		o.Contexts = []int{8192}
 	}
@@ -107,7 +107,7 @@ func kvLayout(f ane.KVFormat, keysT bool) bundle.KVLayout {
 // Selectable cache, entries_by_kv), the head head_T8.aimodel, kv_len per
 // context by bundle.KVLenFor. Package sizes (mb) are left for
 // WriteRuntime. The manifest passes Validate and ValidateLayers.
-func Layout(cfg *config.Model, o RuntimeOptions) (*bundle.Manifest, error) {
+func Layout(cfg *hfconfig.Model, o RuntimeOptions) (*bundle.Manifest, error) {
 	if err := o.defaults(cfg); err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func Layout(cfg *config.Model, o RuntimeOptions) (*bundle.Manifest, error) {
 // lm_head.weight, or the embedding for a tied head). Each package's mb is
 // the size of what was written. coreai.Open loads the result over an
 // attached stand-in bridge.
-func WriteRuntime(dir string, cfg *config.Model, tensors map[string][]float32, o RuntimeOptions) (*bundle.Manifest, error) {
+func WriteRuntime(dir string, cfg *hfconfig.Model, tensors map[string][]float32, o RuntimeOptions) (*bundle.Manifest, error) {
 	return writeRuntime(dir, cfg, tensors, o, true)
 }
 
@@ -187,11 +187,11 @@ func WriteRuntime(dir string, cfg *config.Model, tensors map[string][]float32, o
 // standin.json or weights.safetensors. Runs of its packages are computed
 // by Handle handlers only (a benchmark of the driver's host work at shapes
 // too large to hold weights for, say); mb is the size of functions.txt.
-func WriteLayout(dir string, cfg *config.Model, o RuntimeOptions) (*bundle.Manifest, error) {
+func WriteLayout(dir string, cfg *hfconfig.Model, o RuntimeOptions) (*bundle.Manifest, error) {
 	return writeRuntime(dir, cfg, nil, o, false)
 }
 
-func writeRuntime(dir string, cfg *config.Model, tensors map[string][]float32, o RuntimeOptions, programs bool) (*bundle.Manifest, error) {
+func writeRuntime(dir string, cfg *hfconfig.Model, tensors map[string][]float32, o RuntimeOptions, programs bool) (*bundle.Manifest, error) {
 	if err := o.defaults(cfg); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/forgedaemon/forged/ane/coreai"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
-	"github.com/forgedaemon/forged/ane/layout"
+	"github.com/forgedaemon/forged/ane/format/layout"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle"
 )

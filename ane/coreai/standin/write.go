@@ -10,8 +10,8 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/forgedaemon/forged/ane/coreai/refchunk"
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 )
 
 // MPSGraphVersion is the package version written into functions.txt: not

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 )
 
 // Source is one calibration array and how many rows to take from it

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 )
 
 func TestMixAndCut(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/forgedaemon/forged/ane/quant"
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/tensor"
+	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // MLPFile, MixerFile and HeadFile name the export's files.
@@ -37,7 +37,7 @@ const BF16 = "bf16"
 // are bit patterns.
 type Matrix struct {
 	Key        string // tensor key prefix: "gate", "linear_attn.in_proj_qkv", "lm_head"
-	Format     string // a quant.LookupFormat name or "bf16"
+	Format     string // a kernels.LookupFormat name or "bf16"
 	Rows, Cols int
 
 	Weight   []uint16 // BF16 Rows×Cols
@@ -57,7 +57,7 @@ func (m *Matrix) Check() error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("export: matrix %q (%s, %d×%d): %s", m.Key, m.Format, m.Rows, m.Cols, fmt.Sprintf(format, args...))
 	}
-	f, err := quant.LookupFormat(m.Format)
+	f, err := kernels.LookupFormat(m.Format)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -66,15 +66,15 @@ func (m *Matrix) Check() error {
 	}
 	n := m.Rows * m.Cols
 	switch f.Kind {
-	case quant.KindDense:
+	case kernels.KindDense:
 		if len(m.Weight) != n || m.Idx != nil || m.Int8 != nil {
 			return fail("a bf16 matrix needs exactly %d BF16 weights and nothing else", n)
 		}
-	case quant.KindInt8:
+	case kernels.KindInt8:
 		if len(m.Int8) != n || len(m.Scale) != m.Rows || m.Idx != nil || m.Weight != nil {
 			return fail("INT8 needs %d codes and %d scales", n, m.Rows)
 		}
-	case quant.KindLUT:
+	case kernels.KindLUT:
 		if m.Rows%f.CD != 0 {
 			return fail("%d output rows are not divisible by the vector length %d", m.Rows, f.CD)
 		}

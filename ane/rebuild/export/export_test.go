@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 )
 
 func lutMatrix(r *rand.Rand, key, format string, rows, cols, cd, entries int, scaled bool) *Matrix {

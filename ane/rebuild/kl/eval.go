@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/bundle"
 )
 

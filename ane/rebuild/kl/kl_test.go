@@ -10,7 +10,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 func randLogits(r *rand.Rand, n int) []float64 {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/tensor"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 )
 
 // Array is one named array of an .npz archive.

@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/sample"
-	"github.com/forgedaemon/forged/ane/tensor"
 )
 
 // Trace is a set of token sequences: prompt then generation, concatenated

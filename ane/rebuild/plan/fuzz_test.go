@@ -3,7 +3,7 @@ package plan
 import (
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 // FuzzPlan: any bytes give a plan or an error, never a panic; a parsed plan

@@ -22,9 +22,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/layout"
-	"github.com/forgedaemon/forged/ane/quant"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/layout"
+	"github.com/forgedaemon/forged/ane/kernels"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 )
 
@@ -37,7 +37,7 @@ type Defaults struct {
 }
 
 // PublishedDefaults are forge.py quantize's settings.
-func PublishedDefaults(cfg *config.Model) Defaults {
+func PublishedDefaults(cfg *hfconfig.Model) Defaults {
 	return Defaults{MLP: "vector 2x16 + pcs", Mixer: "LUT4 per-tensor + pcs", KV: export.KVFormat,
 		Head: "LUT4 per-tensor + pcs", Online: true, Block: DefaultBlock(cfg)}
 }
@@ -45,7 +45,7 @@ func PublishedDefaults(cfg *config.Model) Defaults {
 // DefaultBlock is the Hadamard block width: the largest power of two up to
 // 1024 dividing both the hidden and the intermediate size (1024 for
 // Qwen3.8-27B, whose 5120 and 17408 are 5 and 17 blocks).
-func DefaultBlock(cfg *config.Model) int {
+func DefaultBlock(cfg *hfconfig.Model) int {
 	b := 1024
 	for b > 1 && (cfg.HiddenSize%b != 0 || cfg.IntermediateSize%b != 0) {
 		b /= 2
@@ -141,7 +141,7 @@ func parseEntry(key, value string) (Entry, error) {
 }
 
 func checkFormat(name string) error {
-	_, err := quant.LookupFormat(name)
+	_, err := kernels.LookupFormat(name)
 	return err
 }
 
@@ -194,7 +194,7 @@ var mlpKeys = map[string]string{"mlp.gate_proj": "gate", "mlp.up_proj": "up", "m
 // Quantizable lists the matrices the export stores for cfg, in
 // quantization order (mixer readers, mixer writer, gate, up, down per
 // layer; the head last), with their shapes and default formats.
-func Quantizable(cfg *config.Model, d Defaults) ([]Matrix, []Layer) {
+func Quantizable(cfg *hfconfig.Model, d Defaults) ([]Matrix, []Layer) {
 	var ms []Matrix
 	layers := make([]Layer, cfg.NumHiddenLayers)
 	for i := 0; i < cfg.NumHiddenLayers; i++ {
@@ -230,7 +230,7 @@ func Quantizable(cfg *config.Model, d Defaults) ([]Matrix, []Layer) {
 // then a pattern, then the default. Within a mixer every non-k/v matrix
 // must end up with one format (the file records one); "<i>.mixer": "bf16"
 // keeps the whole mixer, k/v included, in BF16 as the published tool does.
-func Resolve(cfg *config.Model, p *Plan, d Defaults) (*Resolved, error) {
+func Resolve(cfg *hfconfig.Model, p *Plan, d Defaults) (*Resolved, error) {
 	for _, f := range []string{d.MLP, d.Mixer, d.KV, d.Head} {
 		if err := checkFormat(f); err != nil {
 			return nil, fmt.Errorf("plan defaults: %w", err)
@@ -311,7 +311,7 @@ func Resolve(cfg *config.Model, p *Plan, d Defaults) (*Resolved, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
-		if f, _ := quant.LookupFormat(m.Format); f.Kind == quant.KindLUT && f.Entries > 256 {
+		if f, _ := kernels.LookupFormat(m.Format); f.Kind == kernels.KindLUT && f.Entries > 256 {
 			return nil, fmt.Errorf("plan: %s: format %q has more codebook entries than a uint8 index holds", m.Name, m.Format)
 		}
 		m.Size = s

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/config"
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 func mustParse(t *testing.T, s string) *Plan {
@@ -115,7 +115,7 @@ func TestBadPlans(t *testing.T) {
 			if err == nil {
 				use := cfg
 				if c.cfg != nil {
-					use = c.cfg.(*config.Model)
+					use = c.cfg.(*hfconfig.Model)
 				}
 				_, err = Resolve(use, p, d)
 			}

@@ -6,20 +6,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/config"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 )
 
 // qwen38 is the Qwen3.8-27B text config (anemll-forge §2.1).
-func qwen38() *config.Model {
+func qwen38() *hfconfig.Model {
 	types := make([]string, 64)
 	for i := range types {
-		types[i] = config.LinearAttention
+		types[i] = hfconfig.LinearAttention
 		if i%4 == 3 {
-			types[i] = config.FullAttention
+			types[i] = hfconfig.FullAttention
 		}
 	}
-	return &config.Model{ModelType: "qwen3_5_text", VocabSize: 248320, HiddenSize: 5120, IntermediateSize: 17408,
+	return &hfconfig.Model{ModelType: "qwen3_5_text", VocabSize: 248320, HiddenSize: 5120, IntermediateSize: 17408,
 		NumHiddenLayers: 64, NumAttentionHeads: 24, NumKeyValueHeads: 4, HeadDim: 256, LayerTypes: types,
 		LinearNumKeyHeads: 16, LinearNumValueHeads: 48, LinearKeyHeadDim: 128, LinearValueHeadDim: 128,
 		LinearConvKernelDim: 4, RopeTheta: 1e7, PartialRotaryFactor: 0.25, RMSNormEps: 1e-6}

@@ -15,7 +15,7 @@ import (
 	"syscall"
 
 	"github.com/forgedaemon/forged/bundle/hubtest"
-	"github.com/forgedaemon/forged/bundle/synthbundle"
+	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
 func main() {

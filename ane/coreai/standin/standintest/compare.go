@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/dflash"
-	"github.com/forgedaemon/forged/ane/spec"
+	"github.com/forgedaemon/forged/ane/speculative"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 )
 
 // CloseLogits compares logit rows of vocab values and returns the worst
@@ -132,7 +132,7 @@ func (p *Pair) Same() {
 // changed what was proposed.
 type DrafterRun struct {
 	T          testing.TB
-	D          spec.Drafter
+	D          speculative.Drafter
 	CPU, Blind *dflash.Drafter
 	Rng        *rand.Rand
 	// Compare, when set, judges proposals that differ: it returns true
@@ -180,7 +180,7 @@ func (r *DrafterRun) Propose() {
 	if err != nil {
 		r.T.Fatal(err)
 	}
-	if len(want.Tokens) != spec.MaxDrafts {
+	if len(want.Tokens) != speculative.MaxDrafts {
 		r.T.Fatalf("at position %d the CPU drafter proposes %v", r.Next, want.Tokens)
 	}
 	if !slices.Equal(got.Tokens, want.Tokens) {

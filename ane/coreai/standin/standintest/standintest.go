@@ -2,7 +2,7 @@
 // stand-in bridge (ane/coreai/standin) share: the bridge built once per
 // test binary and attached, the tiny synthetic model and its DFlash2
 // drafter, runtimes and drafter directories written for them, and the
-// comparisons of the Core AI path with ane/ref and ane/dflash. Only
+// comparisons of the Core AI path with ane/ref and ane/speculative/dflash. Only
 // tests import it; a test binary that does runs its tests through Main.
 package standintest
 
@@ -15,13 +15,13 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/config"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
-	"github.com/forgedaemon/forged/ane/dflash"
-	"github.com/forgedaemon/forged/ane/layout"
+	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/layout"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/synth"
+	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/internal/synth"
 )
 
 // Main runs the tests of m, then removes what this package made in
@@ -69,7 +69,7 @@ func Bridge(t testing.TB) string {
 var (
 	tinyOnce sync.Once
 	tinyDir  string
-	tinyCfg  *config.Model
+	tinyCfg  *hfconfig.Model
 	tinyW    map[string][]float32
 	tinyErr  error
 
@@ -79,10 +79,10 @@ var (
 	drafterErr  error
 )
 
-// Tiny is the tiny synthetic checkpoint (ane/synth preset tiny, seed 7),
+// Tiny is the tiny synthetic checkpoint (internal/synth preset tiny, seed 7),
 // generated once per test binary: its directory, config and tensors as
 // float32 (ref's EffectiveTensors of a dense checkpoint are its values).
-func Tiny(t testing.TB) (dir string, cfg *config.Model, tensors map[string][]float32) {
+func Tiny(t testing.TB) (dir string, cfg *hfconfig.Model, tensors map[string][]float32) {
 	t.Helper()
 	tinyOnce.Do(func() {
 		if tinyDir, tinyErr = os.MkdirTemp("", "coreai-tiny-"); tinyErr != nil {
@@ -91,7 +91,7 @@ func Tiny(t testing.TB) (dir string, cfg *config.Model, tensors map[string][]flo
 		if tinyErr = synth.Generate(tinyDir, synth.Options{Preset: "tiny", Seed: 7}); tinyErr != nil {
 			return
 		}
-		if tinyCfg, tinyErr = config.LoadModel(tinyDir); tinyErr != nil {
+		if tinyCfg, tinyErr = hfconfig.LoadModel(tinyDir); tinyErr != nil {
 			return
 		}
 		var m *ref.Model
@@ -120,7 +120,7 @@ type Embedding struct {
 }
 
 // NewEmbedding serves the embedding among a model's tensors.
-func NewEmbedding(cfg *config.Model, tensors map[string][]float32) Embedding {
+func NewEmbedding(cfg *hfconfig.Model, tensors map[string][]float32) Embedding {
 	return Embedding{tensors[layout.EmbedName], cfg.VocabSize, cfg.HiddenSize}
 }
 
@@ -209,7 +209,7 @@ func DrafterDir(t testing.TB, dir string) string {
 	return dir
 }
 
-// CPUDrafter is ane/dflash's CPU drafter of the synthetic drafter over
+// CPUDrafter is ane/speculative/dflash's CPU drafter of the synthetic drafter over
 // the tiny model (ane/ref), closed when t ends.
 func CPUDrafter(t testing.TB) *dflash.Drafter {
 	t.Helper()

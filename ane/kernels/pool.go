@@ -1,0 +1,208 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Task is work split over a range; RunRange handles [lo, hi) on worker w
+// (0 ≤ w < Workers()), and may be called several times per Run with
+// different ranges. Passing a pointer to a long-lived Task value keeps
+// Pool.Run allocation-free.
+type Task interface {
+	RunRange(w, lo, hi int)
+}
+
+// Pool is a fixed set of worker goroutines; the calling goroutine is worker
+// 0, so a pool of 1 runs everything inline.
+//
+// A Run is cut into more chunks than workers, handed out in order to
+// whichever worker asks next: a worker the OS has not scheduled yet (the
+// machine is busy, or it is still waking) leaves its share to the others
+// instead of holding up the whole product. A worker that finishes spins
+// briefly for the next Run before parking, because a decode step issues
+// products microseconds apart and waking a parked thread costs more.
+type Pool struct {
+	workers int
+	jobs    []chan *batch
+	done    chan struct{} // the worker finishing a Run's last chunk wakes a blocked caller
+	mu      sync.Mutex
+	free    []*batch
+	once    sync.Once
+}
+
+// chunksPerWorker is how finely a Run is cut: enough that a late worker
+// costs little, few enough that handing out chunks stays negligible.
+const chunksPerWorker = 4
+
+// spinFor is how long an idle worker polls for the next Run before parking.
+const spinFor = 50 * time.Microsecond
+
+// batch is one Run. Its holders (the caller and each worker it was sent
+// to) release it when they no longer touch it; the last one recycles it,
+// so a worker that wakes after the Run ended still sees its own batch.
+type batch struct {
+	pool                 *Pool
+	t                    Task
+	total, chunk, chunks int
+	next                 atomic.Int64 // next chunk to hand out
+	left                 atomic.Int64 // chunks not yet finished
+	holders              atomic.Int32
+	// parked decides, once per Run, whether the caller blocks on done: the
+	// caller swaps 0→1 before blocking, the worker that finished the last
+	// chunk swaps 0→2; whoever is second knows what the other did.
+	parked atomic.Int32
+}
+
+// work runs chunks until none are left to take; last reports that this
+// worker finished the batch's final chunk.
+func (b *batch) work(w int) (last bool) {
+	for {
+		c := int(b.next.Add(1) - 1)
+		if c >= b.chunks {
+			return false
+		}
+		lo := c * b.chunk
+		b.t.RunRange(w, lo, min(lo+b.chunk, b.total))
+		if b.left.Add(-1) == 0 {
+			return true
+		}
+	}
+}
+
+func (b *batch) release() {
+	if b.holders.Add(-1) == 0 {
+		b.t = nil
+		p := b.pool
+		p.mu.Lock()
+		p.free = append(p.free, b)
+		p.mu.Unlock()
+	}
+}
+
+// NewPool starts a pool of n workers (n ≤ 0: GOMAXPROCS).
+func NewPool(n int) *Pool {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	p := &Pool{workers: n, jobs: make([]chan *batch, n-1), done: make(chan struct{}, 1)}
+	for i := range p.jobs {
+		// Buffered: the caller never waits for a worker to take its batch.
+		ch := make(chan *batch, 4)
+		p.jobs[i] = ch
+		go p.worker(i+1, ch)
+	}
+	return p
+}
+
+func (p *Pool) worker(w int, ch chan *batch) {
+	for {
+		b, ok := next(ch)
+		if !ok {
+			return
+		}
+		if b.work(w) && !b.parked.CompareAndSwap(0, 2) {
+			p.done <- struct{}{} // the caller is blocked waiting
+		}
+		b.release()
+	}
+}
+
+// next waits for the next batch: polling for spinFor, then parked.
+func next(ch chan *batch) (*batch, bool) {
+	deadline := time.Time{}
+	for i := 0; ; i++ {
+		select {
+		case b, ok := <-ch:
+			return b, ok
+		default:
+		}
+		spinPause()
+		if i&63 == 63 {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(spinFor)
+			} else if now.After(deadline) {
+				b, ok := <-ch
+				return b, ok
+			}
+		}
+	}
+}
+
+// Workers is the number of workers, the caller included.
+func (p *Pool) Workers() int { return p.workers }
+
+// Run splits [0, total) into chunks whose bounds are multiples of align,
+// shared by at most parts workers (the caller included), and waits for all.
+func (p *Pool) Run(t Task, total, align, parts int) {
+	parts = min(parts, p.workers)
+	units := (total + align - 1) / align
+	if parts > units {
+		parts = units
+	}
+	if parts <= 1 {
+		t.RunRange(0, 0, total)
+		return
+	}
+	chunks := min(units, parts*chunksPerWorker)
+	b := p.batch()
+	b.t, b.total = t, total
+	b.chunk = (units + chunks - 1) / chunks * align
+	b.chunks = (total + b.chunk - 1) / b.chunk
+	b.next.Store(0)
+	b.left.Store(int64(b.chunks))
+	b.holders.Store(int32(parts))
+	b.parked.Store(0)
+	for i := 1; i < parts; i++ {
+		p.jobs[i-1] <- b
+	}
+	if !b.work(0) {
+		b.wait()
+	}
+	b.release()
+}
+
+// wait returns once the workers have finished the chunks they took: it
+// spins first (a chunk is microseconds of work, and a parked caller costs
+// a scheduler round trip), then blocks.
+func (b *batch) wait() {
+	deadline := time.Time{}
+	for i := 0; b.left.Load() > 0; i++ {
+		spinPause()
+		if i&63 != 63 {
+			continue
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(spinFor)
+		} else if now.After(deadline) {
+			if b.parked.CompareAndSwap(0, 1) {
+				<-b.pool.done
+			}
+			return
+		}
+	}
+}
+
+func (p *Pool) batch() *batch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		b := p.free[n-1]
+		p.free = p.free[:n-1]
+		return b
+	}
+	return &batch{pool: p}
+}
+
+// Close stops the workers; the pool must not be used afterwards.
+func (p *Pool) Close() {
+	p.once.Do(func() {
+		for _, ch := range p.jobs {
+			close(ch)
+		}
+	})
+}

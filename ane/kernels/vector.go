@@ -1,0 +1,100 @@
+package kernels
+
+import "github.com/forgedaemon/forged/ane/format/half"
+
+// Vector kernels for the attention history (FP16 keys and values, V8
+// values) and the delta rule's recurrent state, on the same kernel levels
+// as the matrix products.
+
+// Dot is Σ a[i]·b[i] over len(a); b must be at least as long.
+func Dot(a, b []float32) float32 { return dot(a, b[:len(a)]) }
+
+// DotF16 is Σ half(h[i])·x[i] over len(h); x must be at least as long.
+func DotF16(h []uint16, x []float32) float32 {
+	x = x[:len(h)]
+	n := 0
+	var s float32
+	if simdF16 {
+		if n = len(h) &^ 7; n > 0 {
+			s = dotF16AVX2(&h[0], &x[0], n)
+		}
+	}
+	for i := n; i < len(h); i++ {
+		s += half.F16Float(h[i]) * x[i]
+	}
+	return s
+}
+
+// AxpyF16 adds a·half(h[i]) to dst[i] over len(h); dst must be at least as long.
+func AxpyF16(dst []float32, a float32, h []uint16) {
+	dst = dst[:len(h)]
+	n := 0
+	if simdF16 {
+		if n = len(h) &^ 7; n > 0 {
+			axpyF16AVX2(&dst[0], a, &h[0], n)
+		}
+	}
+	for i := n; i < len(h); i++ {
+		dst[i] += a * half.F16Float(h[i])
+	}
+}
+
+// AxpyInt8 adds a·q[i] to dst[i] over len(q); dst must be at least as long.
+func AxpyInt8(dst []float32, a float32, q []int8) {
+	dst = dst[:len(q)]
+	n := 0
+	if simd {
+		if n = len(q) &^ 7; n > 0 {
+			axpyInt8AVX2(&dst[0], a, &q[0], n)
+		}
+	}
+	for i := n; i < len(q); i++ {
+		dst[i] += a * float32(q[i])
+	}
+}
+
+// Axpy adds a·x[i] to dst[i] over len(x); dst must be at least as long.
+func Axpy(dst []float32, a float32, x []float32) {
+	dst = dst[:len(x)]
+	n := 0
+	if simd {
+		if n = len(x) &^ 7; n > 0 {
+			axpyAVX2(&dst[0], a, &x[0], n)
+		}
+	}
+	for i := n; i < len(x); i++ {
+		dst[i] += a * x[i]
+	}
+}
+
+// ScaleAxpy scales row by s, then adds a·row[i] to acc[i] (one pass over
+// both); acc must be at least as long as row.
+func ScaleAxpy(row []float32, s float32, acc []float32, a float32) {
+	acc = acc[:len(row)]
+	n := 0
+	if simd {
+		if n = len(row) &^ 7; n > 0 {
+			scaleAxpyAVX2(&row[0], s, &acc[0], a, n)
+		}
+	}
+	for i := n; i < len(row); i++ {
+		row[i] *= s
+		acc[i] += a * row[i]
+	}
+}
+
+// AxpyThenAxpy adds a·x[i] to row[i], then b·row[i] to out[i] (one pass);
+// x and out must be at least as long as row.
+func AxpyThenAxpy(row []float32, a float32, x, out []float32, b float32) {
+	x, out = x[:len(row)], out[:len(row)]
+	n := 0
+	if simd {
+		if n = len(row) &^ 7; n > 0 {
+			axpyThenAxpyAVX2(&row[0], a, &x[0], &out[0], b, n)
+		}
+	}
+	for i := n; i < len(row); i++ {
+		row[i] += a * x[i]
+		out[i] += b * row[i]
+	}
+}

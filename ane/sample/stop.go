@@ -30,15 +30,14 @@ const (
 // stop tokens, stop strings matched across token boundaries on the decoded
 // text, max tokens and the loop guard. One Stopper serves one generation.
 type Stopper struct {
-	stopTokens  map[int]bool
-	stopStrings []string
-	maxTokens   int
-	loopGuard   int
+	stopTokens map[int]bool
+	maxTokens  int
+	loopGuard  int
 
-	out     []int
-	pending strings.Builder // decoded text not yet emitted (may start a stop string)
-	done    FinishReason
-	period  int
+	out    []int
+	text   StopStrings // decoded text not yet emitted (may start a stop string)
+	done   FinishReason
+	period int
 }
 
 // NewStopper returns a Stopper for opts (which must be valid).
@@ -47,8 +46,8 @@ func NewStopper(opts Options) (*Stopper, error) {
 		return nil, err
 	}
 	o := opts.withDefaults()
-	s := &Stopper{stopTokens: map[int]bool{}, stopStrings: slices.Clone(o.StopStrings),
-		maxTokens: o.MaxTokens, loopGuard: o.LoopGuard}
+	s := &Stopper{stopTokens: map[int]bool{}, maxTokens: o.MaxTokens, loopGuard: o.LoopGuard}
+	s.text.stops = slices.Clone(o.StopStrings)
 	for _, t := range o.StopTokens {
 		s.stopTokens[t] = true
 	}
@@ -69,14 +68,12 @@ func (s *Stopper) Add(id int, text string) (emit string, finish FinishReason) {
 	}
 	if s.stopTokens[id] {
 		s.done = FinishStop
-		return s.takePending(s.pending.Len()), s.done
+		return s.text.Flush(), s.done
 	}
 	s.out = append(s.out, id)
-	s.pending.WriteString(text)
-	if at := s.firstStopString(); at >= 0 {
+	emit, hit := s.text.Add(text)
+	if hit {
 		s.done = FinishStop
-		emit = s.takePending(at)
-		s.pending.Reset()
 		return emit, s.done
 	}
 	n := len(s.out)
@@ -89,14 +86,14 @@ func (s *Stopper) Add(id int, text string) (emit string, finish FinishReason) {
 		}
 	}
 	if s.done != "" {
-		return s.takePending(s.pending.Len()), s.done
+		return emit + s.text.Flush(), s.done
 	}
-	return s.takePending(s.pending.Len() - s.heldBack()), ""
+	return emit, ""
 }
 
 // Flush returns the text still held back (a possible stop-string start)
 // once no more tokens will come.
-func (s *Stopper) Flush() string { return s.takePending(s.pending.Len()) }
+func (s *Stopper) Flush() string { return s.text.Flush() }
 
 // Tokens is the output so far (stop tokens excluded); valid until the next Add.
 func (s *Stopper) Tokens() []int { return s.out }
@@ -107,19 +104,50 @@ func (s *Stopper) Finish() FinishReason { return s.done }
 // LoopPeriod is the period the loop guard detected (0 if it did not fire).
 func (s *Stopper) LoopPeriod() int { return s.period }
 
-// takePending removes and returns the first n bytes of the pending text.
-func (s *Stopper) takePending(n int) string {
-	all := s.pending.String()
-	s.pending.Reset()
-	s.pending.WriteString(all[n:])
+// StopStrings finds stop strings in text that arrives in pieces (token by
+// token, or a step's tokens at once): it holds back a suffix that could
+// begin a stop string until the next piece decides it, and cuts the text at
+// the first stop string. The Stopper uses it, and so does the daemon for a
+// request's stop strings.
+type StopStrings struct {
+	stops   []string
+	pending strings.Builder // text not yet emitted (may start a stop string)
+}
+
+// NewStopStrings matches stops (none empty).
+func NewStopStrings(stops []string) *StopStrings {
+	return &StopStrings{stops: slices.Clone(stops)}
+}
+
+// Add takes the next piece of text and returns what may be shown now; hit
+// reports a stop string: the text before it is returned and the rest
+// dropped.
+func (m *StopStrings) Add(text string) (emit string, hit bool) {
+	m.pending.WriteString(text)
+	if at := m.firstStopString(); at >= 0 {
+		emit = m.take(at)
+		m.pending.Reset()
+		return emit, true
+	}
+	return m.take(m.pending.Len() - m.heldBack()), false
+}
+
+// Flush returns the text still held back, once no more will come.
+func (m *StopStrings) Flush() string { return m.take(m.pending.Len()) }
+
+// take removes and returns the first n bytes of the pending text.
+func (m *StopStrings) take(n int) string {
+	all := m.pending.String()
+	m.pending.Reset()
+	m.pending.WriteString(all[n:])
 	return all[:n]
 }
 
 // firstStopString is the byte offset in the pending text of the earliest
 // stop string, or -1. Held-back text guarantees any occurrence starts there.
-func (s *Stopper) firstStopString() int {
-	text, at := s.pending.String(), -1
-	for _, stop := range s.stopStrings {
+func (m *StopStrings) firstStopString() int {
+	text, at := m.pending.String(), -1
+	for _, stop := range m.stops {
 		if i := strings.Index(text, stop); i >= 0 && (at < 0 || i < at) {
 			at = i
 		}
@@ -128,10 +156,10 @@ func (s *Stopper) firstStopString() int {
 }
 
 // heldBack is the length of the longest pending suffix that begins some
-// stop string: it may complete with the next token, so it is not shown yet.
-func (s *Stopper) heldBack() int {
-	text, hold := s.pending.String(), 0
-	for _, stop := range s.stopStrings {
+// stop string: it may complete with the next piece, so it is not shown yet.
+func (m *StopStrings) heldBack() int {
+	text, hold := m.pending.String(), 0
+	for _, stop := range m.stops {
 		for n := min(len(stop)-1, len(text)); n > hold; n-- {
 			if strings.HasSuffix(text, stop[:n]) {
 				hold = n

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -69,7 +70,7 @@ func fixtures(t *testing.T, r *rand.Rand, rows, cols int) []fixture {
 	var out []fixture
 	for _, name := range []string{"LUT4 per-tensor", "LUT4 per-tensor + pcs", "vector 2x16 + pcs", "vector 2x64 + pcs",
 		"vector 4x16 + pcs", "vector 4x64 + pcs", "vector 2x16"} {
-		f, err := LookupFormat(name)
+		f, err := qformat.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +230,7 @@ func TestBadShapes(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"unknown format", func() error { _, err := LookupFormat("LUT3 magic"); return err }(), `unknown quantization format "LUT3 magic"`},
+		{"unknown format", func() error { _, err := qformat.Lookup("LUT3 magic"); return err }(), `unknown quantization format "LUT3 magic"`},
 		{"odd rows for vector", func() error {
 			_, err := NewLUT("vector 2x16", 3, 4, 2, make([]float32, 32), make([]uint8, 6), nil)
 			return err

@@ -2,6 +2,7 @@ package ref
 
 import (
 	"fmt"
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"strconv"
 	"strings"
 
@@ -74,9 +75,9 @@ func (e *exportMatrices) load(file string, f File, key, formatName string, rows,
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %s", file, key, fmt.Sprintf(format, args...))
 	}
-	var want *kernels.Format
+	var want *qformat.Format
 	if formatName != "" {
-		ft, err := kernels.LookupFormat(formatName)
+		ft, err := qformat.Lookup(formatName)
 		if err != nil {
 			return nil, fail("%v", err)
 		}
@@ -90,12 +91,12 @@ func (e *exportMatrices) load(file string, f File, key, formatName string, rows,
 	var err error
 	switch {
 	case hasWeight:
-		if want != nil && want.Kind != kernels.KindDense {
+		if want != nil && want.Kind != qformat.KindDense {
 			return nil, fail("stored as .weight but the metadata names format %q", want.Name)
 		}
 		m, err = r.dense(key+".weight", rows, cols)
 	case hasInt8:
-		if want != nil && want.Kind != kernels.KindInt8 {
+		if want != nil && want.Kind != qformat.KindInt8 {
 			return nil, fail("stored as .int8 but the metadata names format %q", want.Name)
 		}
 		var q, sc Tensor
@@ -145,7 +146,7 @@ func (e *exportMatrices) load(file string, f File, key, formatName string, rows,
 	return kernels.NewLinear(file+": "+key, m, a, b)
 }
 
-func (e *exportMatrices) loadLUT(r *reader, f File, key string, want *kernels.Format, hasScale bool, rows, cols int,
+func (e *exportMatrices) loadLUT(r *reader, f File, key string, want *qformat.Format, hasScale bool, rows, cols int,
 	fail func(string, ...any) error) (kernels.Matrix, error) {
 	lt, ok := f.Tensor(key + ".lut")
 	if !ok {
@@ -156,7 +157,7 @@ func (e *exportMatrices) loadLUT(r *reader, f File, key string, want *kernels.Fo
 	}
 	entries, cd := lt.Shape[0], lt.Shape[1]
 	if want != nil {
-		if want.Kind != kernels.KindLUT || want.CD != cd || want.Entries != entries || want.Scaled != hasScale {
+		if want.Kind != qformat.KindLUT || want.CD != cd || want.Entries != entries || want.Scaled != hasScale {
 			return nil, fail("stored as a %d-entry codebook of %d-vectors (scale: %v), which is not format %q",
 				entries, cd, hasScale, want.Name)
 		}

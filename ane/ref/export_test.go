@@ -3,6 +3,7 @@ package ref
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"io/fs"
 	"math"
 	"math/rand/v2"
@@ -10,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/kernels"
 	"github.com/forgedaemon/forged/ane/nprand"
 	"github.com/x448/float16"
 )
@@ -85,7 +85,7 @@ func (r testRotation) rotate(w [][]float64, transpose bool) [][]float64 {
 
 // quantizeRTN stores w in format f under key (round to nearest, simple
 // codebooks) and returns the dequantized matrix by the export's rule.
-func quantizeRTN(t *testing.T, file *memFile, key string, f kernels.Format, w [][]float64) [][]float64 {
+func quantizeRTN(t *testing.T, file *memFile, key string, f qformat.Format, w [][]float64) [][]float64 {
 	t.Helper()
 	rows, cols := len(w), len(w[0])
 	scale := make([]float64, rows)
@@ -98,7 +98,7 @@ func quantizeRTN(t *testing.T, file *memFile, key string, f kernels.Format, w []
 		deq[i] = make([]float64, cols)
 	}
 	switch f.Kind {
-	case kernels.KindInt8:
+	case qformat.KindInt8:
 		q := make([]byte, rows*cols)
 		for i := range w {
 			var mx float64
@@ -115,7 +115,7 @@ func quantizeRTN(t *testing.T, file *memFile, key string, f kernels.Format, w []
 		file.MapSource[key+".int8"] = Tensor{DType: "I8", Shape: []int{rows, cols}, Data: q}
 		file.MapSource[key+".scale"] = f16Tensor(scale, rows)
 		return deq
-	case kernels.KindLUT:
+	case qformat.KindLUT:
 	default:
 		t.Fatalf("no RTN for %s", f.Name)
 	}
@@ -219,7 +219,7 @@ func buildExport(t *testing.T, nm *nModel) (memFiles, *nModel) {
 			"seed_in": fmt.Sprint(1000 + i), "seed_mid": fmt.Sprint(2000 + i)}}
 		files[mlpFile(i)] = mf
 		rin, rmid := rot(c.Hidden, uint64(1000+i)), rot(c.Intermediate, uint64(2000+i))
-		format, _ := kernels.LookupFormat(mlpFormats[i%len(mlpFormats)])
+		format, _ := qformat.Lookup(mlpFormats[i%len(mlpFormats)])
 		for _, k := range []string{"gate", "up", "down"} {
 			mf.md[k+".format"] = format.Name
 		}
@@ -229,8 +229,8 @@ func buildExport(t *testing.T, nm *nModel) (memFiles, *nModel) {
 
 		mix := &memFile{MapSource{}, map[string]string{"format": "LUT4 per-tensor + pcs", "kv_format": "INT8 per-channel"}}
 		files[mixerFile(i)] = mix
-		lut, _ := kernels.LookupFormat("LUT4 per-tensor + pcs")
-		int8f, _ := kernels.LookupFormat("INT8 per-channel")
+		lut, _ := qformat.Lookup("LUT4 per-tensor + pcs")
+		int8f, _ := qformat.Lookup("INT8 per-channel")
 		// Layer 1 uses the release-0.2 rotated mixer basis.
 		online := i == 1
 		in, outRot := rot(c.Hidden, uint64(3000+i)), rot(c.LinValueHeads*c.LinValueDim, uint64(4000+i))
@@ -241,7 +241,7 @@ func buildExport(t *testing.T, nm *nModel) (memFiles, *nModel) {
 			mix.md["basis"], mix.md["block"] = "online", fmt.Sprint(testBlock)
 			mix.md["seed_in"], mix.md["seed_out"] = fmt.Sprint(3000+i), fmt.Sprint(4000+i)
 		}
-		q := func(key string, f kernels.Format, w [][]float64, rr testRotation) [][]float64 {
+		q := func(key string, f qformat.Format, w [][]float64, rr testRotation) [][]float64 {
 			if online {
 				w = rr.rotate(w, false)
 			}
@@ -265,7 +265,7 @@ func buildExport(t *testing.T, nm *nModel) (memFiles, *nModel) {
 	}
 	hf := &memFile{MapSource{}, map[string]string{"format": "LUT4 per-tensor + pcs"}}
 	files[headFile] = hf
-	lut, _ := kernels.LookupFormat("LUT4 per-tensor + pcs")
+	lut, _ := qformat.Lookup("LUT4 per-tensor + pcs")
 	out.head = quantizeRTN(t, hf, "lm_head", lut, nm.head)
 	return files, &out
 }

@@ -10,11 +10,11 @@ package export
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"path/filepath"
 	"strconv"
 
 	"github.com/forgedaemon/forged/ane/format/tensor"
-	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // MLPFile, MixerFile and HeadFile name the export's files.
@@ -57,7 +57,7 @@ func (m *Matrix) Check() error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("export: matrix %q (%s, %d×%d): %s", m.Key, m.Format, m.Rows, m.Cols, fmt.Sprintf(format, args...))
 	}
-	f, err := kernels.LookupFormat(m.Format)
+	f, err := qformat.Lookup(m.Format)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -66,15 +66,15 @@ func (m *Matrix) Check() error {
 	}
 	n := m.Rows * m.Cols
 	switch f.Kind {
-	case kernels.KindDense:
+	case qformat.KindDense:
 		if len(m.Weight) != n || m.Idx != nil || m.Int8 != nil {
 			return fail("a bf16 matrix needs exactly %d BF16 weights and nothing else", n)
 		}
-	case kernels.KindInt8:
+	case qformat.KindInt8:
 		if len(m.Int8) != n || len(m.Scale) != m.Rows || m.Idx != nil || m.Weight != nil {
 			return fail("INT8 needs %d codes and %d scales", n, m.Rows)
 		}
-	case kernels.KindLUT:
+	case qformat.KindLUT:
 		if m.Rows%f.CD != 0 {
 			return fail("%d output rows are not divisible by the vector length %d", m.Rows, f.CD)
 		}

@@ -2,9 +2,8 @@ package export
 
 import (
 	"fmt"
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"math/bits"
-
-	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // Size is what one matrix costs in a format.
@@ -37,7 +36,7 @@ func (s Size) Add(o Size) Size {
 // rank-r low-rank factors (r = 0 for none). A shape the format cannot take
 // is an error naming the matrix: nothing is ever skipped silently.
 func MatrixSize(name, format string, rows, cols, rank int) (Size, error) {
-	f, err := kernels.LookupFormat(format)
+	f, err := qformat.Lookup(format)
 	if err != nil {
 		return Size{}, fmt.Errorf("%s: %w", name, err)
 	}
@@ -47,11 +46,11 @@ func MatrixSize(name, format string, rows, cols, rank int) (Size, error) {
 	n := int64(rows) * int64(cols)
 	s := Size{Weights: n}
 	switch f.Kind {
-	case kernels.KindDense:
+	case qformat.KindDense:
 		s.ExportBytes, s.PackedBytes = 2*n, 2*n
-	case kernels.KindInt8:
+	case qformat.KindInt8:
 		s.ExportBytes, s.PackedBytes = n+2*int64(rows), n+2*int64(rows)
-	case kernels.KindLUT:
+	case qformat.KindLUT:
 		if rows%f.CD != 0 {
 			return Size{}, fmt.Errorf("%s: format %q pairs %d output rows per index, and %d rows are not divisible by %d",
 				name, format, f.CD, rows, f.CD)

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"io"
 	"os"
 	"regexp"
@@ -24,7 +25,6 @@ import (
 
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/layout"
-	"github.com/forgedaemon/forged/ane/kernels"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 )
 
@@ -141,7 +141,7 @@ func parseEntry(key, value string) (Entry, error) {
 }
 
 func checkFormat(name string) error {
-	_, err := kernels.LookupFormat(name)
+	_, err := qformat.Lookup(name)
 	return err
 }
 
@@ -311,7 +311,7 @@ func Resolve(cfg *hfconfig.Model, p *Plan, d Defaults) (*Resolved, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
-		if f, _ := kernels.LookupFormat(m.Format); f.Kind == kernels.KindLUT && f.Entries > 256 {
+		if f, _ := qformat.Lookup(m.Format); f.Kind == qformat.KindLUT && f.Entries > 256 {
 			return nil, fmt.Errorf("plan: %s: format %q has more codebook entries than a uint8 index holds", m.Name, m.Format)
 		}
 		m.Size = s

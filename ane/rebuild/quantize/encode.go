@@ -2,6 +2,7 @@ package quantize
 
 import (
 	"fmt"
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"math"
 
 	"github.com/forgedaemon/forged/ane/format/half"
@@ -49,7 +50,7 @@ func (r *Rounder) Encode(q []float32) (*Encoded, error) {
 		half.F32ToF16(e.Scale, r.Scale)
 	}
 	switch r.Spec.Kind {
-	case kernels.KindDense:
+	case qformat.KindDense:
 		e.Weight = make([]uint16, len(q))
 		if r.Spec.Name == "bf16" {
 			e.WeightDType = "BF16"
@@ -58,7 +59,7 @@ func (r *Rounder) Encode(q []float32) (*Encoded, error) {
 			e.WeightDType = "F16"
 			half.F32ToF16(e.Weight, q)
 		}
-	case kernels.KindInt8:
+	case qformat.KindInt8:
 		e.Int8 = make([]int8, len(q))
 		for i := 0; i < rows; i++ {
 			s := r.Scale[i]

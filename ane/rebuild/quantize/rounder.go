@@ -2,10 +2,10 @@ package quantize
 
 import (
 	"fmt"
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"math"
 
 	"github.com/forgedaemon/forged/ane/format/half"
-	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // FitOptions tune codebook fitting.
@@ -22,7 +22,7 @@ type FitOptions struct {
 // rounds any column, which is what GPTQ needs.
 type Rounder struct {
 	Name       string // the matrix, for errors
-	Spec       kernels.Spec
+	Spec       qformat.Format
 	Rows, Cols int
 	// Scale is the per-output-row scale (pcs or INT8), fp16-exact; nil if
 	// the format has none.
@@ -44,7 +44,7 @@ func (r *Rounder) Groups() int {
 
 // Fit builds the rounder of format for the rows×cols matrix w called name.
 func Fit(name string, w []float32, rows, cols int, format string, opts FitOptions) (*Rounder, error) {
-	spec, err := kernels.LookupSpec(format)
+	spec, err := qformat.LookupQuantizer(format)
 	if err != nil {
 		return nil, fmt.Errorf("matrix %s: %w", name, err)
 	}
@@ -69,7 +69,7 @@ func Fit(name string, w []float32, rows, cols int, format string, opts FitOption
 		return nil, fmt.Errorf("matrix %s: %d output rows are not divisible by the group size %d of %q", name, rows, spec.GroupRows, format)
 	}
 	switch spec.Kind {
-	case kernels.KindDense:
+	case qformat.KindDense:
 		c := make([]float64, 1)
 		for i, v := range w {
 			c[0] = float64(v)
@@ -79,7 +79,7 @@ func Fit(name string, w []float32, rows, cols int, format string, opts FitOption
 			}
 		}
 		return r, nil
-	case kernels.KindInt8:
+	case qformat.KindInt8:
 		r.Scale, err = int8Scales(name, w, rows, cols)
 		return r, err
 	}
@@ -212,14 +212,14 @@ func (r *Rounder) Round64(col []float64, j int) {
 // value the stored format decodes to.
 func (r *Rounder) roundGroup(buf []float64, ld, off, g int) {
 	switch r.Spec.Kind {
-	case kernels.KindDense:
+	case qformat.KindDense:
 		p := &buf[g*ld+off]
 		if r.Spec.Name == "bf16" {
 			*p = float64(half.BF16Float(half.BF16(float32(*p))))
 		} else {
 			*p = float64(half.F16Float(half.F16(float32(*p))))
 		}
-	case kernels.KindInt8:
+	case qformat.KindInt8:
 		p, s := &buf[g*ld+off], float64(r.Scale[g])
 		c := math.Max(-127, math.Min(127, math.RoundToEven(*p/s)))
 		if c == 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/updater"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // LiveKeys are the config keys a running daemon applies at once; a change
@@ -266,33 +267,13 @@ func configKeyPart(p string) bool {
 }
 
 // writeAtomic replaces path with data so that a reader (the watcher, an
-// editor) sees the old file or the new one, never a part.
+// editor) sees the old file or the new one, never a part, and the rename
+// survives a crash (internal/atomicfile syncs the directory too).
 func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // no-op after the rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(path, data, 0o644)
 }
 
 // UpdatePolicy is the update loop's policy from the config file's update

@@ -2,22 +2,13 @@
 
 package kernels
 
-// No SIMD kernels on this platform (arm64 included): the pure-Go loops run
-// everywhere. simd exists so the tests read the same on every platform.
+// No SIMD kernels on this platform yet (arm64 included): the pure-Go loops
+// run everywhere. simd exists so the tests read the same on every
+// platform. An architecture with kernels gets its own dot_<arch>.go (and
+// vector_<arch>.go) beside dot_amd64.go.
 var simd, simd512, simdF16 = false, false, false
 
 func spinPause() {}
-
-func dotF16AVX2(h *uint16, x *float32, n int) float32       { panic("quant: no SIMD kernels") }
-func axpyF16AVX2(dst *float32, a float32, h *uint16, n int) { panic("quant: no SIMD kernels") }
-func axpyInt8AVX2(dst *float32, a float32, q *int8, n int)  { panic("quant: no SIMD kernels") }
-func axpyAVX2(dst *float32, a float32, x *float32, n int)   { panic("quant: no SIMD kernels") }
-func scaleAxpyAVX2(row *float32, s float32, acc *float32, a float32, n int) {
-	panic("quant: no SIMD kernels")
-}
-func axpyThenAxpyAVX2(row *float32, a float32, x *float32, out *float32, b float32, n int) {
-	panic("quant: no SIMD kernels")
-}
 
 func dot(a, b []float32) float32              { return dotGo(a, b) }
 func bf16Dot(w []uint16, x []float32) float32 { return bf16DotGo(w, x) }
@@ -27,8 +18,13 @@ func lutNibDot(tab *[16]float32, p []uint8, x []float32) float32 { return lutNib
 
 func haveNibBatch() bool { return false }
 
+// lutNibDot2x4 is the amd64 batch kernel's contract (dot_amd64.go) in Go,
+// for the tests; products use it only where haveNibBatch.
 func lutNibDot2x4(tabA, tabB *[16]float32, pA, pB []uint8, x []float32, stride, cols int, out *[8]float32) {
-	panic("quant: no SIMD kernels")
+	for t := range 4 {
+		xt := x[t*stride : t*stride+cols]
+		out[t], out[4+t] = lutNibDotGo(tabA, pA, xt), lutNibDotGo(tabB, pB, xt)
+	}
 }
 
 func lutNibDot2(tab *[2][16]float32, p []uint8, x []float32) (s0, s1 float32, ok bool) {

@@ -4,7 +4,10 @@ import "github.com/forgedaemon/forged/ane/format/half"
 
 // Vector kernels for the attention history (FP16 keys and values, V8
 // values) and the delta rule's recurrent state, on the same kernel levels
-// as the matrix products.
+// as the matrix products. Each is written once here: an architecture's
+// file (vector_amd64.go; vector_generic.go elsewhere, where arm64 NEON
+// would go) supplies a prefix kernel that does what it can of the vector
+// and says how far it got, and the loop here finishes the tail.
 
 // Dot is Σ a[i]·b[i] over len(a); b must be at least as long.
 func Dot(a, b []float32) float32 { return dot(a, b[:len(a)]) }
@@ -12,13 +15,7 @@ func Dot(a, b []float32) float32 { return dot(a, b[:len(a)]) }
 // DotF16 is Σ half(h[i])·x[i] over len(h); x must be at least as long.
 func DotF16(h []uint16, x []float32) float32 {
 	x = x[:len(h)]
-	n := 0
-	var s float32
-	if simdF16 {
-		if n = len(h) &^ 7; n > 0 {
-			s = dotF16AVX2(&h[0], &x[0], n)
-		}
-	}
+	n, s := dotF16Prefix(h, x)
 	for i := n; i < len(h); i++ {
 		s += half.F16Float(h[i]) * x[i]
 	}
@@ -28,12 +25,7 @@ func DotF16(h []uint16, x []float32) float32 {
 // AxpyF16 adds a·half(h[i]) to dst[i] over len(h); dst must be at least as long.
 func AxpyF16(dst []float32, a float32, h []uint16) {
 	dst = dst[:len(h)]
-	n := 0
-	if simdF16 {
-		if n = len(h) &^ 7; n > 0 {
-			axpyF16AVX2(&dst[0], a, &h[0], n)
-		}
-	}
+	n := axpyF16Prefix(dst, a, h)
 	for i := n; i < len(h); i++ {
 		dst[i] += a * half.F16Float(h[i])
 	}
@@ -42,12 +34,7 @@ func AxpyF16(dst []float32, a float32, h []uint16) {
 // AxpyInt8 adds a·q[i] to dst[i] over len(q); dst must be at least as long.
 func AxpyInt8(dst []float32, a float32, q []int8) {
 	dst = dst[:len(q)]
-	n := 0
-	if simd {
-		if n = len(q) &^ 7; n > 0 {
-			axpyInt8AVX2(&dst[0], a, &q[0], n)
-		}
-	}
+	n := axpyInt8Prefix(dst, a, q)
 	for i := n; i < len(q); i++ {
 		dst[i] += a * float32(q[i])
 	}
@@ -56,12 +43,7 @@ func AxpyInt8(dst []float32, a float32, q []int8) {
 // Axpy adds a·x[i] to dst[i] over len(x); dst must be at least as long.
 func Axpy(dst []float32, a float32, x []float32) {
 	dst = dst[:len(x)]
-	n := 0
-	if simd {
-		if n = len(x) &^ 7; n > 0 {
-			axpyAVX2(&dst[0], a, &x[0], n)
-		}
-	}
+	n := axpyPrefix(dst, a, x)
 	for i := n; i < len(x); i++ {
 		dst[i] += a * x[i]
 	}
@@ -71,12 +53,7 @@ func Axpy(dst []float32, a float32, x []float32) {
 // both); acc must be at least as long as row.
 func ScaleAxpy(row []float32, s float32, acc []float32, a float32) {
 	acc = acc[:len(row)]
-	n := 0
-	if simd {
-		if n = len(row) &^ 7; n > 0 {
-			scaleAxpyAVX2(&row[0], s, &acc[0], a, n)
-		}
-	}
+	n := scaleAxpyPrefix(row, s, acc, a)
 	for i := n; i < len(row); i++ {
 		row[i] *= s
 		acc[i] += a * row[i]
@@ -87,12 +64,7 @@ func ScaleAxpy(row []float32, s float32, acc []float32, a float32) {
 // x and out must be at least as long as row.
 func AxpyThenAxpy(row []float32, a float32, x, out []float32, b float32) {
 	x, out = x[:len(row)], out[:len(row)]
-	n := 0
-	if simd {
-		if n = len(row) &^ 7; n > 0 {
-			axpyThenAxpyAVX2(&row[0], a, &x[0], &out[0], b, n)
-		}
-	}
+	n := axpyThenAxpyPrefix(row, a, x, out, b)
 	for i := n; i < len(row); i++ {
 		row[i] += a * x[i]
 		out[i] += b * row[i]

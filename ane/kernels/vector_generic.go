@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package kernels
+
+// No vector prefix kernels on this architecture yet (arm64 NEON would go
+// in a vector_arm64.go beside this): vector.go's loops do every element.
+
+func dotF16Prefix([]uint16, []float32) (int, float32)                          { return 0, 0 }
+func axpyF16Prefix([]float32, float32, []uint16) int                           { return 0 }
+func axpyInt8Prefix([]float32, float32, []int8) int                            { return 0 }
+func axpyPrefix([]float32, float32, []float32) int                             { return 0 }
+func scaleAxpyPrefix([]float32, float32, []float32, float32) int               { return 0 }
+func axpyThenAxpyPrefix([]float32, float32, []float32, []float32, float32) int { return 0 }

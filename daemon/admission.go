@@ -9,15 +9,11 @@ import (
 	"github.com/forgedaemon/forged/daemon/residency"
 )
 
-// EventQueued is sent while a generation waits for memory: {reason,
-// position} (position 1 is next). It is not sent when memory is free.
-const EventQueued = "queued"
+// EventQueued and QueuedEvent live in wire; these names keep callers unchanged.
+const EventQueued = wire.EventQueued
 
-// QueuedEvent is the data of a queued event.
-type QueuedEvent struct {
-	Reason   string `msgpack:"reason"`
-	Position uint64 `msgpack:"position"`
-}
+// QueuedEvent is wire.QueuedEvent.
+type QueuedEvent = wire.QueuedEvent
 
 // occupancy is what is in memory now, for admission: the model, the
 // drafter, the context entries of idle sessions holding state and of
@@ -76,7 +72,7 @@ func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxT
 			return wire.Errorf(wire.CodeBusy, "not enough memory now (if_busy: busy, so not queued): %s", d.Reason)
 		}
 		pos := r.queuePosition(ticket)
-		if err := c.event(id, EventQueued, QueuedEvent{Reason: d.Reason, Position: uint64(pos)}); err != nil {
+		if err := c.event(id, wire.EventQueued, wire.QueuedEvent{Reason: d.Reason, Position: uint64(pos)}); err != nil {
 			return err
 		}
 		select {

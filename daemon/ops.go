@@ -17,72 +17,68 @@ import (
 // returning; the returned value or error becomes the reply.
 type handler func(c *conn, ctx context.Context, req wire.Request) (any, error)
 
-type opSpec struct {
-	run       handler
-	streaming bool // runs in its own goroutine and may be cancelled
-	admin     bool
-}
-
-var ops map[string]opSpec
+// handlers are the daemon's handler for each op of the registry
+// (wire.Ops), which says whether it is admin, streaming and what enables it.
+var handlers map[string]handler
 
 func init() {
-	ops = map[string]opSpec{
-		wire.OpHello:          {run: (*conn).opHello},
-		wire.OpStatus:         {run: (*conn).opStatus},
-		wire.OpModels:         {run: (*conn).opModels},
-		wire.OpTokenize:       {run: (*conn).opTokenize},
-		wire.OpDetokenize:     {run: (*conn).opDetokenize},
-		wire.OpSessionOpen:    {run: (*conn).opSessionOpen},
-		wire.OpSessionClose:   {run: (*conn).opSessionClose},
-		wire.OpCancel:         {run: (*conn).opCancel},
-		wire.OpChat:           {run: (*conn).opChat, streaming: true},
-		wire.OpGenerate:       {run: (*conn).opGenerate, streaming: true},
-		wire.OpSubscribe:      {run: (*conn).opSubscribe, streaming: true},
-		wire.OpConfigGet:      {run: (*conn).opConfigGet, admin: true},
-		wire.OpShutdown:       {run: (*conn).opShutdown, admin: true},
-		wire.OpLoad:           {run: (*conn).opLoad, streaming: true, admin: true},
-		wire.OpUnload:         {run: (*conn).opUnload, admin: true},
-		wire.OpPin:            {run: (*conn).opPin, admin: true},
-		wire.OpUpdateRollback: {run: (*conn).opRollback, streaming: true, admin: true},
-		wire.OpConfigSet:      {run: (*conn).opConfigSet, admin: true},
-		wire.OpPull:           {run: (*conn).opPull, streaming: true, admin: true},
-		wire.OpUpdateApply:    {run: (*conn).opPull, streaming: true, admin: true},
-		wire.OpVerify:         {run: (*conn).opVerify, streaming: true, admin: true},
-		wire.OpUpdateCheck:    {run: (*conn).opUpdateCheck, streaming: true, admin: true},
-		wire.OpGC:             {run: (*conn).opGC, streaming: true, admin: true},
+	handlers = map[string]handler{
+		wire.OpHello:          (*conn).opHello,
+		wire.OpStatus:         (*conn).opStatus,
+		wire.OpModels:         (*conn).opModels,
+		wire.OpTokenize:       (*conn).opTokenize,
+		wire.OpDetokenize:     (*conn).opDetokenize,
+		wire.OpSessionOpen:    (*conn).opSessionOpen,
+		wire.OpSessionClose:   (*conn).opSessionClose,
+		wire.OpCancel:         (*conn).opCancel,
+		wire.OpChat:           (*conn).opChat,
+		wire.OpGenerate:       (*conn).opGenerate,
+		wire.OpSubscribe:      (*conn).opSubscribe,
+		wire.OpConfigGet:      (*conn).opConfigGet,
+		wire.OpShutdown:       (*conn).opShutdown,
+		wire.OpLoad:           (*conn).opLoad,
+		wire.OpUnload:         (*conn).opUnload,
+		wire.OpPin:            (*conn).opPin,
+		wire.OpUpdateRollback: (*conn).opRollback,
+		wire.OpConfigSet:      (*conn).opConfigSet,
+		wire.OpPull:           (*conn).opPull,
+		wire.OpUpdateApply:    (*conn).opPull,
+		wire.OpVerify:         (*conn).opVerify,
+		wire.OpUpdateCheck:    (*conn).opUpdateCheck,
+		wire.OpGC:             (*conn).opGC,
 	}
 }
 
-// capabilities lists the ops a client can rely on on this daemon: the
-// residency, store and config-file ops only where they are configured.
+// capabilities lists the ops a client can rely on on this daemon (wire.Ops
+// whose feature is configured here).
 func (s *Server) capabilities() []string {
-	caps := []string{wire.OpStatus, wire.OpModels, wire.OpTokenize, wire.OpDetokenize, wire.OpChat, wire.OpGenerate,
-		"session", wire.OpCancel, wire.OpSubscribe, wire.OpConfigGet, wire.OpShutdown}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.res != nil {
-		caps = append(caps, wire.OpLoad, wire.OpUnload, wire.OpPin, wire.OpUpdateRollback)
-	}
-	if s.store != nil {
-		caps = append(caps, wire.OpPull, wire.OpVerify, wire.OpUpdateCheck, wire.OpUpdateApply, wire.OpGC)
-	}
-	if s.configFile != nil {
-		caps = append(caps, wire.OpConfigSet)
-	}
-	return caps
+	return wire.Capabilities(func(f wire.Feature) bool {
+		switch f {
+		case wire.FeatureResidency:
+			return s.res != nil
+		case wire.FeatureStore:
+			return s.store != nil
+		case wire.FeatureConfigFile:
+			return s.configFile != nil
+		}
+		return false
+	})
 }
 
 func (c *conn) handle(req wire.Request) {
-	spec, known := ops[req.Op]
+	spec, known := wire.LookupOp(req.Op)
+	run := handlers[req.Op]
 	if c.clientName() == "" && req.Op != wire.OpHello {
 		c.replyErr(req.ID, wire.Errorf(wire.CodeProtocolVersion, "the first request must be hello, got %q", req.Op))
 		return
 	}
-	if !known {
+	if !known || run == nil {
 		c.replyErr(req.ID, wire.Errorf(wire.CodeBadRequest, "unknown op %q", req.Op))
 		return
 	}
-	if spec.admin {
+	if spec.Admin {
 		if !c.s.authz().isAdmin(c.peer) {
 			c.log.Warn("admin op refused", "op", req.Op, "client", c.clientName())
 			c.replyErr(req.ID, wire.Errorf(wire.CodeUnauthorized, "%s is an admin operation; uid %d is not root, the daemon's user or in the admin group", req.Op, c.peer.UID))
@@ -93,8 +89,8 @@ func (c *conn) handle(req wire.Request) {
 		c.replyErr(req.ID, wire.Errorf(wire.CodeUnauthorized, "uid %d is not allowed to use this daemon", c.peer.UID))
 		return
 	}
-	if !spec.streaming {
-		res, err := c.run(spec.run, c.ctx, req)
+	if !spec.Streaming {
+		res, err := c.run(run, c.ctx, req)
 		c.reply(req.ID, res, err)
 		return
 	}
@@ -109,7 +105,7 @@ func (c *conn) handle(req wire.Request) {
 	c.inflight[req.ID] = cancel
 	c.mu.Unlock()
 	c.reqs.Go(func() {
-		res, err := c.run(spec.run, ctx, req)
+		res, err := c.run(run, ctx, req)
 		if err != nil && ctx.Err() != nil {
 			err = context.Cause(ctx) // report why it stopped (cancelled), not how
 		}

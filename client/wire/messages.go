@@ -63,18 +63,21 @@ const (
 	OpShutdown       = "shutdown"
 )
 
-// AdminOps are the operations only administrators may call.
-var AdminOps = map[string]bool{
-	OpPull: true, OpVerify: true, OpUpdateCheck: true, OpUpdateApply: true, OpUpdateRollback: true,
-	OpLoad: true, OpUnload: true, OpPin: true, OpGC: true, OpConfigGet: true, OpConfigSet: true,
-	OpShutdown: true,
-}
-
 // Event names.
 const (
 	EventToken = "token"
 	EventState = "state"
+	// EventQueued is sent while a generation waits for memory (its data is
+	// a QueuedEvent). It is not sent when memory is free.
+	EventQueued = "queued"
 )
+
+// QueuedEvent is the data of a queued event: why the generation waits and
+// its place in the memory queue (position 1 is next).
+type QueuedEvent struct {
+	Reason   string `msgpack:"reason"`
+	Position uint64 `msgpack:"position"`
+}
 
 // Reply is the daemon's one answer to a request.
 type Reply struct {

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // ReleaseFile is the bundle's integrity inventory, release.json, at the
@@ -159,7 +161,7 @@ func (r *Release) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, ReleaseFile), data, 0o644)
+	return atomicfile.Write(filepath.Join(dir, ReleaseFile), data, 0o644)
 }
 
 // ReleaseError is one broken rule of release.json.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // Record is the verification record written when a bundle is installed:
@@ -73,7 +74,7 @@ func (r *Record) Write(name string) error {
 	if err != nil {
 		return err
 	}
-	return bundle.WriteFileAtomic(name, data, 0o644)
+	return atomicfile.Write(name, data, 0o644)
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

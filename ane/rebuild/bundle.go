@@ -15,6 +15,7 @@ import (
 	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 	"github.com/forgedaemon/forged/verify"
 )
 
@@ -66,13 +67,12 @@ func Embeddings(model, out string) (*EmbeddingsReport, error) {
 	}
 	defer in.Close()
 	V, H := cfg.VocabSize, cfg.HiddenSize
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
+	tmp, err := atomicfile.Create(out, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*EmbeddingsReport, error) {
-		tmp.Close()
-		os.Remove(tmp.Name())
+		tmp.Abort()
 		return nil, err
 	}
 	w := bufio.NewWriterSize(tmp, 1<<20)
@@ -107,15 +107,7 @@ func Embeddings(model, out string) (*EmbeddingsReport, error) {
 	if err := w.Flush(); err != nil {
 		return fail(err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return nil, err
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		os.Remove(tmp.Name())
+	if err := tmp.Commit(); err != nil {
 		return nil, err
 	}
 	st, err := os.Stat(out)
@@ -194,7 +186,7 @@ func ReleaseManifest(o ManifestOptions) (*bundle.Release, *verify.Report, error)
 	}
 	if err != nil {
 		if oldErr == nil {
-			bundle.WriteFileAtomic(relPath, old, 0o644)
+			atomicfile.Write(relPath, old, 0o644)
 		} else if errors.Is(oldErr, os.ErrNotExist) {
 			os.Remove(relPath)
 		}

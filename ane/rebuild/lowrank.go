@@ -2,7 +2,6 @@ package rebuild
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/forgedaemon/forged/ane/rebuild/plan"
 	"github.com/forgedaemon/forged/ane/rebuild/quantize"
 	"github.com/forgedaemon/forged/ane/ref"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // LowRankOptions configure LowRank.
@@ -115,7 +115,7 @@ func LowRank(o LowRankOptions) (*LowRankReport, error) {
 			o.Progress(Event{Step: "layer", Layer: i, Layers: cfg.NumHiddenLayers, Done: i + 1, Total: cfg.NumHiddenLayers})
 		}
 	}
-	for _, name := range []string{export.HeadFile, ref.EmbeddingNPY} {
+	for _, name := range []string{export.HeadFile, tensor.EmbeddingNPY} {
 		src := filepath.Join(o.Export, name)
 		if _, err := os.Stat(src); err == nil || name == export.HeadFile {
 			if err := copyFile(src, filepath.Join(o.Out, name)); err != nil {
@@ -228,30 +228,6 @@ func Dense(m *export.Matrix) ([]float32, error) {
 	return w, nil
 }
 
-// copyFile copies src to dst atomically.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-")
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(tmp, in); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
-}
+// copyFile copies src to dst atomically (owner-only, as the rebuild's
+// copies always were).
+func copyFile(src, dst string) error { return atomicfile.Copy(dst, src, 0o600) }

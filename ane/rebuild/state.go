@@ -14,6 +14,7 @@ import (
 	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // stateDir holds the resume checkpoint inside the output directory; it is
@@ -154,7 +155,7 @@ func (p *pipeline) saveState(done int) error {
 	if err != nil {
 		return err
 	}
-	if err := bundle.WriteFileAtomic(filepath.Join(dir, "state.json"), data, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "state.json"), data, 0o644); err != nil {
 		return err
 	}
 	if done > 0 {

@@ -38,6 +38,7 @@ import (
 
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // defaultBootID reads the platform's boot identity once per process: it
@@ -92,7 +93,7 @@ func (s *Store) beginPending(repo, commit string, blobs []bundle.File) (noSync b
 	if err != nil {
 		return false, err
 	}
-	if err := bundle.WriteFileAtomic(s.path("pending", markerName(repo, commit, m.Created)), append(data, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(s.path("pending", markerName(repo, commit, m.Created)), append(data, '\n'), 0o644); err != nil {
 		return false, fmt.Errorf("pending marker: %w", err)
 	}
 	return true, nil
@@ -126,7 +127,7 @@ func parseMarker(data []byte) (*pendingMarker, error) {
 	return &m, nil
 }
 
-// markerNames lists the pending markers. Dot files are WriteFileAtomic
+// markerNames lists the pending markers. Dot files are atomicfile
 // temporaries: a marker not yet renamed into place was never durable, so
 // the pull that wrote it stored no blob yet.
 func (s *Store) markerNames() ([]string, error) {
@@ -196,11 +197,11 @@ func (s *Store) syncMarker(name string, m *pendingMarker) bool {
 			return false
 		}
 	}
-	if bundle.SyncDir(s.path("blobs", "sha256")) != nil {
+	if atomicfile.SyncDir(s.path("blobs", "sha256")) != nil {
 		return false
 	}
 	if os.Remove(s.path("pending", name)) == nil {
-		bundle.SyncDir(s.path("pending")) // a lost removal costs a re-hash after a crash, nothing more
+		atomicfile.SyncDir(s.path("pending")) // a lost removal costs a re-hash after a crash, nothing more
 	}
 	return true
 }
@@ -280,7 +281,7 @@ func (s *Store) settleByHashing(boot string, bootErr error, failed map[string]bo
 			return err
 		}
 	}
-	return bundle.SyncDir(s.path("pending"))
+	return atomicfile.SyncDir(s.path("pending"))
 }
 
 // hashBlobs hashes each blob against its name, in parallel, and returns
@@ -343,7 +344,7 @@ func (s *Store) dropBlobs(bad map[string]bool) error {
 			return err
 		}
 	}
-	return bundle.SyncDir(s.path("blobs", "sha256"))
+	return atomicfile.SyncDir(s.path("blobs", "sha256"))
 }
 
 // dropSnapshots uninstalls repo's snapshots that link a bad blob. The
@@ -411,8 +412,8 @@ func (s *Store) dropSnapshots(repo string, bad map[string]bool) error {
 			return err
 		}
 	}
-	if err := bundle.SyncDir(s.path("snapshots", repoPath(repo))); err != nil {
+	if err := atomicfile.SyncDir(s.path("snapshots", repoPath(repo))); err != nil {
 		return err
 	}
-	return bundle.SyncDir(s.path("records", repoPath(repo)))
+	return atomicfile.SyncDir(s.path("records", repoPath(repo)))
 }

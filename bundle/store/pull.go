@@ -15,6 +15,7 @@ import (
 
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 	"github.com/forgedaemon/forged/internal/units"
 	"github.com/forgedaemon/forged/verify"
 )
@@ -296,7 +297,7 @@ func (s *Store) fetchBlob(ctx context.Context, repo, commit string, f bundle.Fil
 		return sum, err
 	}
 	s.emit(Event{Kind: "file_done", Repo: repo, Path: f.Path, Total: f.Bytes})
-	return sum, bundle.SyncDir(filepath.Dir(s.blobPath(f.SHA256)))
+	return sum, atomicfile.SyncDir(filepath.Dir(s.blobPath(f.SHA256)))
 }
 
 // checkSpace refuses a pull the disk cannot hold, before any byte moves.
@@ -331,7 +332,7 @@ func (s *Store) install(repo, commit string, releaseJSON []byte, files []bundle.
 	relSum := sha256.Sum256(releaseJSON)
 	relBlob := s.blobPath(hex.EncodeToString(relSum[:]))
 	if !exists(relBlob) {
-		if err := bundle.WriteFileAtomic(relBlob, releaseJSON, 0o444); err != nil {
+		if err := atomicfile.Write(relBlob, releaseJSON, 0o444); err != nil {
 			return err
 		}
 	}
@@ -383,5 +384,5 @@ func (s *Store) install(repo, commit string, releaseJSON []byte, files []bundle.
 	if err := os.Rename(staging, final); err != nil {
 		return err
 	}
-	return bundle.SyncDir(parent)
+	return atomicfile.SyncDir(parent)
 }

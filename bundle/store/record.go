@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 	"github.com/forgedaemon/forged/verify"
 )
 
@@ -64,5 +65,5 @@ func (s *Store) writeRecord(repo, commit string, r *installRecord) error {
 	if err != nil {
 		return err
 	}
-	return bundle.WriteFileAtomic(p, data, 0o644)
+	return atomicfile.Write(p, data, 0o644)
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // Store is a local bundle store rooted at a data directory.
@@ -166,7 +167,7 @@ func (s *Store) setCurrent(repo string, st State) error {
 		return err
 	}
 	data, _ := json.Marshal(st)
-	return bundle.WriteFileAtomic(p, append(data, '\n'), 0o644)
+	return atomicfile.Write(p, append(data, '\n'), 0o644)
 }
 
 // clearCurrent leaves repo without a served revision.
@@ -175,7 +176,7 @@ func (s *Store) clearCurrent(repo string) error {
 	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return bundle.SyncDir(filepath.Dir(p))
+	return atomicfile.SyncDir(filepath.Dir(p))
 }
 
 // activate makes commit the served revision, keeping the old one as previous.
@@ -224,7 +225,7 @@ func (s *Store) writeRef(repo, rev, commit string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return bundle.WriteFileAtomic(p, []byte(commit+"\n"), 0o644)
+	return atomicfile.Write(p, []byte(commit+"\n"), 0o644)
 }
 
 func exists(p string) bool {

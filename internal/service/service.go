@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/daemon/config"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // Label is the launchd job label; UnitName the systemd unit.
@@ -255,7 +256,7 @@ func (m *Manager) Execute(ctx context.Context, plan []Step) error {
 	return nil
 }
 
-// writeFile writes atomically (temp file, fsync, rename), so launchd or
+// writeFile writes atomically (temp file, fsync, rename, fsync the directory), so launchd or
 // systemd never read half a file.
 func writeFile(path string, data []byte, onlyIfMissing bool) error {
 	if onlyIfMissing {
@@ -266,24 +267,7 @@ func writeFile(path string, data []byte, onlyIfMissing bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(path, data, 0o644)
 }
 
 // InstallPlan writes the config (if missing) and the service file, then

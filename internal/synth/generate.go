@@ -8,7 +8,6 @@ package synth
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/layout"
 	"github.com/forgedaemon/forged/ane/format/tensor"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // Options selects what Generate writes.
@@ -84,7 +84,10 @@ func Write(dir string, opts Options) (rep *Report, err error) {
 	}()
 	writeFile := func(name string, data []byte) error {
 		written = append(written, name)
-		return writeAtomic(filepath.Join(dir, name), data)
+		if err := atomicfile.Write(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("synth: writing %s: %w", filepath.Join(dir, name), err)
+		}
+		return nil
 	}
 
 	specs := layout.CheckpointTensors(cfg)
@@ -270,29 +273,4 @@ func generationConfigJSON(v *Vocabulary) ([]byte, error) {
 		{"top_p", 0.8},
 		{"repetition_penalty", 1.0},
 	})
-}
-
-// writeAtomic writes data to a temporary file beside path, syncs it and
-// renames it into place.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("synth: writing %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("synth: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("synth: %w", err)
-	}
-	return nil
 }

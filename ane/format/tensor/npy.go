@@ -3,9 +3,10 @@ package tensor
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync"
+
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // NPYFile is an open, validated .npy file whose data is memory-mapped.
@@ -124,7 +125,7 @@ func WriteNPY(path, descr string, shape []int, data []byte) error {
 // Nothing appears at path unless Commit succeeds.
 type NPYWriter struct {
 	path    string
-	tmp     *os.File
+	tmp     *atomicfile.File
 	size    int64 // bytes of data the shape needs
 	written int64
 }
@@ -145,12 +146,12 @@ func NewNPYWriter(path, descr string, shape []int) (*NPYWriter, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: shape %v × %d bytes overflows", path, shape, itemSize)
 	}
-	tmp, err := createTemp(path)
+	tmp, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := tmp.Write(encodeNPYHeader(descr, shape)); err != nil {
-		abortTemp(tmp)
+		tmp.Abort()
 		return nil, err
 	}
 	return &NPYWriter{path: path, tmp: tmp, size: size}, nil
@@ -178,10 +179,10 @@ func (w *NPYWriter) Commit() error {
 	tmp := w.tmp
 	w.tmp = nil
 	if w.written != w.size {
-		abortTemp(tmp)
+		tmp.Abort()
 		return fmt.Errorf("%s: %d of %d data bytes written; nothing was written", w.path, w.written, w.size)
 	}
-	return commitTemp(tmp, w.path)
+	return tmp.Commit()
 }
 
 // Abort discards the temporary file; path is untouched.
@@ -191,5 +192,5 @@ func (w *NPYWriter) Abort() error {
 	}
 	tmp := w.tmp
 	w.tmp = nil
-	return abortTemp(tmp)
+	return tmp.Abort()
 }

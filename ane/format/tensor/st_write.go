@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // Tensor is one tensor to write: raw little-endian bytes of the given shape.
@@ -63,7 +64,7 @@ func WriteSafetensors(path string, metadata map[string]string, tensors []Tensor)
 // spaces so the data section starts at a multiple of 8.
 type Writer struct {
 	path    string
-	tmp     *os.File
+	tmp     *atomicfile.File
 	l       *layout
 	byName  map[string]int
 	written []int64
@@ -77,14 +78,14 @@ func NewWriter(path string, metadata map[string]string, specs []Spec) (*Writer, 
 	}
 	hdr := encodeHeader(l)
 	l.headerLen = int64(len(hdr))
-	tmp, err := createTemp(path)
+	tmp, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	var prefix [8]byte
 	binary.LittleEndian.PutUint64(prefix[:], uint64(len(hdr)))
 	if _, err := tmp.Write(append(prefix[:], hdr...)); err != nil {
-		abortTemp(tmp)
+		tmp.Abort()
 		return nil, err
 	}
 	var total int64
@@ -92,7 +93,7 @@ func NewWriter(path string, metadata map[string]string, specs []Spec) (*Writer, 
 		total = l.tensors[n-1].Offset + l.tensors[n-1].Size
 	}
 	if err := tmp.Truncate(l.dataStart() + total); err != nil {
-		abortTemp(tmp)
+		tmp.Abort()
 		return nil, err
 	}
 	w := &Writer{path: path, tmp: tmp, l: l, byName: map[string]int{}, written: make([]int64, len(l.tensors))}
@@ -132,11 +133,11 @@ func (w *Writer) Commit() error {
 	w.tmp = nil
 	for i, t := range w.l.tensors {
 		if w.written[i] != t.Size {
-			abortTemp(tmp)
+			tmp.Abort()
 			return fmt.Errorf("%s: tensor %q has %d of its %d bytes; nothing was written", w.path, t.Name, w.written[i], t.Size)
 		}
 	}
-	return commitTemp(tmp, w.path)
+	return tmp.Commit()
 }
 
 // Abort discards the temporary file; path is untouched.
@@ -146,7 +147,7 @@ func (w *Writer) Abort() error {
 	}
 	tmp := w.tmp
 	w.tmp = nil
-	return abortTemp(tmp)
+	return tmp.Abort()
 }
 
 // planLayout validates specs and assigns offsets in the canonical order.

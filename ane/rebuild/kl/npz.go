@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane/format/tensor"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // Array is one named array of an .npz archive.
@@ -35,17 +36,11 @@ func WriteNPZ(path string, arrays []Array) error {
 		return err
 	}
 	defer os.RemoveAll(tmpDir)
-	out, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-")
+	out, err := atomicfile.Create(path, 0o600)
 	if err != nil {
 		return err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			out.Close()
-			os.Remove(out.Name())
-		}
-	}()
+	defer out.Abort() // a no-op after Commit
 	zw := zip.NewWriter(out)
 	for _, a := range arrays {
 		npy := filepath.Join(tmpDir, a.Name+".npy")
@@ -67,17 +62,7 @@ func WriteNPZ(path string, arrays []Array) error {
 	if err := zw.Close(); err != nil {
 		return err
 	}
-	if err := out.Sync(); err != nil {
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(out.Name(), path); err != nil {
-		return err
-	}
-	ok = true
-	return nil
+	return out.Commit()
 }
 
 // maxNPZEntry bounds one array's size (a hostile archive cannot make us

@@ -3,7 +3,6 @@ package dflash
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // SynthReport describes a generated synthetic drafter.
@@ -125,8 +125,8 @@ func GenerateSynthetic(targetDir, exportDir, outDir string, seed uint64) (rep *S
 	}{
 		{WeightsFile, func(p string) error { return tensor.WriteSafetensors(p, meta2, weights) }},
 		{SelectorFile, func(p string) error { return tensor.WriteSafetensors(p, nil, sel) }},
-		{MetadataFile, func(p string) error { return writeAtomic(p, append(mj, '\n')) }},
-		{ConfigFile, func(p string) error { return writeAtomic(p, append(cj, '\n')) }},
+		{MetadataFile, func(p string) error { return atomicfile.Write(p, append(mj, '\n'), 0o644) }},
+		{ConfigFile, func(p string) error { return atomicfile.Write(p, append(cj, '\n'), 0o644) }},
 	}
 	for _, s := range steps {
 		if err := s.write(filepath.Join(outDir, s.name)); err != nil {
@@ -196,27 +196,4 @@ func synthMetadata(target string) *Metadata {
 		"ctx64": {Inputs: []string{"feat", "ctx_cos", "ctx_sin"}, Outputs: []string{"k_new", "v_new"}},
 	}
 	return m
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return errors.Join(fmt.Errorf("writing %s", path), err)
-	}
-	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/forgedaemon/forged/internal/strictjson"
 )
 
 // ManifestFile is the Core AI runtime manifest, relative to the runtime root.
@@ -86,7 +88,7 @@ type Head struct {
 // runtime does not need.
 func ParseManifest(data []byte) (*Manifest, error) {
 	var m Manifest
-	if err := decodeStrict(data, &m, false); err != nil {
+	if err := strictjson.Decode(data, &m, strictjson.Options{}); err != nil {
 		return nil, fmt.Errorf("manifest.json: %w", err)
 	}
 	if err := m.Validate(); err != nil {

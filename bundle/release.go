@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/internal/atomicfile"
+	"github.com/forgedaemon/forged/internal/strictjson"
 )
 
 // ReleaseFile is the bundle's integrity inventory, release.json, at the
@@ -48,7 +50,7 @@ var ModelFiles = []string{
 var RequiredModelFiles = []string{"config.json", "tokenizer.json", "tokenizer_config.json", "embed_tokens_fp16.npy"}
 
 // EmbeddingFile is the FP16 embedding table under the model root.
-const EmbeddingFile = "embed_tokens_fp16.npy"
+const EmbeddingFile = tensor.EmbeddingNPY
 
 // The drafter block must name exactly these files.
 const (
@@ -118,7 +120,7 @@ type File struct {
 // duplicate keys are errors: the inventory is the root of trust.
 func ParseRelease(data []byte) (*Release, error) {
 	var r Release
-	if err := decodeStrict(data, &r, true); err != nil {
+	if err := strictjson.Decode(data, &r, strictjson.Options{DisallowUnknownFields: true}); err != nil {
 		return nil, fmt.Errorf("release.json: %w", err)
 	}
 	if err := r.Validate(); err != nil {

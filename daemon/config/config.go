@@ -23,6 +23,7 @@ import (
 
 	"github.com/forgedaemon/forged/bundle/store"
 	"github.com/forgedaemon/forged/client"
+	"github.com/forgedaemon/forged/internal/strictjson"
 )
 
 // Config is the whole file. JSON names are the keys users write.
@@ -334,9 +335,15 @@ func decodeStrict(path string, data []byte, v reflect.Value) error {
 		}
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
 	var fields map[string]json.RawMessage
-	if err := dec.Decode(&fields); err != nil || fields == nil {
+	err := strictjson.Decode(data, &fields, strictjson.Options{})
+	var dup *strictjson.DuplicateKeyError
+	switch {
+	case errors.Is(err, strictjson.ErrTrailingData):
+		return fmt.Errorf("config: %w", err)
+	case errors.As(err, &dup):
+		return fmt.Errorf("%s: key given twice", join(path, dup.Path()))
+	case err != nil || fields == nil:
 		where := path
 		if where == "" {
 			where = "config"
@@ -345,12 +352,6 @@ func decodeStrict(path string, data []byte, v reflect.Value) error {
 			err = errors.New("null")
 		}
 		return fmt.Errorf("%s: must be a JSON object: %v", where, err)
-	}
-	if dec.More() {
-		return errors.New("config: trailing data after the JSON object")
-	}
-	if err := checkDuplicates(path, data); err != nil {
-		return err
 	}
 	byName := map[string]int{}
 	var known []string
@@ -370,32 +371,6 @@ func decodeStrict(path string, data []byte, v reflect.Value) error {
 			return fmt.Errorf("%s: unknown key (known keys here: %s)", join(path, k), strings.Join(known, ", "))
 		}
 		if err := decodeStrict(join(path, k), fields[k], v.Field(i)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkDuplicates refuses an object that names a key twice (encoding/json
-// would silently keep the last one).
-func checkDuplicates(path string, data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil { // {
-		return err
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := tok.(string)
-		if seen[key] {
-			return fmt.Errorf("%s: key given twice", join(path, key))
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,6 @@
 package hfconfig
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/forgedaemon/forged/internal/strictjson"
 )
 
 // MaxConfigSize bounds a config.json; real ones are a few kilobytes.
@@ -83,24 +84,25 @@ func readConfigFile(path string) (string, []byte, error) {
 	return path, data, nil
 }
 
-// decodeStrict unmarshals a JSON object into v, turning encoding/json's
-// messages into ones that name the field and say what type it must be.
+// decodeStrict unmarshals one JSON object into v (strictjson: duplicate
+// keys and trailing data refused), turning the errors into ones that name
+// the field and say what type it must be.
 func decodeStrict(data []byte, v any) error {
-	if len(data) > MaxConfigSize {
+	err := strictjson.Decode(data, v, strictjson.Options{MaxSize: MaxConfigSize})
+	var te *json.UnmarshalTypeError
+	var de *strictjson.DuplicateKeyError
+	var tl *strictjson.TooLargeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &tl):
 		return fmt.Errorf("config is larger than %d bytes", MaxConfigSize)
+	case errors.As(err, &de):
+		return fieldErr(de.Path(), "key given twice (a reader would keep only one of the values)")
+	case errors.As(err, &te) && te.Field != "":
+		return fieldErr(te.Field, "must be %s, found a JSON %s", goTypeName(te.Type.String()), te.Value)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return fieldErr(te.Field, "must be %s, found a JSON %s", goTypeName(te.Type.String()), te.Value)
-		}
-		return fmt.Errorf("not a valid JSON object: %w", err)
-	}
-	if dec.More() {
-		return errors.New("not a valid JSON object: trailing data after the object")
-	}
-	return nil
+	return fmt.Errorf("not a valid JSON object: %w", err)
 }
 
 func goTypeName(t string) string {

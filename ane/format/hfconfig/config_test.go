@@ -173,6 +173,8 @@ func TestModelValidation(t *testing.T) {
 		{"wrong model", `"model_type": "qwen3_5",`, `"model_type": "llama",`, "model_type", `"llama"`},
 		{"not an object", qwen38Config(), `[1]`, "", "not a valid JSON object"},
 		{"trailing data", qwen38Config(), qwen38Config() + `{}`, "", "trailing data"},
+		{"duplicate key", `"hidden_size": 5120`, `"hidden_size": 5120, "hidden_size": 4096`, "hidden_size", "key given twice"},
+		{"nested duplicate key", `"rope_theta": 10000000`, `"rope_theta": 10000000, "rope_theta": 1`, "rope_parameters.rope_theta", "key given twice"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,8 @@ package residency
 
 import (
 	"fmt"
+
+	"github.com/forgedaemon/forged/internal/units"
 )
 
 // Budget is the memory the daemon may use: the machine's memory (or the
@@ -123,18 +125,16 @@ func (f *Footprint) Decide(budget int64, r Occupancy, req Request) (Decision, er
 	switch {
 	case d.Used+d.Need <= budget:
 		d.Verdict = Admit
-		d.Reason = fmt.Sprintf("%s resident + %s for a %s session fit in %s", gb(d.Used), gb(d.Need), entryName(entry), gb(budget))
+		d.Reason = fmt.Sprintf("%s resident + %s for a %s session fit in %s", units.Bytes(d.Used), units.Bytes(d.Need), entryName(entry), units.Bytes(budget))
 	case alone <= budget:
 		d.Verdict = Wait
-		d.Reason = fmt.Sprintf("%s resident + %s for a %s session exceed %s; it fits once others free memory", gb(d.Used), gb(d.Need), entryName(entry), gb(budget))
+		d.Reason = fmt.Sprintf("%s resident + %s for a %s session exceed %s; it fits once others free memory", units.Bytes(d.Used), units.Bytes(d.Need), entryName(entry), units.Bytes(budget))
 	default:
 		d.Verdict = Never
-		d.Reason = fmt.Sprintf("a %s session needs %s with the model alone, more than the budget of %s", entryName(entry), gb(alone), gb(budget))
+		d.Reason = fmt.Sprintf("a %s session needs %s with the model alone, more than the budget of %s", entryName(entry), units.Bytes(alone), units.Bytes(budget))
 	}
 	return d, nil
 }
-
-func gb(n int64) string { return fmt.Sprintf("%.2f GB", float64(n)/1e9) }
 
 func entryName(ctx int) string {
 	if ctx%1024 == 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/internal/sysinfo"
+	"github.com/forgedaemon/forged/internal/units"
 )
 
 // Step is one thing to do to give memory back.
@@ -19,13 +20,13 @@ type Step struct {
 func (s Step) String() string {
 	switch s.Kind {
 	case DropSession:
-		return fmt.Sprintf("drop session %s (frees %s)", s.Session, gb(s.Frees))
+		return fmt.Sprintf("drop session %s (frees %s)", s.Session, units.Bytes(s.Frees))
 	case Shrink:
-		return fmt.Sprintf("shrink session %s to %s (frees %s)", s.Session, entryName(s.To), gb(s.Frees))
+		return fmt.Sprintf("shrink session %s to %s (frees %s)", s.Session, entryName(s.To), units.Bytes(s.Frees))
 	case DropDrafter:
-		return fmt.Sprintf("drop the drafter (frees %s)", gb(s.Frees))
+		return fmt.Sprintf("drop the drafter (frees %s)", units.Bytes(s.Frees))
 	case Unload:
-		return fmt.Sprintf("unload the model (frees %s)", gb(s.Frees))
+		return fmt.Sprintf("unload the model (frees %s)", units.Bytes(s.Frees))
 	}
 	return fmt.Sprintf("step(%d)", int(s.Kind))
 }

@@ -1,4 +1,4 @@
-package daemon
+package transport
 
 import "golang.org/x/sys/unix"
 

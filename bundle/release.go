@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/forgedaemon/forged/ane/format/tensor"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/internal/atomicfile"
 	"github.com/forgedaemon/forged/internal/strictjson"
 )

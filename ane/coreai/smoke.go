@@ -11,7 +11,6 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/format/tensor"
-	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/sample"
 	"github.com/forgedaemon/forged/ane/speculative"
 	"github.com/forgedaemon/forged/ane/text/tokenizer"
@@ -75,19 +74,11 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	npy, err := tensor.OpenNPY(filepath.Join(bundleDir, "model", "embed_tokens_fp16.npy"))
+	emb, err := tensor.OpenF16Table(filepath.Join(bundleDir, "model", tensor.EmbeddingNPY))
 	if err != nil {
-		return rep, err
+		return rep, fmt.Errorf("smoke: %w", err)
 	}
-	defer npy.Close()
-	h := npy.Header()
-	if h.Descr != "<f2" || len(h.Shape) != 2 || h.FortranOrder {
-		return rep, fmt.Errorf("smoke: embed_tokens_fp16.npy is %s %v, want <f2 (vocab, hidden) in C order", h.Descr, h.Shape)
-	}
-	emb, err := ref.NewF16Embedding(h.Shape[0], h.Shape[1], npy.Data())
-	if err != nil {
-		return rep, err
-	}
+	defer emb.Close()
 	ids := tok.Encode(opts.Prompt)
 	if len(ids) == 0 {
 		return rep, errors.New("smoke: the prompt encodes to no tokens")

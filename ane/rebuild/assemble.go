@@ -11,6 +11,7 @@ import (
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
+	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/speculative/dflash"
@@ -217,7 +218,7 @@ func assembleExport(o AssembleOptions, rep *AssembleReport) error {
 	}
 	for _, e := range entries {
 		// The embedding lives in model/ (an export directory may hold a copy for ref.OpenExport).
-		if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() || e.Name() == ref.EmbeddingNPY {
+		if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() || e.Name() == tensor.EmbeddingNPY {
 			continue
 		}
 		if err := copyFile(filepath.Join(o.Export, e.Name()), filepath.Join(dst, e.Name())); err != nil {

@@ -118,7 +118,7 @@ func TestAssembleBundle(t *testing.T) {
 	for _, name := range filesIn(t, tinyExport(t)) {
 		copyFile(filepath.Join(tinyExport(t), name), filepath.Join(side, name))
 	}
-	copyFile(filepath.Join(out, "model", bundle.EmbeddingFile), filepath.Join(side, ref.EmbeddingNPY))
+	copyFile(filepath.Join(out, "model", bundle.EmbeddingFile), filepath.Join(side, tensor.EmbeddingNPY))
 	// export/ holds the export's files plus small.safetensors, never an
 	// embedding copy from the export directory.
 	out2 := filepath.Join(t.TempDir(), "bundle2")
@@ -438,14 +438,9 @@ func greedy(t *testing.T, feed func([]int) ([]float32, error), prompt []int, n i
 // coreai.Smoke does.
 func bundleEmbedding(t *testing.T, dir string) (ref.Embedding, func()) {
 	t.Helper()
-	npy, err := tensor.OpenNPY(filepath.Join(dir, "model", bundle.EmbeddingFile))
+	emb, err := tensor.OpenF16Table(filepath.Join(dir, "model", bundle.EmbeddingFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := npy.Header()
-	emb, err := ref.NewF16Embedding(h.Shape[0], h.Shape[1], npy.Data())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return emb, func() { npy.Close() }
+	return emb, func() { emb.Close() }
 }

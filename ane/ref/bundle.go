@@ -41,12 +41,12 @@ func OpenBundle(dir string, opts Options) (*Model, error) {
 	}
 	exports := &DirFiles{Dir: exportDir}
 	closeAll := closers{exports}
-	embedPath := filepath.Join(modelDir, EmbeddingNPY)
+	embedPath := filepath.Join(modelDir, tensor.EmbeddingNPY)
 	var embed Embedding
 	if _, err = os.Stat(embedPath); errors.Is(err, os.ErrNotExist) {
-		err = fmt.Errorf("bundle %s: model/%s is missing (the reference engine reads the embedding from it)", dir, EmbeddingNPY)
+		err = fmt.Errorf("bundle %s: model/%s is missing (the reference engine reads the embedding from it)", dir, tensor.EmbeddingNPY)
 	} else if err == nil {
-		var npy *tensor.NPYFile
+		var npy io.Closer
 		embed, npy, err = openNPYEmbedding(embedPath, cm)
 		if npy != nil {
 			closeAll = append(closeAll, npy)

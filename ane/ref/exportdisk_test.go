@@ -60,7 +60,7 @@ func TestOpenExportFromDisk(t *testing.T) {
 		h := half.F16(v)
 		f16[2*i], f16[2*i+1] = byte(h), byte(h>>8)
 	}
-	if err := tensor.WriteNPY(filepath.Join(out, EmbeddingNPY), "<f2", []int{cfg.Vocab, cfg.Hidden}, f16); err != nil {
+	if err := tensor.WriteNPY(filepath.Join(out, tensor.EmbeddingNPY), "<f2", []int{cfg.Vocab, cfg.Hidden}, f16); err != nil {
 		t.Fatal(err)
 	}
 	disk, err := OpenExport(dir, out, Options{Ladder: []int{64}})
@@ -68,7 +68,7 @@ func TestOpenExportFromDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer disk.Close()
-	if _, ok := disk.w.embed.(*f16Embedding); !ok {
+	if _, ok := disk.w.embed.(*tensor.F16Table); !ok {
 		t.Fatalf("embedding is %T, want the FP16 .npy table", disk.w.embed)
 	}
 	ids := randIDs(rand.New(rand.NewPCG(40, 40)), 20, cfg.Vocab)
@@ -92,7 +92,7 @@ func TestOpenExportFromDisk(t *testing.T) {
 	// A table of the wrong shape is refused by name.
 	bad := t.TempDir()
 	writeExport(t, bad, exp)
-	tensor.WriteNPY(filepath.Join(bad, EmbeddingNPY), "<f2", []int{cfg.Vocab - 1, cfg.Hidden}, f16[:len(f16)-2*cfg.Hidden])
+	tensor.WriteNPY(filepath.Join(bad, tensor.EmbeddingNPY), "<f2", []int{cfg.Vocab - 1, cfg.Hidden}, f16[:len(f16)-2*cfg.Hidden])
 	if _, err := OpenExport(dir, bad, Options{}); err == nil || !strings.Contains(err.Error(), "want <f2 [512 64]") {
 		t.Fatalf("misshapen embedding: %v", err)
 	}

@@ -65,8 +65,8 @@ func OpenExport(modelDir, exportDir string, opts Options) (*Model, error) {
 	src, err := openCheckpoint(modelDir, files)
 	var embed Embedding
 	if err == nil {
-		var npy *tensor.NPYFile
-		embed, npy, err = openNPYEmbedding(filepath.Join(exportDir, EmbeddingNPY), cm)
+		var npy io.Closer
+		embed, npy, err = openNPYEmbedding(filepath.Join(exportDir, tensor.EmbeddingNPY), cm)
 		if npy != nil {
 			closeAll = append(closeAll, npy)
 		}
@@ -78,30 +78,16 @@ func OpenExport(modelDir, exportDir string, opts Options) (*Model, error) {
 	return finish(cm, w, opts, closeAll, err)
 }
 
-// EmbeddingNPY is the FP16 embedding table an export directory may hold;
-// when present it is used (memory-mapped) instead of the checkpoint's.
-const EmbeddingNPY = "embed_tokens_fp16.npy"
-
 // openNPYEmbedding maps path if it exists (nil, nil, nil if it does not).
-func openNPYEmbedding(path string, cm *hfconfig.Model) (Embedding, *tensor.NPYFile, error) {
+func openNPYEmbedding(path string, cm *hfconfig.Model) (Embedding, io.Closer, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
 	}
-	f, err := tensor.OpenNPY(path)
+	t, err := tensor.OpenF16Table(path, cm.VocabSize, cm.HiddenSize)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w (vocab × hidden)", err)
 	}
-	h := f.Header()
-	if h.Descr != "<f2" || !slices.Equal(h.Shape, []int{cm.VocabSize, cm.HiddenSize}) {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %s %v, want <f2 [%d %d] (vocab × hidden)", path, h.Descr, h.Shape, cm.VocabSize, cm.HiddenSize)
-	}
-	e, err := NewF16Embedding(cm.VocabSize, cm.HiddenSize, f.Data())
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return e, f, nil
+	return t, t, nil
 }
 
 type closers []io.Closer

@@ -128,27 +128,6 @@ func (e *bf16Embedding) Row(id int, dst []float32) {
 	half.BF16ToF32(dst, e.w[id*e.cols:(id+1)*e.cols])
 }
 
-// f16Embedding reads rows of an FP16 table (embed_tokens_fp16.npy) in place.
-type f16Embedding struct {
-	rows, cols int
-	w          []uint16
-}
-
-func (e *f16Embedding) Rows() int    { return e.rows }
-func (e *f16Embedding) Cols() int    { return e.cols }
-func (e *f16Embedding) Bytes() int64 { return int64(len(e.w)) * 2 }
-func (e *f16Embedding) Row(id int, dst []float32) {
-	half.F16ToF32(dst, e.w[id*e.cols:(id+1)*e.cols])
-}
-
-// NewF16Embedding wraps a row-major FP16 (rows, cols) table held in data.
-func NewF16Embedding(rows, cols int, data []byte) (Embedding, error) {
-	if rows <= 0 || cols <= 0 || len(data) != rows*cols*2 {
-		return nil, fmt.Errorf("FP16 embedding: %d bytes for %d×%d", len(data), rows, cols)
-	}
-	return &f16Embedding{rows, cols, u16(data)}, nil
-}
-
 // i8 views bytes as int8 values (same size, no copy).
 func i8(b []byte) []int8 {
 	if len(b) == 0 {

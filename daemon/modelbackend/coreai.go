@@ -10,7 +10,6 @@ import (
 	"github.com/forgedaemon/forged/ane/coreai"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
-	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/speculative"
 	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
@@ -27,7 +26,7 @@ const CoreAICycleCost = 1.3
 // coreaiRuntime is the published Core AI packages through the cai_* bridge.
 type coreaiRuntime struct {
 	model    *coreai.Model
-	npy      *tensor.NPYFile // the embedding table, memory-mapped
+	emb      *tensor.F16Table // the embedding table, memory-mapped
 	drafter  *coreai.DrafterModel
 	lookup   bool
 	drafting string
@@ -42,41 +41,21 @@ func (b *Backend) openCoreAI(dir string, opts Options, br Bridge, why string) er
 	if err != nil {
 		return err
 	}
-	npy, emb, err := openEmbedding(modelDir)
+	// The chunk graphs take their input rows from the FP16 embedding table.
+	emb, err := tensor.OpenF16Table(filepath.Join(modelDir, tensor.EmbeddingNPY))
 	if err != nil {
-		return err
+		return fmt.Errorf("the Core AI backend reads the embedding from model/%s: %w", tensor.EmbeddingNPY, err)
 	}
 	m, err := coreai.Load(filepath.Join(dir, bundle.ComponentCoreAI), coreai.Options{Bridge: br.Path, Embedding: emb, Ladder: opts.Ladder})
 	if err != nil {
-		npy.Close()
+		emb.Close()
 		return err
 	}
 	m.SetRoPE(cfg.RopeTheta)
-	rt := &coreaiRuntime{model: m, npy: npy, stops: slices.Clone(cfg.EOSTokenIDs), bridge: br.Path, shape: shapeOf(cfg)}
+	rt := &coreaiRuntime{model: m, emb: emb, stops: slices.Clone(cfg.EOSTokenIDs), bridge: br.Path, shape: shapeOf(cfg)}
 	rt.openDrafter(dir, modelDir, br.Path, emb, opts)
 	b.serve(rt, m.Ladder(), why)
 	return nil
-}
-
-// openEmbedding maps model/embed_tokens_fp16.npy, the table the chunk
-// graphs take their input rows from.
-func openEmbedding(modelDir string) (*tensor.NPYFile, ref.Embedding, error) {
-	path := filepath.Join(modelDir, ref.EmbeddingNPY)
-	npy, err := tensor.OpenNPY(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("the Core AI backend reads the embedding from model/%s: %w", ref.EmbeddingNPY, err)
-	}
-	h := npy.Header()
-	if h.Descr != "<f2" || len(h.Shape) != 2 || h.FortranOrder {
-		npy.Close()
-		return nil, nil, fmt.Errorf("model/%s is %s %v, want <f2 (vocab, hidden) in C order", ref.EmbeddingNPY, h.Descr, h.Shape)
-	}
-	emb, err := ref.NewF16Embedding(h.Shape[0], h.Shape[1], npy.Data())
-	if err != nil {
-		npy.Close()
-		return nil, nil, err
-	}
-	return npy, emb, nil
 }
 
 // openDrafter loads the bundle's DFlash2 drafter package (release.json's
@@ -143,7 +122,7 @@ func (r *coreaiRuntime) close() error {
 	if r.drafter != nil {
 		errs = append(errs, r.drafter.Close())
 	}
-	errs = append(errs, r.model.Close(), r.npy.Close())
+	errs = append(errs, r.model.Close(), r.emb.Close())
 	return errors.Join(errs...)
 }
 

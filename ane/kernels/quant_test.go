@@ -1,11 +1,12 @@
 package kernels
 
 import (
-	"github.com/forgedaemon/forged/ane/format/qformat"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/forgedaemon/forged/ane/format/qformat"
 )
 
 // dequantRef is the export's dequantization rule written from the spec:

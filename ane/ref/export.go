@@ -2,10 +2,10 @@ package ref
 
 import (
 	"fmt"
-	"github.com/forgedaemon/forged/ane/format/qformat"
 	"strconv"
 	"strings"
 
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"github.com/forgedaemon/forged/ane/hadamard"
 	"github.com/forgedaemon/forged/ane/kernels"
 )

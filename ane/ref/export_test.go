@@ -3,7 +3,6 @@ package ref
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/forgedaemon/forged/ane/format/qformat"
 	"io/fs"
 	"math"
 	"math/rand/v2"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"github.com/forgedaemon/forged/ane/nprand"
 	"github.com/x448/float16"
 )

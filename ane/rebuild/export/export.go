@@ -10,10 +10,10 @@ package export
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/forgedaemon/forged/ane/format/qformat"
 	"path/filepath"
 	"strconv"
 
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"github.com/forgedaemon/forged/ane/format/tensor"
 )
 

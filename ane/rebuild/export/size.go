@@ -2,8 +2,9 @@ package export
 
 import (
 	"fmt"
-	"github.com/forgedaemon/forged/ane/format/qformat"
 	"math/bits"
+
+	"github.com/forgedaemon/forged/ane/format/qformat"
 )
 
 // Size is what one matrix costs in a format.

@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/forgedaemon/forged/ane/format/qformat"
 	"io"
 	"os"
 	"regexp"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/layout"
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 )
 

@@ -2,10 +2,10 @@ package quantize
 
 import (
 	"fmt"
-	"github.com/forgedaemon/forged/ane/format/qformat"
 	"math"
 
 	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/ane/format/qformat"
 	"github.com/forgedaemon/forged/ane/kernels"
 )
 

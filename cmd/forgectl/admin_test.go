@@ -20,6 +20,7 @@ import (
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
@@ -305,8 +306,8 @@ func TestUpdateAndVerifyThroughDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _, err = runCtl(t, "", "verify", "--full", "--socket", sock)
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != exitVerifyFailed || !strings.Contains(out, "integrity FAIL: "+repo+"@"+v1) || !strings.Contains(out, "FAIL "+changed) {
+	var ee *cli.ExitError
+	if !errors.As(err, &ee) || ee.Code != exitVerifyFailed || !strings.Contains(out, "integrity FAIL: "+repo+"@"+v1) || !strings.Contains(out, "FAIL "+changed) {
 		t.Fatalf("verify of a damaged snapshot: %v\n%s", err, out)
 	}
 }
@@ -337,7 +338,7 @@ func TestResidencyCommands(t *testing.T) {
 	}
 
 	// A generation is running: unload is busy, unload --force cancels it.
-	c, err := dialDaemon(context.Background(), sock)
+	c, err := cli.Dial(context.Background(), sock)
 	if err != nil {
 		t.Fatal(err)
 	}

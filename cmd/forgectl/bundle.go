@@ -3,14 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/store"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/units"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 // storeFlags are the flags every bundle command shares.
@@ -51,7 +50,7 @@ func (f *storeFlags) open(network bool) (*store.Store, error) {
 	return s, nil
 }
 
-func init() {
+func newBundleCmd() *cobra.Command {
 	c := &cobra.Command{Use: "bundle", Short: "Inspect the local bundle store"}
 	list := &cobra.Command{
 		Use:   "list",
@@ -60,7 +59,7 @@ func init() {
 	}
 	var f storeFlags
 	addDataFlag(list, &f)
-	asJSON := jsonFlag(list)
+	asJSON := cli.JSONFlag(list)
 	list.RunE = func(cmd *cobra.Command, _ []string) error {
 		s, err := f.open(false)
 		if err != nil {
@@ -71,7 +70,7 @@ func init() {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), repos)
+			return cli.WriteJSON(cmd.OutOrStdout(), repos)
 		}
 		w := cmd.OutOrStdout()
 		if len(repos) == 0 {
@@ -93,7 +92,7 @@ func init() {
 		return nil
 	}
 	c.AddCommand(list)
-	addCommand(c)
+	return c
 }
 
 // progressBar renders pull events as a live one-line bar on a terminal.
@@ -106,11 +105,6 @@ type progressBar struct {
 }
 
 func newProgressBar(w io.Writer) *progressBar { return &progressBar{w: w, start: time.Now()} }
-
-func writerIsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
 
 func (p *progressBar) event(e store.Event) {
 	switch e.Kind {

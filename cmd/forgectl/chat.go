@@ -9,11 +9,12 @@ import (
 
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
 
-func init() {
+func newChatCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "chat [MESSAGE]",
 		Short: "Chat with the served model: one message, or an interactive session",
@@ -22,8 +23,8 @@ user turn and stream the answer. Without one on a terminal, start an interactive
 conversation: the daemon keeps its history in a session, so each turn only prefills
 the new text. Type /exit or press Ctrl-D to leave.`,
 	}
-	asJSON := jsonFlag(c)
-	socket := socketFlag(c)
+	asJSON := cli.JSONFlag(c)
+	socket := cli.SocketFlag(c)
 	opts := addGenFlags(c)
 	system := c.Flags().String("system", "", "system prompt")
 	thinking := c.Flags().String("thinking", "on", "reasoning before the answer: on or off")
@@ -49,7 +50,7 @@ the new text. Type /exit or press Ctrl-D to leave.`,
 			first = append(first, wire.Message{Role: "system", Content: *system})
 		}
 		message := strings.Join(args, " ")
-		interactive := message == "" && isTerminal(cmd.InOrStdin())
+		interactive := message == "" && cli.IsTerminal(cmd.InOrStdin())
 		if message == "" && !interactive {
 			data, err := io.ReadAll(cmd.InOrStdin())
 			if err != nil {
@@ -59,7 +60,7 @@ the new text. Type /exit or press Ctrl-D to leave.`,
 				return fmt.Errorf("no message: give it as arguments or on stdin")
 			}
 		}
-		cl, err := dialDaemon(cmd.Context(), *socket)
+		cl, err := cli.Dial(cmd.Context(), *socket)
 		if err != nil {
 			return err
 		}
@@ -72,7 +73,7 @@ the new text. Type /exit or press Ctrl-D to leave.`,
 		}
 		return chatREPL(cmd, cl, base, first, *asJSON, opts.showUsage)
 	}
-	addCommand(c)
+	return c
 }
 
 // chatREPL runs a conversation in a daemon session until /exit, Ctrl-D or
@@ -136,9 +137,4 @@ func promptReader(in *os.File, out io.Writer) func() (string, error) {
 		}
 		return plain.Text(), nil
 	}
-}
-
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -10,10 +10,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
 )
 
-func init() {
+func newConfigCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "config",
 		Short: "Read the running daemon's configuration and change its config file",
@@ -28,10 +29,10 @@ before answering. Both are admin operations and need a running daemon.`,
 		Short: "Print the effective configuration, or one value of it",
 		Args:  cobra.MaximumNArgs(1),
 	}
-	getSocket := socketFlag(get)
-	getJSON := jsonFlag(get)
+	getSocket := cli.SocketFlag(get)
+	getJSON := cli.JSONFlag(get)
 	get.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := dialDaemon(cmd.Context(), *getSocket)
+		cl, err := cli.Dial(cmd.Context(), *getSocket)
 		if err != nil {
 			return err
 		}
@@ -40,7 +41,7 @@ before answering. Both are admin operations and need a running daemon.`,
 		if err != nil {
 			return err
 		}
-		return showConfig(cmd.OutOrStdout(), v, optionalArg(args), *getJSON)
+		return showConfig(cmd.OutOrStdout(), v, cli.OptionalArg(args), *getJSON)
 	}
 
 	set := &cobra.Command{
@@ -51,15 +52,15 @@ and as text otherwise (5m, staff); --string always sends it as text. A value
 starting with "-" follows "--" (forgectl config set --socket S KEY -- -1).`,
 		Args: cobra.ExactArgs(2),
 	}
-	setSocket := socketFlag(set)
-	setJSON := jsonFlag(set)
+	setSocket := cli.SocketFlag(set)
+	setJSON := cli.JSONFlag(set)
 	asString := set.Flags().Bool("string", false, "send VALUE as text even if it reads as JSON (a group named 1000)")
 	set.RunE = func(cmd *cobra.Command, args []string) error {
 		value, err := configValue(args[1], *asString)
 		if err != nil {
 			return err
 		}
-		cl, err := dialDaemon(cmd.Context(), *setSocket)
+		cl, err := cli.Dial(cmd.Context(), *setSocket)
 		if err != nil {
 			return err
 		}
@@ -69,7 +70,7 @@ starting with "-" follows "--" (forgectl config set --socket S KEY -- -1).`,
 			return err
 		}
 		if *setJSON {
-			return writeJSON(cmd.OutOrStdout(), res)
+			return cli.WriteJSON(cmd.OutOrStdout(), res)
 		}
 		w := cmd.OutOrStdout()
 		if len(res.Changed) == 0 {
@@ -83,7 +84,7 @@ starting with "-" follows "--" (forgectl config set --socket S KEY -- -1).`,
 		return nil
 	}
 	c.AddCommand(get, set)
-	addCommand(c)
+	return c
 }
 
 // configValue turns the VALUE argument into what config.set sends: JSON
@@ -142,7 +143,7 @@ func fromJSON(v any) (any, error) {
 // the order of config.get's result, or the value of one key.
 func showConfig(w io.Writer, v *wire.ConfigValues, key string, asJSON bool) error {
 	if key == "" && asJSON {
-		return writeJSON(w, v)
+		return cli.WriteJSON(w, v)
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {

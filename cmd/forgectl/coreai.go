@@ -6,10 +6,11 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
 )
 
-func init() {
+func newCoreAICmd() *cobra.Command {
 	c := &cobra.Command{Use: "coreai", Short: "Core AI backend tools (chip detection, hardware smoke test)"}
 
 	chip := &cobra.Command{
@@ -17,7 +18,7 @@ func init() {
 		Short: "Show the detected Apple chip, its compile mode and entry aliases",
 		Args:  cobra.NoArgs,
 	}
-	chipJSON := jsonFlag(chip)
+	chipJSON := cli.JSONFlag(chip)
 	chip.RunE = func(cmd *cobra.Command, _ []string) error {
 		ch, err := coreai.DetectChip()
 		if err != nil {
@@ -29,7 +30,7 @@ func init() {
 			out["error"] = merr.Error()
 		}
 		if *chipJSON {
-			return writeJSON(cmd.OutOrStdout(), out)
+			return cli.WriteJSON(cmd.OutOrStdout(), out)
 		}
 		if merr != nil {
 			return merr
@@ -51,7 +52,7 @@ func init() {
 	smoke.Flags().IntVar(&opts.Tokens, "tokens", 16, "greedy tokens to generate (2..64)")
 	smoke.Flags().IntVar(&opts.Ctx, "ctx", 0, "context entry (default the smallest)")
 	smoke.Flags().StringVar(&kv, "kv", "", "KV cache format of a selectable bundle: fp16 or v8")
-	smokeJSON := jsonFlag(smoke)
+	smokeJSON := cli.JSONFlag(smoke)
 	smoke.RunE = func(cmd *cobra.Command, _ []string) error {
 		if bundleDir == "" {
 			return fmt.Errorf("coreai smoke: --bundle is required")
@@ -66,13 +67,13 @@ func init() {
 			return err
 		}
 		if *smokeJSON {
-			return writeJSON(cmd.OutOrStdout(), rep)
+			return cli.WriteJSON(cmd.OutOrStdout(), rep)
 		}
 		printSmoke(cmd.OutOrStdout(), rep)
 		return nil
 	}
 	c.AddCommand(chip, smoke)
-	addCommand(c)
+	return c
 }
 
 // bridgePath is the --bridge flag, or else the first bridge dylib found on

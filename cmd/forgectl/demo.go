@@ -8,12 +8,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/spf13/cobra"
-
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/demo"
+	"github.com/spf13/cobra"
 )
 
-func init() {
+func newDemoCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the main job end to end on this machine (nothing but Go needed)",
@@ -27,7 +27,7 @@ The built-in model has random weights: the answer is gibberish by design. The Co
 the demo bundle are placeholders; on a Mac with the real bundle the same steps serve Qwen3.8-27B.`,
 		Args: cobra.NoArgs,
 	}
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	var o demo.Options
 	c.Flags().StringVar(&o.Keep, "keep", "", "build and keep the artefacts in this (absent or empty) directory")
 	c.Flags().StringVar(&o.Prompt, "prompt", demo.DefaultPrompt, "the user message")
@@ -51,7 +51,7 @@ the demo bundle are placeholders; on a Mac with the real bundle the same steps s
 		defer stop()
 		rep, err := demo.Run(ctx, opts)
 		if *asJSON {
-			if werr := writeJSON(out, rep); werr != nil {
+			if werr := cli.WriteJSON(out, rep); werr != nil {
 				return werr
 			}
 			return err
@@ -75,7 +75,7 @@ the demo bundle are placeholders; on a Mac with the real bundle the same steps s
 		fmt.Fprintln(out)
 		return nil
 	}
-	addCommand(c)
+	return c
 }
 
 func printDemoIntro(w io.Writer) {

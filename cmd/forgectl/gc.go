@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 
-	"github.com/spf13/cobra"
-
 	"github.com/forgedaemon/forged/bundle/store"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/units"
+	"github.com/spf13/cobra"
 )
 
-func init() {
+func newGCCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove snapshots that are neither served nor previous, and blobs nothing links to",
@@ -19,7 +19,7 @@ func init() {
 	var partials bool
 	addDataFlag(c, &f)
 	c.Flags().BoolVar(&partials, "partials", false, "also delete partial downloads (they would otherwise resume)")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		s, err := f.open(false)
 		if err != nil {
@@ -35,11 +35,11 @@ func init() {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), res)
+			return cli.WriteJSON(cmd.OutOrStdout(), res)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "removed %d snapshot(s), %d blob(s), %d partial file(s); freed %s\n",
 			len(res.Snapshots), res.Blobs, res.Partials, units.Bytes(res.FreedBytes))
 		return nil
 	}
-	addCommand(c)
+	return c
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -63,7 +64,7 @@ func printStream(s *client.Stream, out, errOut io.Writer, asJSON, showUsage bool
 			return nil, err
 		}
 		if asJSON {
-			if err := writeJSONLine(out, struct {
+			if err := cli.WriteJSONLine(out, struct {
 				Event string `json:"event"`
 				wire.TokenEvent
 			}{wire.EventToken, ev}); err != nil {
@@ -78,7 +79,7 @@ func printStream(s *client.Stream, out, errOut io.Writer, asJSON, showUsage bool
 		return nil, err
 	}
 	if asJSON {
-		return res, writeJSONLine(out, struct {
+		return res, cli.WriteJSONLine(out, struct {
 			Event  string                 `json:"event"`
 			Result *wire.GenerationResult `json:"result"`
 		}{"done", res})
@@ -92,15 +93,15 @@ func printStream(s *client.Stream, out, errOut io.Writer, asJSON, showUsage bool
 	return res, nil
 }
 
-func init() {
+func newGenerateCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "generate [PROMPT]",
 		Short: "Complete a raw prompt (no chat template), streaming the text",
 		Long: `Complete a raw prompt with the served model, streaming the text as it is generated.
 Give the prompt as arguments, or token ids with --ids 1,2,3.`,
 	}
-	asJSON := jsonFlag(c)
-	socket := socketFlag(c)
+	asJSON := cli.JSONFlag(c)
+	socket := cli.SocketFlag(c)
 	opts := addGenFlags(c)
 	idList := c.Flags().String("ids", "", "comma-separated prompt token ids instead of a text prompt")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
@@ -121,7 +122,7 @@ Give the prompt as arguments, or token ids with --ids 1,2,3.`,
 		default:
 			return fmt.Errorf("no prompt: give it as arguments or --ids")
 		}
-		cl, err := dialDaemon(cmd.Context(), *socket)
+		cl, err := cli.Dial(cmd.Context(), *socket)
 		if err != nil {
 			return err
 		}
@@ -129,7 +130,7 @@ Give the prompt as arguments, or token ids with --ids 1,2,3.`,
 		_, err = printStream(cl.Generate(cmd.Context(), req), cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON, opts.showUsage)
 		return err
 	}
-	addCommand(c)
+	return c
 }
 
 func parseIDs(s string) ([]uint32, error) {

@@ -6,16 +6,18 @@ import (
 	"text/tabwriter"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/units"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	addCommand(statusCommand("ps", "List the daemon's sessions and queued or running generations", showPs))
+func newPsCmd() *cobra.Command {
+	return statusCommand("ps", "List the daemon's sessions and queued or running generations", showPs)
 }
 
 func showPs(w io.Writer, st *wire.StatusResult, asJSON bool) error {
 	if asJSON {
-		return writeJSON(w, struct {
+		return cli.WriteJSON(w, struct {
 			Sessions []wire.SessionInfo `json:"sessions"`
 			Requests []wire.RequestInfo `json:"requests"`
 			Memory   wire.Memory        `json:"memory"`

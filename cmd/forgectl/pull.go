@@ -12,11 +12,13 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/units"
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// newPullCmd builds pull, deciding for machine m.
+func newPullCmd(m machine) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "pull REPO",
 		Short: "Download a bundle from the hub, verify every byte and install it",
@@ -44,23 +46,26 @@ the installed snapshot here, and why; when none can, a warning on stderr
 	c.Flags().Lookup("include-export").Usage = "also download export/ (quantized weights for the reference backend); default: when the release has one and the configured backend reads it (not on macOS under backend auto)"
 	c.Flags().BoolVar(&o.KeepCurrent, "no-switch", false, "install without serving it (see update apply)")
 	configPath := c.Flags().String("config", config.DefaultPath(), "forged's config file: its backend key (auto, coreai, ref) decides whether export/ is needed")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		return runPull(cmd, pullRun{
 			flags: &f, repo: args[0], opts: o, asJSON: *asJSON, configPath: *configPath,
 			exportGiven: cmd.Flags().Changed("include-export"),
-			goos:        pullHost.goos, probe: pullHost.probe,
+			goos:        m.goos, probe: m.probe,
 		})
 	}
-	addCommand(c)
+	return c
 }
 
-// pullHost is the machine forgectl pull decides for (tests pretend to be
+// machine is the machine forgectl pull decides for (tests pretend to be
 // a Mac, with or without a bridge).
-var pullHost = struct {
+type machine struct {
 	goos  string
 	probe func(path string) modelbackend.Bridge
-}{runtime.GOOS, modelbackend.ProbeBridge}
+}
+
+// thisMachine is the machine forgectl runs on.
+func thisMachine() machine { return machine{runtime.GOOS, modelbackend.ProbeBridge} }
 
 // pullRun is one forgectl pull; goos and probe are the machine (tests
 // replace them).
@@ -111,7 +116,7 @@ func runPull(cmd *cobra.Command, p pullRun) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "forgectl: warning: nothing on this machine can serve %s@%s: %s\n", res.Repo, res.Commit, serving.Warning)
 	}
 	if p.asJSON {
-		return writeJSONLine(cmd.OutOrStdout(), struct {
+		return cli.WriteJSONLine(cmd.OutOrStdout(), struct {
 			Event  string            `json:"event"`
 			Result *store.PullResult `json:"result"`
 			pullServing
@@ -216,7 +221,7 @@ func pullAndReport(cmd *cobra.Command, f *storeFlags, repo string, o store.PullO
 		return err
 	}
 	if asJSON {
-		return writeJSONLine(cmd.OutOrStdout(), map[string]any{"event": "result", "result": res})
+		return cli.WriteJSONLine(cmd.OutOrStdout(), map[string]any{"event": "result", "result": res})
 	}
 	_, err = fmt.Fprintln(cmd.OutOrStdout(), summary(res))
 	return err
@@ -244,9 +249,9 @@ func progressSink(cmd *cobra.Command, asJSON bool) (events func(store.Event), do
 				return
 			}
 			last = time.Now()
-			writeJSONLine(out, e)
+			cli.WriteJSONLine(out, e)
 		}, func() {}
-	case writerIsTerminal(cmd.ErrOrStderr()):
+	case cli.WriterIsTerminal(cmd.ErrOrStderr()):
 		bar := newProgressBar(cmd.ErrOrStderr())
 		return bar.event, func() { fmt.Fprintln(cmd.ErrOrStderr()) }
 	}

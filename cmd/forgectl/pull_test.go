@@ -16,10 +16,10 @@ import (
 
 	"github.com/forgedaemon/forged/ane/coreai"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hubtest"
 	"github.com/forgedaemon/forged/bundle/store"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
+	"github.com/forgedaemon/forged/internal/cli/clitest"
 	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
@@ -328,45 +328,18 @@ func TestGCSaysItWaitsForAPull(t *testing.T) {
 	}
 }
 
-// publishBundle publishes a synthetic bundle as repo: withExport adds
-// export/ with the file the reference engine opens (small.safetensors,
-// which modelbackend.SnapshotContents looks for), inventoried in
-// release.json.
+// publishBundle publishes a synthetic bundle as repo (clitest.PublishBundle).
 func publishBundle(t *testing.T, h *hubtest.Hub, repo string, withExport bool, seed uint64) string {
 	t.Helper()
-	src := filepath.Join(t.TempDir(), "src")
-	if _, err := synthbundle.Generate(src, synthbundle.Options{Seed: seed, Export: withExport}); err != nil {
-		t.Fatal(err)
-	}
-	if withExport {
-		if err := os.WriteFile(filepath.Join(src, "export", ref.SmallFile), []byte("synthetic small layers"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		rel, err := bundle.LoadRelease(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := bundle.BuildInventory(src, rel); err != nil {
-			t.Fatal(err)
-		}
-		if err := rel.Write(src); err != nil {
-			t.Fatal(err)
-		}
-	}
-	commit, err := h.Publish(repo, src, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return commit
+	return clitest.PublishBundle(t, h, repo, withExport, seed)
 }
 
 // pretendHost makes forgectl pull decide for goos with a bridge probe that
 // answers br, until the test ends.
 func pretendHost(t *testing.T, goos string, br modelbackend.Bridge) {
-	old := pullHost
-	pullHost.goos = goos
-	pullHost.probe = func(string) modelbackend.Bridge { return br }
-	t.Cleanup(func() { pullHost = old })
+	old := testMachine
+	testMachine = machine{goos, func(string) modelbackend.Bridge { return br }}
+	t.Cleanup(func() { testMachine = old })
 }
 
 type pullJSONResult struct {

@@ -5,10 +5,12 @@ import (
 	"io"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// newResidencyCmds builds load, unload, pin and shutdown.
+func newResidencyCmds() []*cobra.Command {
 	load := adminCommand("load", "Load the served model now (waits until it is resident)", wire.OpLoad,
 		func() any { return nil })
 
@@ -23,9 +25,9 @@ func init() {
 	pin.Flags().BoolVar(&off, "off", false, "unpin: let keep-alive unload it again")
 
 	shutdown := &cobra.Command{Use: "shutdown", Short: "Stop the daemon (it cancels running work and exits)", Args: cobra.NoArgs}
-	socket := socketFlag(shutdown)
+	socket := cli.SocketFlag(shutdown)
 	shutdown.RunE = func(cmd *cobra.Command, _ []string) error {
-		cl, err := dialDaemon(cmd.Context(), *socket)
+		cl, err := cli.Dial(cmd.Context(), *socket)
 		if err != nil {
 			return err
 		}
@@ -36,9 +38,7 @@ func init() {
 		_, err = fmt.Fprintf(cmd.OutOrStdout(), "forged at %s is shutting down\n", *socket)
 		return err
 	}
-	for _, c := range []*cobra.Command{load, unload, pin, shutdown} {
-		addCommand(c)
-	}
+	return []*cobra.Command{load, unload, pin, shutdown}
 }
 
 // adminCommand builds a command that sends one residency op (load,
@@ -46,10 +46,10 @@ func init() {
 // prints where the model is afterwards.
 func adminCommand(use, short, op string, args func() any) *cobra.Command {
 	c := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs}
-	socket := socketFlag(c)
-	asJSON := jsonFlag(c)
+	socket := cli.SocketFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		cl, err := dialDaemon(cmd.Context(), *socket)
+		cl, err := cli.Dial(cmd.Context(), *socket)
 		if err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func adminCommand(use, short, op string, args func() any) *cobra.Command {
 
 func showResidency(w io.Writer, r wire.ResidencyResult, asJSON bool) error {
 	if asJSON {
-		return writeJSON(w, r)
+		return cli.WriteJSON(w, r)
 	}
 	line := "model " + r.State
 	if r.Reason != "" {

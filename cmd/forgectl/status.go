@@ -1,36 +1,25 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
-	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/units"
 	"github.com/spf13/cobra"
 )
-
-// socketFlag adds --socket to a command that talks to the daemon.
-func socketFlag(c *cobra.Command) *string {
-	return c.Flags().String("socket", client.DefaultSocketPath(), "path of forged's Unix socket")
-}
-
-// dialDaemon connects as "forgectl".
-func dialDaemon(ctx context.Context, socket string) (*client.Client, error) {
-	return client.Dial(ctx, socket, client.Options{Name: "forgectl"})
-}
 
 // statusCommand builds a command that shows one view of the daemon's
 // status reply (status and ps read the same op).
 func statusCommand(use, short string, show func(w io.Writer, st *wire.StatusResult, asJSON bool) error) *cobra.Command {
 	c := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs}
-	asJSON := jsonFlag(c)
-	socket := socketFlag(c)
+	asJSON := cli.JSONFlag(c)
+	socket := cli.SocketFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		cl, err := dialDaemon(cmd.Context(), *socket)
+		cl, err := cli.Dial(cmd.Context(), *socket)
 		if err != nil {
 			return err
 		}
@@ -44,13 +33,13 @@ func statusCommand(use, short string, show func(w io.Writer, st *wire.StatusResu
 	return c
 }
 
-func init() {
-	addCommand(statusCommand("status", "Show the daemon's state, served bundle, queue and memory", showStatus))
+func newStatusCmd() *cobra.Command {
+	return statusCommand("status", "Show the daemon's state, served bundle, queue and memory", showStatus)
 }
 
 func showStatus(w io.Writer, st *wire.StatusResult, asJSON bool) error {
 	if asJSON {
-		return writeJSON(w, st)
+		return cli.WriteJSON(w, st)
 	}
 	fmt.Fprintf(w, "daemon      forged %s (protocol %d), up %s\n", st.Daemon, st.Protocol, time.Duration(st.UptimeMS)*time.Millisecond)
 	state := st.State

@@ -5,11 +5,12 @@ import (
 
 	"github.com/forgedaemon/forged/bundle/store"
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/units"
 	"github.com/spf13/cobra"
 )
 
-func init() {
+func newUpdateCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "update",
 		Short: "Check for, apply and roll back bundle updates",
@@ -32,14 +33,14 @@ work on the bundle store directly and REPO is required.`,
 	addEndpointFlag(check, &cf)
 	addSelectionFlags(check, &co, false)
 	addDaemonFlags(check, &cd)
-	checkJSON := jsonFlag(check)
+	checkJSON := cli.JSONFlag(check)
 	check.RunE = func(cmd *cobra.Command, args []string) error {
 		uc, err := updateCheck(cmd, &cf, &cd, co, args)
 		if err != nil {
 			return err
 		}
 		if *checkJSON {
-			return writeJSON(cmd.OutOrStdout(), uc)
+			return cli.WriteJSON(cmd.OutOrStdout(), uc)
 		}
 		if uc.UpToDate {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is up to date at %s\n", uc.Repo, uc.Latest)
@@ -65,7 +66,7 @@ work on the bundle store directly and REPO is required.`,
 	addEndpointFlag(apply, &af)
 	addSelectionFlags(apply, &ao, true)
 	addDaemonFlags(apply, &ad)
-	applyJSON := jsonFlag(apply)
+	applyJSON := cli.JSONFlag(apply)
 	apply.RunE = func(cmd *cobra.Command, args []string) error {
 		cl, err := ad.daemon(cmd)
 		if err != nil {
@@ -82,7 +83,7 @@ work on the bundle store directly and REPO is required.`,
 			})
 		}
 		defer cl.Close()
-		if _, err := servedRepo(cl, ad.socket, optionalArg(args)); err != nil {
+		if _, err := servedRepo(cl, ad.socket, cli.OptionalArg(args)); err != nil {
 			return err
 		}
 		events, done := progressSink(cmd, *applyJSON)
@@ -94,7 +95,7 @@ work on the bundle store directly and REPO is required.`,
 			return viaDaemon(ad.socket, err)
 		}
 		if *applyJSON {
-			return writeJSONLine(cmd.OutOrStdout(), map[string]any{"event": "result", "result": res})
+			return cli.WriteJSONLine(cmd.OutOrStdout(), map[string]any{"event": "result", "result": res})
 		}
 		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s now serves %s (previous %s); downloaded %s\n",
 			res.Repo, res.Serving, orNone(res.Previous), units.Bytes(res.DownloadedBytes))
@@ -110,20 +111,20 @@ work on the bundle store directly and REPO is required.`,
 	var rd daemonFlags
 	addDataFlag(rollback, &rf)
 	addDaemonFlags(rollback, &rd)
-	rollbackJSON := jsonFlag(rollback)
+	rollbackJSON := cli.JSONFlag(rollback)
 	rollback.RunE = func(cmd *cobra.Command, args []string) error {
 		repo, st, err := rollBack(cmd, &rf, &rd, args)
 		if err != nil {
 			return err
 		}
 		if *rollbackJSON {
-			return writeJSON(cmd.OutOrStdout(), st)
+			return cli.WriteJSON(cmd.OutOrStdout(), st)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s now serves %s (previous %s)\n", repo, st.Commit, orNone(st.Previous))
 		return nil
 	}
 	c.AddCommand(check, apply, rollback)
-	addCommand(c)
+	return c
 }
 
 // updateCheck asks the daemon, or the hub through the store directly.
@@ -145,7 +146,7 @@ func updateCheck(cmd *cobra.Command, f *storeFlags, d *daemonFlags, o store.Pull
 		return s.CheckUpdate(cmd.Context(), repo, o)
 	}
 	defer cl.Close()
-	if _, err := servedRepo(cl, d.socket, optionalArg(args)); err != nil {
+	if _, err := servedRepo(cl, d.socket, cli.OptionalArg(args)); err != nil {
 		return nil, err
 	}
 	var r wire.UpdateCheckResult
@@ -176,7 +177,7 @@ func rollBack(cmd *cobra.Command, f *storeFlags, d *daemonFlags, args []string) 
 		return repo, st, err
 	}
 	defer cl.Close()
-	repo, err := servedRepo(cl, d.socket, optionalArg(args))
+	repo, err := servedRepo(cl, d.socket, cli.OptionalArg(args))
 	if err != nil {
 		return "", store.State{}, err
 	}
@@ -194,13 +195,6 @@ func daemonRevision(cmd *cobra.Command, rev string) string {
 		return rev
 	}
 	return ""
-}
-
-func optionalArg(args []string) string {
-	if len(args) == 0 {
-		return ""
-	}
-	return args[0]
 }
 
 func orNone(s string) string {

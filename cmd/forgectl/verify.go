@@ -8,6 +8,7 @@ import (
 	"github.com/forgedaemon/forged/ane/coreai"
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/units"
 	"github.com/forgedaemon/forged/verify"
 	"github.com/spf13/cobra"
@@ -16,7 +17,7 @@ import (
 // exitVerifyFailed is verify's status when it ran but the bundle failed.
 const exitVerifyFailed = 2
 
-func init() {
+func newVerifyCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "verify",
 		Short: "Check a bundle's integrity against its release.json (exit 0 only on PASS)",
@@ -50,7 +51,7 @@ out); only when no daemon answers on --socket does it read the store itself.`,
 	c.Flags().BoolVar(&smoke, "smoke", false, "after a PASS, run the Core AI hardware smoke test (macOS with the bridge dylib only)")
 	c.Flags().StringVar(&bridge, "bridge", "", "with --smoke: path of libCoreAIBridge.dylib (default: the standard search path, as doctor)")
 	addDaemonFlags(c, &d)
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		if repo != "" && dir != "" {
 			return errors.New("give one of --repo REPO or --bundle DIR, not both")
@@ -95,7 +96,7 @@ out); only when no daemon answers on --socket does it read the store itself.`,
 			report.InferenceRun = true
 		}
 		if *asJSON {
-			if err := writeJSON(cmd.OutOrStdout(), verifyOutput{report, smokeRep}); err != nil {
+			if err := cli.WriteJSON(cmd.OutOrStdout(), verifyOutput{report, smokeRep}); err != nil {
 				return err
 			}
 		} else {
@@ -105,11 +106,11 @@ out); only when no daemon answers on --socket does it read the store itself.`,
 			}
 		}
 		if !report.Passed() {
-			return &exitError{exitVerifyFailed, fmt.Errorf("integrity FAIL: %d problem(s)", len(report.Failures))}
+			return &cli.ExitError{Code: exitVerifyFailed, Err: fmt.Errorf("integrity FAIL: %d problem(s)", len(report.Failures))}
 		}
 		return nil
 	}
-	addCommand(c)
+	return c
 }
 
 // verifyServed has the daemon verify the snapshot it serves. The JSON is
@@ -125,7 +126,7 @@ func verifyServed(cmd *cobra.Command, cl *client.Client, socket, repo string, fu
 	}
 	w := cmd.OutOrStdout()
 	if asJSON {
-		if err := writeJSON(w, r); err != nil {
+		if err := cli.WriteJSON(w, r); err != nil {
 			return err
 		}
 	} else {
@@ -136,7 +137,7 @@ func verifyServed(cmd *cobra.Command, cl *client.Client, socket, repo string, fu
 			r.Status, r.Repo, r.Commit, r.VerifiedFiles, units.Bytes(r.HashedBytes))
 	}
 	if r.Status != verify.StatusPass {
-		return &exitError{exitVerifyFailed, fmt.Errorf("integrity FAIL: %d problem(s)", len(r.Failures))}
+		return &cli.ExitError{Code: exitVerifyFailed, Err: fmt.Errorf("integrity FAIL: %d problem(s)", len(r.Failures))}
 	}
 	return nil
 }

@@ -3,24 +3,25 @@ package main
 import (
 	"fmt"
 
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/version"
 	"github.com/spf13/cobra"
 )
 
-func init() {
+func newVersionCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit and build date of forgectl",
 		Args:  cobra.NoArgs,
 	}
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		info := version.Get()
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), info)
+			return cli.WriteJSON(cmd.OutOrStdout(), info)
 		}
 		_, err := fmt.Fprintln(cmd.OutOrStdout(), "forgectl", info)
 		return err
 	}
-	addCommand(c)
+	return c
 }

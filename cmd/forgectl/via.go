@@ -7,6 +7,7 @@ import (
 
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -41,7 +42,7 @@ func (f *daemonFlags) daemon(cmd *cobra.Command) (*client.Client, error) {
 			return nil, nil
 		}
 	}
-	cl, err := dialDaemon(cmd.Context(), f.socket)
+	cl, err := cli.Dial(cmd.Context(), f.socket)
 	if err == nil {
 		return cl, nil
 	}

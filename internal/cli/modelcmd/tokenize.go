@@ -1,4 +1,4 @@
-package main
+package modelcmd
 
 import (
 	"fmt"
@@ -7,16 +7,12 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/ane/text/tokenizer"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
 )
 
 // forgectl tokenize / detokenize: the model's tokenizer for scripts and
 // tests. The work is in ane/text/tokenizer; this file only wires flags.
-
-func init() {
-	addCommand(tokenizeCmd())
-	addCommand(detokenizeCmd())
-}
 
 func tokenizeCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -33,7 +29,7 @@ reported, and the command exits 1 after processing the rest.`,
 	}
 	path := c.Flags().String("tokenizer", "", "tokenizer.json, or the directory holding it (required)")
 	jsonl := c.Flags().Bool("jsonl", false, `read {"text"} JSON lines on stdin, write {"ids"} lines`)
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	_ = c.MarkFlagRequired("tokenizer")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		tok, err := tokenizer.Load(*path)
@@ -55,7 +51,7 @@ reported, and the command exits 1 after processing the rest.`,
 			if ids == nil {
 				ids = []int{}
 			}
-			return writeJSON(cmd.OutOrStdout(), map[string]any{"ids": ids})
+			return cli.WriteJSON(cmd.OutOrStdout(), map[string]any{"ids": ids})
 		}
 		words := make([]string, len(ids))
 		for i, id := range ids {
@@ -81,7 +77,7 @@ With --jsonl, reads JSON lines {"ids": […]} on standard input and writes one
 	}
 	path := c.Flags().String("tokenizer", "", "tokenizer.json, or the directory holding it (required)")
 	jsonl := c.Flags().Bool("jsonl", false, `read {"ids"} JSON lines on stdin, write {"text"} lines`)
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	_ = c.MarkFlagRequired("tokenizer")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		tok, err := tokenizer.Load(*path)
@@ -109,7 +105,7 @@ With --jsonl, reads JSON lines {"ids": […]} on standard input and writes one
 		}
 		text := tok.Decode(ids)
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), map[string]string{"text": text})
+			return cli.WriteJSON(cmd.OutOrStdout(), map[string]string{"text": text})
 		}
 		_, err = fmt.Fprintln(cmd.OutOrStdout(), text)
 		return err

@@ -1,4 +1,4 @@
-package main
+package modelcmd
 
 import (
 	"bytes"
@@ -12,10 +12,11 @@ import (
 
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
 )
 
-func init() {
+func newInspectCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "inspect FILE",
 		Short: "Validate and describe a .safetensors, .npy or config.json file",
@@ -26,11 +27,11 @@ func init() {
 A malformed file exits 1 with one line naming the rule that failed.`,
 		Args: cobra.ExactArgs(1),
 	}
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		return inspectFile(cmd.OutOrStdout(), args[0], *asJSON)
 	}
-	addCommand(c)
+	return c
 }
 
 func inspectFile(w io.Writer, path string, asJSON bool) error {
@@ -99,7 +100,7 @@ func inspectSafetensors(w io.Writer, path string, asJSON bool) error {
 		total += t.Size
 	}
 	if asJSON {
-		return writeJSON(w, map[string]any{"format": "safetensors", "path": path, "header_size": f.HeaderSize(),
+		return cli.WriteJSON(w, map[string]any{"format": "safetensors", "path": path, "header_size": f.HeaderSize(),
 			"data_size": total, "metadata": f.Metadata(), "tensors": ts})
 	}
 	fmt.Fprintf(w, "%s: safetensors, %d tensors, %d data bytes, header %d bytes\n", path, len(ts), total, f.HeaderSize())
@@ -126,7 +127,7 @@ func inspectNPY(w io.Writer, path string, asJSON bool) error {
 	h := f.Header()
 	version := fmt.Sprintf("%d.%d", h.Major, h.Minor)
 	if asJSON {
-		return writeJSON(w, map[string]any{"format": "npy", "path": path, "version": version, "descr": h.Descr,
+		return cli.WriteJSON(w, map[string]any{"format": "npy", "path": path, "version": version, "descr": h.Descr,
 			"shape": h.Shape, "order": "C", "data_offset": h.DataOffset, "data_size": h.DataSize()})
 	}
 	_, err = fmt.Fprintf(w, "%s: npy %s, dtype %s, shape %v, C order, data at byte %d (%d bytes)\n",
@@ -149,7 +150,7 @@ func inspectConfig(w io.Writer, path string, asJSON bool) error {
 			return err
 		}
 		if asJSON {
-			return writeJSON(w, map[string]any{"format": "config", "kind": "drafter", "path": file, "config": d})
+			return cli.WriteJSON(w, map[string]any{"format": "config", "kind": "drafter", "path": file, "config": d})
 		}
 		_, err = fmt.Fprintf(w, "%s: DFlash drafter config\n  %d layers, hidden %d, MLP %d, %d q / %d kv heads × %d, vocab %d\n"+
 			"  block %d, mask token %d, sliding window %d, target layers %v of %d, selector top-%d rank %d\n",
@@ -169,7 +170,7 @@ func inspectConfig(w io.Writer, path string, asJSON bool) error {
 		}
 	}
 	if asJSON {
-		return writeJSON(w, map[string]any{"format": "config", "kind": "model", "path": file, "config": m,
+		return cli.WriteJSON(w, map[string]any{"format": "config", "kind": "model", "path": file, "config": m,
 			"rotary_dim": m.RotaryDim(), "full_attention_layers": full})
 	}
 	_, err = fmt.Fprintf(w, "%s: %s target model config\n  %d layers (%d full attention at %v, %d Gated DeltaNet), hidden %d, MLP %d, vocab %d\n"+

@@ -1,26 +1,28 @@
-package main
+// Package rebuildcmd is forgectl rebuild: the offline rebuild path as
+// commands; the logic lives in ane/rebuild and its sub-packages.
+package rebuildcmd
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
-	"github.com/spf13/cobra"
-
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/synth"
+	"github.com/spf13/cobra"
 )
 
-// rebuildCmd groups the offline rebuild path: synthetic checkpoints now,
-// quantize, lowrank, kl and the rest as they land.
-var rebuildCmd = &cobra.Command{
-	Use:   "rebuild",
-	Short: "Offline rebuild path: synthetic checkpoints, quantization, evaluation",
-}
-
-func init() {
-	rebuildCmd.AddCommand(newRebuildSynthCmd())
-	addCommand(rebuildCmd)
+// New builds the rebuild command group: the offline rebuild path
+// (docs/REBUILD.md), from synthetic checkpoints to the assembled bundle.
+func New() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "rebuild",
+		Short: "Offline rebuild path: synthetic checkpoints, quantization, evaluation",
+	}
+	c.AddCommand(newRebuildSynthCmd(), newRebuildSynthDrafterCmd(), newRebuildQuantizeCmd(), newRebuildLowRankCmd(),
+		newRebuildTraceCmd(), newRebuildKLCmd(), newRebuildEmbeddingsCmd(), newRebuildManifestCmd(), newRebuildPlanCmd(),
+		newRebuildBundleCmd())
+	return c
 }
 
 func newRebuildSynthCmd() *cobra.Command {
@@ -43,7 +45,7 @@ byte-identical files. See docs/SYNTHETIC.md.`,
 	c.Flags().Uint64Var(&seed, "seed", 0, "seed for the weights")
 	c.Flags().StringVar(&out, "out", "", "output directory (must be empty or absent unless --force)")
 	c.Flags().BoolVar(&force, "force", false, "write into a non-empty --out, replacing an earlier checkpoint")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		if preset == "" {
 			return errors.New("--preset is required (tiny, small or medium)")
@@ -55,7 +57,7 @@ byte-identical files. See docs/SYNTHETIC.md.`,
 			return err
 		}
 		if !force {
-			if err := requireEmptyDir(out); err != nil {
+			if err := cli.RequireEmptyDir(out); err != nil {
 				return err
 			}
 		}
@@ -64,27 +66,12 @@ byte-identical files. See docs/SYNTHETIC.md.`,
 			return err
 		}
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), rep)
+			return cli.WriteJSON(cmd.OutOrStdout(), rep)
 		}
 		printSynthReport(cmd.OutOrStdout(), rep)
 		return nil
 	}
 	return c
-}
-
-// requireEmptyDir refuses to write into a directory that already has files.
-func requireEmptyDir(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
-	}
-	if len(entries) > 0 {
-		return fmt.Errorf("--out %s is not empty (%d entries); pass --force to write into it", dir, len(entries))
-	}
-	return nil
 }
 
 func printSynthReport(w io.Writer, r *synth.Report) {

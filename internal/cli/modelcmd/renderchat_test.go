@@ -1,14 +1,15 @@
-package main
+package modelcmd
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"github.com/forgedaemon/forged/internal/refdata"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/forgedaemon/forged/internal/refdata"
 )
 
 func qwen3Testdata(t *testing.T, name string) string {

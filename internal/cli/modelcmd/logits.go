@@ -1,4 +1,4 @@
-package main
+package modelcmd
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/text/tokenizer"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -76,7 +77,7 @@ type topLogit struct {
 	Token string `json:"token,omitempty"`
 }
 
-func init() {
+func newLogitsCmd() *cobra.Command {
 	var mf modelFlags
 	var idsFlag, text string
 	var top int
@@ -93,7 +94,7 @@ checkpoint has a tokenizer).`,
 	c.Flags().StringVar(&idsFlag, "ids", "", "comma-separated prompt token ids")
 	c.Flags().StringVar(&text, "text", "", "prompt text, encoded with the checkpoint's tokenizer.json")
 	c.Flags().IntVar(&top, "top", 0, "print only the K highest logits (0: all)")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		if (idsFlag == "") == (text == "") {
 			return errors.New("give exactly one of --ids and --text")
@@ -145,7 +146,7 @@ checkpoint has a tokenizer).`,
 		}
 		out := cmd.OutOrStdout()
 		if *asJSON {
-			return writeJSON(out, res)
+			return cli.WriteJSON(out, res)
 		}
 		if top > 0 {
 			for i, t := range res.Top {
@@ -158,5 +159,5 @@ checkpoint has a tokenizer).`,
 		}
 		return nil
 	}
-	addCommand(c)
+	return c
 }

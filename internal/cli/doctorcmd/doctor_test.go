@@ -1,4 +1,4 @@
-package main
+package doctorcmd
 
 import (
 	"context"
@@ -22,22 +22,11 @@ import (
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/service"
 	"github.com/forgedaemon/forged/internal/synthbundle"
 	"github.com/forgedaemon/forged/internal/sysinfo"
 )
-
-// shortDir is a temporary directory with a path short enough for sun_path.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "dr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
 
 // testDoctor checks the real machine with paths in temporary directories and
 // a service manager that reports "not installed".
@@ -122,8 +111,8 @@ func TestDoctorOnLinuxReportsReferenceBackendAndMachine(t *testing.T) {
 func TestDoctorCommandJSONAndExitStatus(t *testing.T) {
 	dir := shortDir(t)
 	out, _, err := runCtl(t, "", "doctor", "--json", "--config", filepath.Join(dir, "c.json"), "--socket", filepath.Join(dir, "none.sock"), "--data", filepath.Join(dir, "d"))
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "1 check(s) failed") {
+	var ee *cli.ExitError
+	if !errors.As(err, &ee) || ee.Code != 2 || !strings.Contains(err.Error(), "1 check(s) failed") {
 		t.Fatalf("want exit status 2 for the missing socket, got %v", err)
 	}
 	var r doctorReport

@@ -1,10 +1,8 @@
-package main
+package modelcmd
 
 import (
 	"errors"
 	"fmt"
-
-	"github.com/spf13/cobra"
 
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/generate"
@@ -12,6 +10,8 @@ import (
 	"github.com/forgedaemon/forged/ane/speculative"
 	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/ane/text/tokenizer"
+	"github.com/forgedaemon/forged/internal/cli"
+	"github.com/spf13/cobra"
 )
 
 type runToken struct {
@@ -30,7 +30,7 @@ type runSummary struct {
 	*generate.Summary
 }
 
-func init() {
+func newRunCmd() *cobra.Command {
 	var mf modelFlags
 	var opts sample.Options
 	var drafterDir, mode, idList string
@@ -55,7 +55,7 @@ With --json: one line per token, then one object with ids, text and the summary.
 	c.Flags().StringVar(&drafterDir, "drafter", "", "DFlash2 drafter directory (config.json, model.safetensors, selector.safetensors)")
 	c.Flags().StringVar(&mode, "speculative", "", "on, off or auto (default: auto with --drafter, else off)")
 	c.Flags().StringVar(&idList, "ids", "", "prompt token ids (1,2,3) instead of PROMPT")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if opts.MaxTokens <= 0 {
 			return fmt.Errorf("--max-tokens %d: must be positive", opts.MaxTokens)
@@ -121,7 +121,7 @@ With --json: one line per token, then one object with ids, text and the summary.
 					return nil
 				}
 			}
-			return writeJSONLine(out, runToken{e.ID, e.Text})
+			return cli.WriteJSONLine(out, runToken{e.ID, e.Text})
 		})
 		if err != nil {
 			return err
@@ -129,7 +129,7 @@ With --json: one line per token, then one object with ids, text and the summary.
 		rs := runSummary{Finish: sum.Finish, PromptTokens: sum.PromptTokens, Tokens: sum.GeneratedTokens,
 			PrefillTokS: rate(sum.PromptTokens, sum.Prefill.Seconds()), DecodeTokS: sum.TokensPerSecond, Summary: sum}
 		if *asJSON {
-			return writeJSONLine(out, rs)
+			return cli.WriteJSONLine(out, rs)
 		}
 		extra := ""
 		if sum.Stats.Cycles > 0 {
@@ -139,7 +139,7 @@ With --json: one line per token, then one object with ids, text and the summary.
 			rs.Finish, rs.PromptTokens, rs.PrefillTokS, rs.Tokens, rs.DecodeTokS, extra)
 		return err
 	}
-	addCommand(c)
+	return c
 }
 
 func rate(n int, seconds float64) float64 {

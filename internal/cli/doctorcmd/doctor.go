@@ -1,4 +1,6 @@
-package main
+// Package doctorcmd is forgectl doctor: it checks the machine, the service,
+// the socket and the bundle, and says how to fix what is wrong.
+package doctorcmd
 
 import (
 	"context"
@@ -22,6 +24,7 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/service"
 	"github.com/forgedaemon/forged/internal/sysinfo"
 	"github.com/spf13/cobra"
@@ -78,7 +81,8 @@ type doctor struct {
 	choice   *modelbackend.Choice // what the configured backend chooses for it
 }
 
-func init() {
+// New builds forgectl doctor.
+func New() *cobra.Command {
 	var flags struct{ socket, data, config, repo string }
 	c := &cobra.Command{
 		Use:   "doctor",
@@ -97,7 +101,7 @@ status 2 when a check fails.`,
 	c.Flags().StringVar(&flags.socket, "socket", "", "socket to check (default: from the config file)")
 	c.Flags().StringVar(&flags.data, "data", "", "data directory to check (default: from the config file)")
 	c.Flags().StringVar(&flags.repo, "repo", "", "bundle repository to verify (default: from the config file)")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		d := newDoctor(flags.config)
 		if flags.socket != "" {
@@ -111,18 +115,18 @@ status 2 when a check fails.`,
 		}
 		report := d.run(cmd.Context())
 		if *asJSON {
-			if err := writeJSON(cmd.OutOrStdout(), report); err != nil {
+			if err := cli.WriteJSON(cmd.OutOrStdout(), report); err != nil {
 				return err
 			}
 		} else {
 			printDoctor(cmd.OutOrStdout(), report)
 		}
 		if report.Fail > 0 {
-			return &exitError{2, fmt.Errorf("doctor: %d check(s) failed", report.Fail)}
+			return &cli.ExitError{Code: 2, Err: fmt.Errorf("doctor: %d check(s) failed", report.Fail)}
 		}
 		return nil
 	}
-	addCommand(c)
+	return c
 }
 
 // newDoctor reads the config file (keeping its error for the config check)
@@ -135,20 +139,7 @@ func newDoctor(configPath string) *doctor {
 		base = config.Default()
 	}
 	d.socket, d.dataDir, d.repo, d.backend = base.Socket, base.DataDir, base.Repo, base.Backend
-	d.service = func(ctx context.Context) (service.Status, error) {
-		target, _ := service.ParseTarget("")
-		spec, err := service.NewSpec(target, false, "/usr/local/bin/forged")
-		if err != nil {
-			return service.Status{}, err
-		}
-		// A system service, when one is installed, is the one that matters.
-		if sys, err := service.NewSpec(target, true, "/usr/local/bin/forged"); err == nil {
-			if _, err := os.Stat(sys.Path()); err == nil {
-				spec = sys
-			}
-		}
-		return (&service.Manager{Spec: spec}).Status(ctx)
-	}
+	d.service = cli.ServiceStatus
 	d.bridges = coreai.BridgeCandidates()
 	d.probe = modelbackend.ProbeBridge
 	return d
@@ -495,14 +486,7 @@ func capitalized(goos string) string {
 // forged is installed as a service, else in the foreground (no service
 // manager, or no service installed).
 func (d *doctor) startFix(verb string) string {
-	fg := "forged run --config " + d.configPath
-	switch {
-	case d.svc == nil || strings.HasPrefix(d.svc.State, "unknown"):
-		return fg + " (there is no service manager here: run it in the foreground or under your own supervisor)"
-	case !d.svc.Installed:
-		return "forged install (installs and starts the service), or " + fg + " in the foreground"
-	}
-	return "forged " + verb + " (or " + fg + " in the foreground)"
+	return cli.StartFix(d.svc, d.configPath, verb)
 }
 
 func (d *doctor) checkService(ctx context.Context) doctorCheck {

@@ -1,4 +1,4 @@
-package main
+package rebuildcmd
 
 import (
 	"bufio"
@@ -14,28 +14,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/forgedaemon/forged/ane/rebuild"
 	"github.com/forgedaemon/forged/ane/rebuild/calib"
 	"github.com/forgedaemon/forged/ane/rebuild/kl"
 	"github.com/forgedaemon/forged/ane/rebuild/plan"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/text/tokenizer"
+	"github.com/forgedaemon/forged/internal/cli"
+	"github.com/spf13/cobra"
 )
-
-// The rebuild pipeline commands (docs/REBUILD.md); logic lives in
-// ane/rebuild and its sub-packages.
-func init() {
-	rebuildCmd.AddCommand(newRebuildQuantizeCmd(), newRebuildLowRankCmd(), newRebuildTraceCmd(), newRebuildKLCmd(),
-		newRebuildEmbeddingsCmd(), newRebuildManifestCmd(), newRebuildPlanCmd())
-}
 
 // progressPrinter shows progress with an ETA on a terminal (stderr), or as
 // JSON lines on stdout with --json.
 func progressPrinter(cmd *cobra.Command, asJSON bool) func(rebuild.Event) {
 	if asJSON {
-		return func(e rebuild.Event) { writeJSONLine(cmd.OutOrStdout(), e) }
+		return func(e rebuild.Event) { cli.WriteJSONLine(cmd.OutOrStdout(), e) }
 	}
 	st, err := os.Stderr.Stat()
 	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
@@ -72,15 +65,6 @@ func interruptible() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt)
 }
 
-func required(flags map[string]string) error {
-	for name, v := range flags {
-		if v == "" {
-			return fmt.Errorf("--%s is required", name)
-		}
-	}
-	return nil
-}
-
 func newRebuildQuantizeCmd() *cobra.Command {
 	var o rebuild.Options
 	var planPath, calibSpec, cpuProfile string
@@ -110,9 +94,9 @@ an interrupted run with the same bytes. See docs/REBUILD.md.`,
 	f.IntVar(&o.Threads, "threads", 0, "worker threads (0: all CPUs)")
 	f.IntVar(&o.HoldOut, "hold-out", 0, "calibration rows kept out of the Hessians for SNR (0: last 4 when ≥ 8 rows, -1: none)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run here (go tool pprof)")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := required(map[string]string{"model": o.Model, "out": o.Out, "calib": calibSpec}); err != nil {
+		if err := cli.Required(map[string]string{"model": o.Model, "out": o.Out, "calib": calibSpec}); err != nil {
 			return err
 		}
 		if cpuProfile != "" {
@@ -141,7 +125,7 @@ an interrupted run with the same bytes. See docs/REBUILD.md.`,
 			return err
 		}
 		if !o.Resume {
-			if err := requireEmptyDir(o.Out); err != nil {
+			if err := cli.RequireEmptyDir(o.Out); err != nil {
 				return err
 			}
 		}
@@ -150,7 +134,7 @@ an interrupted run with the same bytes. See docs/REBUILD.md.`,
 			return err
 		}
 		if *asJSON {
-			writeJSONLine(cmd.OutOrStdout(), map[string]any{"step": "plan", "matrices": resolved.Matrices,
+			cli.WriteJSONLine(cmd.OutOrStdout(), map[string]any{"step": "plan", "matrices": resolved.Matrices,
 				"layers": resolved.Layers, "block": resolved.Block, "total": resolved.Total})
 		} else {
 			resolved.Print(cmd.OutOrStdout())
@@ -166,7 +150,7 @@ an interrupted run with the same bytes. See docs/REBUILD.md.`,
 			return err
 		}
 		if *asJSON {
-			return writeJSONLine(cmd.OutOrStdout(), rep)
+			return cli.WriteJSONLine(cmd.OutOrStdout(), rep)
 		}
 		w := cmd.OutOrStdout()
 		fmt.Fprintf(w, "wrote %s: %d matrices (%s), %d tensor bytes as predicted, %d calibration rows × %d (%d held out), %.1fs\n",
@@ -211,9 +195,9 @@ func newRebuildLowRankCmd() *cobra.Command {
 	c.Flags().IntVar(&o.Rank, "rank", 64, "factor rank")
 	c.Flags().StringVar(&parts, "parts", "gdn,attn", "mixer groups to factor: gdn, attn")
 	c.Flags().Uint64Var(&o.Seed, "seed", 0, "randomized SVD seed (recorded in the metadata)")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := required(map[string]string{"model": o.Model, "export": o.Export, "out": o.Out}); err != nil {
+		if err := cli.Required(map[string]string{"model": o.Model, "export": o.Export, "out": o.Out}); err != nil {
 			return err
 		}
 		o.Parts = strings.Split(parts, ",")
@@ -225,7 +209,7 @@ func newRebuildLowRankCmd() *cobra.Command {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), rep)
+			return cli.WriteJSON(cmd.OutOrStdout(), rep)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: rank-%d factors (seed %d) on %d matrices, %d bytes; %d bf16 matrices skipped\n",
 			rep.Out, rep.Rank, rep.Seed, len(rep.Matrices), rep.Bytes, len(rep.Skipped))
@@ -265,9 +249,9 @@ top-k 20, seed N+i for prompt i) until EOS or --max-new, and writes trace.npz
 	c.Flags().StringVar(&prompts, "prompts", "", "prompt file, one prompt per line")
 	c.Flags().IntVar(&o.MaxNew, "max-new", 768, "tokens to generate per prompt at most")
 	c.Flags().Uint64Var(&o.Seed, "seed", 0, "sampling seed")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := required(map[string]string{"model": model, "out": out}); err != nil {
+		if err := cli.Required(map[string]string{"model": model, "out": out}); err != nil {
 			return err
 		}
 		texts := defaultPrompts
@@ -300,7 +284,7 @@ top-k 20, seed N+i for prompt i) until EOS or --max-new, and writes trace.npz
 		}
 		rep := map[string]any{"out": out, "sequences": len(tr.Lengths), "tokens": len(tr.IDs), "positions": tr.Positions(), "sha256": tr.Hash()}
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), rep)
+			return cli.WriteJSON(cmd.OutOrStdout(), rep)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d sequences, %d tokens, %d scored positions, trace sha256 %s\n",
 			out, len(tr.Lengths), len(tr.IDs), tr.Positions(), tr.Hash())
@@ -352,9 +336,9 @@ func newRebuildKLCmd() *cobra.Command {
 	refCmd.Flags().StringVar(&trace, "trace", "", "trace (.npz or .npy)")
 	refCmd.Flags().StringVar(&out, "out", "", "reference cache to write (ref.npz)")
 	refCmd.Flags().IntVar(&topK, "top-k", kl.DefaultTopK, "log-probabilities kept per position")
-	refJSON := jsonFlag(refCmd)
+	refJSON := cli.JSONFlag(refCmd)
 	refCmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := required(map[string]string{"model": model, "trace": trace, "out": out}); err != nil {
+		if err := cli.Required(map[string]string{"model": model, "trace": trace, "out": out}); err != nil {
 			return err
 		}
 		m, err := ref.Open(model, ref.Options{})
@@ -375,7 +359,7 @@ func newRebuildKLCmd() *cobra.Command {
 		}
 		rep := map[string]any{"out": out, "positions": len(r.NLL), "top_k": r.K, "trace_sha256": tr.Hash()}
 		if *refJSON {
-			return writeJSON(cmd.OutOrStdout(), rep)
+			return cli.WriteJSON(cmd.OutOrStdout(), rep)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d positions, top-%d, trace sha256 %s\n", out, len(r.NLL), r.K, tr.Hash())
 		return nil
@@ -391,9 +375,9 @@ func newRebuildKLCmd() *cobra.Command {
 	evalCmd.Flags().StringVar(&exportDir, "export", "", "quantized export directory (empty: the BF16 control)")
 	evalCmd.Flags().StringVar(&tag, "tag", "", "report tag (default: the export's directory name)")
 	evalCmd.Flags().StringVar(&positions, "positions", "", "write per-position KL (float32 .npy) here")
-	evalJSON := jsonFlag(evalCmd)
+	evalJSON := cli.JSONFlag(evalCmd)
 	evalCmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := required(map[string]string{"ref": refPath, "model": evalModel}); err != nil {
+		if err := cli.Required(map[string]string{"ref": refPath, "model": evalModel}); err != nil {
 			return err
 		}
 		r, err := kl.ReadReference(refPath)
@@ -428,7 +412,7 @@ func newRebuildKLCmd() *cobra.Command {
 			}
 		}
 		if *evalJSON {
-			return writeJSON(cmd.OutOrStdout(), res)
+			return cli.WriteJSON(cmd.OutOrStdout(), res)
 		}
 		printKL(cmd.OutOrStdout(), res)
 		return nil
@@ -452,9 +436,9 @@ func newRebuildEmbeddingsCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&model, "model", "", "BF16 checkpoint directory")
 	c.Flags().StringVar(&out, "out", "", "output .npy (model/embed_tokens_fp16.npy in a bundle)")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := required(map[string]string{"model": model, "out": out}); err != nil {
+		if err := cli.Required(map[string]string{"model": model, "out": out}); err != nil {
 			return err
 		}
 		rep, err := rebuild.Embeddings(model, out)
@@ -462,7 +446,7 @@ func newRebuildEmbeddingsCmd() *cobra.Command {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), rep)
+			return cli.WriteJSON(cmd.OutOrStdout(), rep)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d×%d float16, %d bytes, %d values beyond fp16 range\n", rep.Path, rep.Rows, rep.Cols, rep.Bytes, rep.Overflow)
 		return nil
@@ -481,9 +465,9 @@ func newRebuildManifestCmd() *cobra.Command {
 	c.Flags().StringVar(&o.ModelID, "model-id", "", "upstream model id, e.g. Qwen/Qwen3.8-27B")
 	c.Flags().StringVar(&o.ModelRevision, "model-revision", "", "upstream 40-hex commit")
 	c.Flags().BoolVar(&o.Plain, "plain", false, "leave the drafter out")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := required(map[string]string{"bundle": o.Bundle, "model-id": o.ModelID, "model-revision": o.ModelRevision}); err != nil {
+		if err := cli.Required(map[string]string{"bundle": o.Bundle, "model-id": o.ModelID, "model-revision": o.ModelRevision}); err != nil {
 			return err
 		}
 		r, rep, err := rebuild.ReleaseManifest(o)
@@ -491,7 +475,7 @@ func newRebuildManifestCmd() *cobra.Command {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), map[string]any{"files": len(r.Files), "verify": rep})
+			return cli.WriteJSON(cmd.OutOrStdout(), map[string]any{"files": len(r.Files), "verify": rep})
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d files, integrity %s (%d files, %d bytes verified)\n",
 			filepath.Join(o.Bundle, "release.json"), len(r.Files), rep.Status, rep.VerifiedFiles, rep.VerifiedBytes)
@@ -526,9 +510,9 @@ decision is printed. The plan assumes effects add up: evaluate it.`,
 	f.StringVar(&o.Method, "method", rebuild.MethodGPTQ, "gptq or rtn for the sweeps")
 	f.Uint64Var(&o.Seed, "seed", 0, "k-means seed")
 	f.IntVar(&o.Threads, "threads", 0, "worker threads")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := required(map[string]string{"model": o.Model, "calib": calibSpec, "ref": refPath, "out": out}); err != nil {
+		if err := cli.Required(map[string]string{"model": o.Model, "calib": calibSpec, "ref": refPath, "out": out}); err != nil {
 			return err
 		}
 		cfg, err := ref.CheckCheckpoint(o.Model)
@@ -568,7 +552,7 @@ decision is printed. The plan assumes effects add up: evaluate it.`,
 			return err
 		}
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), res)
+			return cli.WriteJSON(cmd.OutOrStdout(), res)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d keys)\n", out, len(res.Plan))
 		return nil

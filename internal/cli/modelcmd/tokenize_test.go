@@ -1,13 +1,14 @@
-package main
+package modelcmd
 
 import (
 	"encoding/json"
-	"github.com/forgedaemon/forged/internal/refdata"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/forgedaemon/forged/internal/refdata"
 )
 
 func qwen3TokenizerDir(t *testing.T) string {

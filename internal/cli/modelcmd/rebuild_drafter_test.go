@@ -1,4 +1,4 @@
-package main
+package modelcmd
 
 import (
 	"encoding/json"

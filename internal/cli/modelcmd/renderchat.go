@@ -1,13 +1,14 @@
-package main
+package modelcmd
 
 import (
 	"fmt"
 
 	"github.com/forgedaemon/forged/ane/text/chat"
+	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
 )
 
-func init() {
+func newRenderChatCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "render-chat",
 		Short: "Render a conversation to prompt text with a checkpoint's chat template",
@@ -23,7 +24,7 @@ one {"text": ...} line per request; a bad line stops with an error naming the li
 	}
 	path := c.Flags().String("tokenizer-config", "", "tokenizer_config.json, chat_template.jinja, or the directory holding them (required)")
 	jsonl := c.Flags().Bool("jsonl", false, "read JSON lines on standard input, write {\"text\": ...} lines")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	_ = c.MarkFlagRequired("tokenizer-config")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		tpl, err := chat.LoadTemplate(*path)
@@ -38,10 +39,10 @@ one {"text": ...} line per request; a bad line stops with an error naming the li
 			return err
 		}
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), map[string]string{"text": text})
+			return cli.WriteJSON(cmd.OutOrStdout(), map[string]string{"text": text})
 		}
 		_, err = fmt.Fprint(cmd.OutOrStdout(), text)
 		return err
 	}
-	addCommand(c)
+	return c
 }

@@ -1,16 +1,14 @@
-package main
+package rebuildcmd
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/forgedaemon/forged/ane/rebuild"
+	"github.com/forgedaemon/forged/internal/cli"
+	"github.com/spf13/cobra"
 )
-
-func init() { rebuildCmd.AddCommand(newRebuildBundleCmd()) }
 
 func newRebuildBundleCmd() *cobra.Command {
 	var o rebuild.AssembleOptions
@@ -40,9 +38,9 @@ nothing is left there.`,
 	c.Flags().StringVar(&o.Drafter, "drafter", "", "DFlash2 drafter directory to include as drafter/ (paired with --export)")
 	c.Flags().StringVar(&o.ModelID, "model-id", rebuild.DefaultModelID, "upstream model id for release.json")
 	c.Flags().StringVar(&o.ModelRevision, "model-revision", rebuild.DefaultModelRevision, "upstream 40-hex commit for release.json")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := required(map[string]string{"model": o.Model, "export": o.Export, "out": o.Out}); err != nil {
+		if err := cli.Required(map[string]string{"model": o.Model, "export": o.Export, "out": o.Out}); err != nil {
 			return err
 		}
 		o := o
@@ -58,7 +56,7 @@ nothing is left there.`,
 			return err
 		}
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), rep)
+			return cli.WriteJSON(cmd.OutOrStdout(), rep)
 		}
 		kind, drafter := "placeholder", ""
 		if rep.StandIn {

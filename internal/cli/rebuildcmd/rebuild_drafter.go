@@ -1,15 +1,13 @@
-package main
+package rebuildcmd
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/spf13/cobra"
-
 	"github.com/forgedaemon/forged/ane/speculative/dflash"
+	"github.com/forgedaemon/forged/internal/cli"
+	"github.com/spf13/cobra"
 )
-
-func init() { rebuildCmd.AddCommand(newRebuildSynthDrafterCmd()) }
 
 func newRebuildSynthDrafterCmd() *cobra.Command {
 	var (
@@ -32,13 +30,13 @@ See docs/DRAFTER.md.`,
 	c.Flags().StringVar(&out, "out", "", "output directory (must be empty or absent unless --force)")
 	c.Flags().Uint64Var(&seed, "seed", 0, "seed for the weights")
 	c.Flags().BoolVar(&force, "force", false, "write into a non-empty --out")
-	asJSON := jsonFlag(c)
+	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		if target == "" || out == "" {
 			return errors.New("--target and --out are required")
 		}
 		if !force {
-			if err := requireEmptyDir(out); err != nil {
+			if err := cli.RequireEmptyDir(out); err != nil {
 				return err
 			}
 		}
@@ -50,7 +48,7 @@ See docs/DRAFTER.md.`,
 			return err
 		}
 		if *asJSON {
-			return writeJSON(cmd.OutOrStdout(), rep)
+			return cli.WriteJSON(cmd.OutOrStdout(), rep)
 		}
 		w := cmd.OutOrStdout()
 		fmt.Fprintf(w, "wrote a synthetic DFlash2 drafter (seed %d) for %s to %s\n", rep.Seed, rep.Target, rep.Dir)

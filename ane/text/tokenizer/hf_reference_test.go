@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/internal/refdata"
+
+	"github.com/forgedaemon/forged/ane/text/tokenizer/internal/hftables"
 )
 
 // readJSONLines decodes every line of a testdata JSON-lines file into T.
@@ -111,8 +113,8 @@ func TestHFTokenizersProvenance(t *testing.T) {
 	if err := json.Unmarshal(data, &meta); err != nil {
 		t.Fatal(err)
 	}
-	if want := "tokenizers " + hfTokenizersVersion + " "; !strings.HasPrefix(meta.Library, want) {
-		t.Errorf("vectors from %q, tables from tokenizers %s: regenerate both (scripts/hf-reference)", meta.Library, hfTokenizersVersion)
+	if want := "tokenizers " + hftables.Version + " "; !strings.HasPrefix(meta.Library, want) {
+		t.Errorf("vectors from %q, tables from tokenizers %s: regenerate both (scripts/hf-reference)", meta.Library, hftables.Version)
 	}
 	tj, err := os.ReadFile(filepath.Join(qwen3Dir(t), "tokenizer.json"))
 	if err != nil {

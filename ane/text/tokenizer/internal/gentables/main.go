@@ -1,4 +1,4 @@
-// Command gentables writes ane/text/tokenizer/unicode_tables.go: the character
+// Command gentables writes ane/text/tokenizer/internal/hftables/tables.go: the character
 // classes of the split pattern (\p{L}, \p{N}, \s) and the Unicode
 // normalization data (canonical combining classes, canonical and
 // compatibility decompositions, canonical compositions) exactly as Hugging
@@ -10,7 +10,7 @@
 //
 // usage (scripts/hf-reference tables runs this):
 //
-//	go run ./ane/text/tokenizer/internal/gentables -oracle scripts/hf-tokenizers/oracle.mjs -o ane/text/tokenizer/unicode_tables.go
+//	go run ./ane/text/tokenizer/internal/gentables -oracle scripts/hf-tokenizers/oracle.mjs -o ane/text/tokenizer/internal/hftables/tables.go
 //
 // What it asks, and how the answers become tables:
 //   - classes: the matches of a Split pre-tokenizer with the regex \p{L}
@@ -56,7 +56,7 @@ import (
 
 func main() {
 	oraclePath := flag.String("oracle", "scripts/hf-tokenizers/oracle.mjs", "the node question-and-answer script")
-	out := flag.String("o", "ane/text/tokenizer/unicode_tables.go", "output Go file")
+	out := flag.String("o", "ane/text/tokenizer/internal/hftables/tables.go", "output Go file")
 	flag.Parse()
 	if err := run(*oraclePath, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "gentables:", err)
@@ -545,35 +545,35 @@ func render(version string, letters, numbers, spaces []rune, ccc []cccRange, can
 // what the library does, not a Unicode version's data. See
 // internal/gentables for how each answer becomes a table.
 
-package tokenizer
+package hftables
 
 import "unicode"
 
-// hfTokenizersVersion is the library version the tables come from.
-const hfTokenizersVersion = %q
+// Version is the library version the tables come from.
+const Version = %q
 
 `, version, version)
-	writeTable(&b, "hfLetter", `\p{L} in the library's split regex (Oniguruma): `+strconv.Itoa(len(letters))+` code points`, letters)
-	writeTable(&b, "hfNumber", `\p{N} in the library's split regex: `+strconv.Itoa(len(numbers))+` code points`, numbers)
-	writeTable(&b, "hfSpace", `\s in the library's split regex: `+strconv.Itoa(len(spaces))+` code points`, spaces)
+	writeTable(&b, "Letter", `\p{L} in the library's split regex (Oniguruma): `+strconv.Itoa(len(letters))+` code points`, letters)
+	writeTable(&b, "Number", `\p{N} in the library's split regex: `+strconv.Itoa(len(numbers))+` code points`, numbers)
+	writeTable(&b, "Space", `\s in the library's split regex: `+strconv.Itoa(len(spaces))+` code points`, spaces)
 
-	fmt.Fprintf(&b, "// hfCCC lists the library's non-starters, by range: the canonical combining\n// class of every code point not listed is 0.\nvar hfCCC = [...]cccRange{\n")
+	fmt.Fprintf(&b, "// CCC lists the library's non-starters, by range: the canonical combining\n// class of every code point not listed is 0.\nvar CCC = [...]CCCRange{\n")
 	for _, c := range ccc {
 		fmt.Fprintf(&b, "\t{%#04x, %#04x, %d},\n", c.lo, c.hi, c.ccc)
 	}
 	b.WriteString("}\n\n")
 
 	writeDecomps := func(name, doc string, ds []decomposition) {
-		fmt.Fprintf(&b, "// %s\nvar %s = [...]decomposition{\n", doc, name)
+		fmt.Fprintf(&b, "// %s\nvar %s = [...]Decomposition{\n", doc, name)
 		for _, d := range ds {
 			fmt.Fprintf(&b, "\t{%#04x, %s},\n", d.r, strconv.QuoteToASCII(d.d))
 		}
 		b.WriteString("}\n\n")
 	}
-	writeDecomps("hfCanonical", "hfCanonical is the library's NFD of each code point it changes (the full\n// canonical decomposition, in canonical order), Hangul syllables excepted.", canonical)
-	writeDecomps("hfCompat", "hfCompat is the library's NFKD of each code point where it differs from\n// the NFD (the full compatibility decomposition).", compat)
+	writeDecomps("Canonical", "Canonical is the library's NFD of each code point it changes (the full\n// canonical decomposition, in canonical order), Hangul syllables excepted.", canonical)
+	writeDecomps("Compat", "Compat is the library's NFKD of each code point where it differs from\n// the NFD (the full compatibility decomposition).", compat)
 
-	b.WriteString("// hfCompositions are the pairs canonical composition joins: first, second,\n// composite (sorted by first, then second). Hangul is algorithmic.\nvar hfCompositions = [...]composition{\n")
+	b.WriteString("// Compositions are the pairs canonical composition joins: first, second,\n// composite (sorted by first, then second). Hangul is algorithmic.\nvar Compositions = [...]Composition{\n")
 	for _, c := range compositions {
 		fmt.Fprintf(&b, "\t{%#04x, %#04x, %#04x},\n", c.a, c.b, c.c)
 	}

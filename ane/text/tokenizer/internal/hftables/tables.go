@@ -5,15 +5,15 @@
 // what the library does, not a Unicode version's data. See
 // internal/gentables for how each answer becomes a table.
 
-package tokenizer
+package hftables
 
 import "unicode"
 
-// hfTokenizersVersion is the library version the tables come from.
-const hfTokenizersVersion = "0.23.2"
+// Version is the library version the tables come from.
+const Version = "0.23.2"
 
-// hfLetter is \p{L} in the library's split regex (Oniguruma): 141028 code points.
-var hfLetter = &unicode.RangeTable{
+// Letter is \p{L} in the library's split regex (Oniguruma): 141028 code points.
+var Letter = &unicode.RangeTable{
 	R16: []unicode.Range16{
 		{0x0041, 0x005a, 1},
 		{0x0061, 0x007a, 1},
@@ -698,8 +698,8 @@ var hfLetter = &unicode.RangeTable{
 	LatinOffset: 7,
 }
 
-// hfNumber is \p{N} in the library's split regex: 1911 code points.
-var hfNumber = &unicode.RangeTable{
+// Number is \p{N} in the library's split regex: 1911 code points.
+var Number = &unicode.RangeTable{
 	R16: []unicode.Range16{
 		{0x0030, 0x0039, 1},
 		{0x00b2, 0x00b3, 1},
@@ -851,8 +851,8 @@ var hfNumber = &unicode.RangeTable{
 	LatinOffset: 4,
 }
 
-// hfSpace is \s in the library's split regex: 25 code points.
-var hfSpace = &unicode.RangeTable{
+// Space is \s in the library's split regex: 25 code points.
+var Space = &unicode.RangeTable{
 	R16: []unicode.Range16{
 		{0x0009, 0x000d, 1},
 		{0x0020, 0x0020, 1},
@@ -869,9 +869,9 @@ var hfSpace = &unicode.RangeTable{
 	LatinOffset: 4,
 }
 
-// hfCCC lists the library's non-starters, by range: the canonical combining
+// CCC lists the library's non-starters, by range: the canonical combining
 // class of every code point not listed is 0.
-var hfCCC = [...]cccRange{
+var CCC = [...]CCCRange{
 	{0x0300, 0x0314, 230},
 	{0x0315, 0x0315, 232},
 	{0x0316, 0x0319, 220},
@@ -1208,9 +1208,9 @@ var hfCCC = [...]cccRange{
 	{0x1e94a, 0x1e94a, 7},
 }
 
-// hfCanonical is the library's NFD of each code point it changes (the full
+// Canonical is the library's NFD of each code point it changes (the full
 // canonical decomposition, in canonical order), Hangul syllables excepted.
-var hfCanonical = [...]decomposition{
+var Canonical = [...]Decomposition{
 	{0x00c0, "A\u0300"},
 	{0x00c1, "A\u0301"},
 	{0x00c2, "A\u0302"},
@@ -3273,9 +3273,9 @@ var hfCanonical = [...]decomposition{
 	{0x2fa1d, "\U0002a600"},
 }
 
-// hfCompat is the library's NFKD of each code point where it differs from
+// Compat is the library's NFKD of each code point where it differs from
 // the NFD (the full compatibility decomposition).
-var hfCompat = [...]decomposition{
+var Compat = [...]Decomposition{
 	{0x00a0, " "},
 	{0x00a8, " \u0308"},
 	{0x00aa, "a"},
@@ -6956,9 +6956,9 @@ var hfCompat = [...]decomposition{
 	{0x1f251, "\u53ef"},
 }
 
-// hfCompositions are the pairs canonical composition joins: first, second,
+// Compositions are the pairs canonical composition joins: first, second,
 // composite (sorted by first, then second). Hangul is algorithmic.
-var hfCompositions = [...]composition{
+var Compositions = [...]Composition{
 	{0x003c, 0x0338, 0x226e},
 	{0x003d, 0x0338, 0x2260},
 	{0x003e, 0x0338, 0x226f},

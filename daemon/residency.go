@@ -4,15 +4,12 @@ import (
 	"errors"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/backend"
 	"github.com/forgedaemon/forged/daemon/residency"
 )
 
-// Footprinter is a Backend that knows its memory model (daemon/residency).
-// Without it the daemon still picks context entries from Model's ladder,
-// but cannot estimate memory.
-type Footprinter interface {
-	Footprint() *residency.Footprint
-}
+// Footprinter is backend.Footprinter.
+type Footprinter = backend.Footprinter
 
 // footprint is the served backend's memory model, or nil.
 func (s *Server) footprint() *residency.Footprint {

@@ -1,9 +1,14 @@
-package daemon
+// Package backend is the contract between the daemon and a model runtime:
+// the Backend interface, its optional extensions (Describer, SessionParker,
+// Footprinter) and the request and outcome types; Unavailable is the backend
+// of a daemon with nothing to serve.
+package backend
 
 import (
 	"context"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/residency"
 )
 
 // Backend is everything the server needs from the model runtime. The real
@@ -45,8 +50,15 @@ type SessionParker interface {
 	ParkSession(id string) (bool, error)
 }
 
-// backendInfo is what b says about its engine, or nil.
-func backendInfo(b Backend) *wire.BackendInfo {
+// Footprinter is a Backend that knows its memory model (daemon/residency).
+// Without it the daemon still picks context entries from Model's ladder,
+// but cannot estimate memory.
+type Footprinter interface {
+	Footprint() *residency.Footprint
+}
+
+// Info is what b says about its engine, or nil.
+func Info(b Backend) *wire.BackendInfo {
 	if d, ok := b.(Describer); ok {
 		return d.BackendInfo()
 	}

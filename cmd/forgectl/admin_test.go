@@ -120,7 +120,7 @@ func TestConfigGetAndSet(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "unavailable") || !strings.Contains(err.Error(), "without --config") {
 		t.Errorf("config set on a daemon without a file: %v", err)
 	}
-	if _, _, err = runCtl(t, "", "config", "get", "--socket", filepath.Join(t.TempDir(), "none")); err == nil || !strings.Contains(err.Error(), "connect to forged") {
+	if _, _, err = runCtl(t, "", "config", "get", "--socket", filepath.Join(t.TempDir(), "none")); err == nil || !strings.Contains(err.Error(), "forged is not running at") {
 		t.Errorf("config get without a daemon: %v", err)
 	}
 }
@@ -375,7 +375,7 @@ func TestResidencyCommands(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, _, err := runCtl(t, "", "status", "--socket", sock)
-		if err != nil && strings.Contains(err.Error(), "connect to forged") {
+		if err != nil && strings.Contains(err.Error(), "forged is not running at") {
 			break
 		}
 		if time.Now().After(deadline) {

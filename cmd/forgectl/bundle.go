@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/forgedaemon/forged/bundle/hub"
@@ -122,7 +123,7 @@ func (p *progressBar) event(e store.Event) {
 		case "verify":
 			msg = fmt.Sprintf("verifying %d files", e.Files)
 		case "resolved":
-			msg = fmt.Sprintf("%s resolved to %s", e.Repo, e.Commit)
+			msg = strings.TrimSpace(e.Repo + " resolved to " + e.Commit)
 		case "retry":
 			msg = e.Path + ": " + e.Message
 		}

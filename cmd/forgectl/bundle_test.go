@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/bundle/store"
+	"github.com/forgedaemon/forged/client/wire"
 )
 
 func TestProgressBarShowsBytesRateETAAndFiles(t *testing.T) {
@@ -29,5 +30,21 @@ func TestProgressBarShowsBytesRateETAAndFiles(t *testing.T) {
 	bar.event(store.Event{Kind: "retry", Path: "x.bin", Message: "sha256 mismatch; fetching the file again"})
 	if !strings.HasPrefix(out.String(), "\r") || !strings.Contains(out.String(), "x.bin: sha256 mismatch") {
 		t.Fatalf("retry line: %q", out.String())
+	}
+}
+
+// update apply through the daemon: its progress events carry no
+// repository; the line names the served one (it printed " resolved to …").
+func TestDaemonProgressNamesTheRepository(t *testing.T) {
+	var out bytes.Buffer
+	bar := newProgressBar(&out)
+	bar.event(storeEvent("anemll/forge", wire.ProgressEvent{Kind: "resolved", Commit: "0123abcd"}))
+	if got := strings.TrimLeft(out.String(), "\r "); got != "anemll/forge resolved to 0123abcd\n" {
+		t.Errorf("resolved line %q", out.String())
+	}
+	out.Reset()
+	bar.event(store.Event{Kind: "resolved", Commit: "0123abcd"})
+	if got := strings.TrimLeft(out.String(), "\r "); got != "resolved to 0123abcd\n" {
+		t.Errorf("resolved line without a repository %q", out.String())
 	}
 }

@@ -39,7 +39,7 @@ func TestStatusAndPs(t *testing.T) {
 		t.Fatalf("ps: %v\n%s", err, out)
 	}
 	for _, cmd := range []string{"status", "ps"} {
-		if _, _, err := runCtl(t, "", cmd, "--socket", filepath.Join(t.TempDir(), "none")); err == nil || !strings.Contains(err.Error(), "connect to forged") {
+		if _, _, err := runCtl(t, "", cmd, "--socket", filepath.Join(t.TempDir(), "none")); err == nil || !strings.Contains(err.Error(), "forged is not running at") {
 			t.Fatalf("%s with no daemon: %v", cmd, err)
 		}
 	}

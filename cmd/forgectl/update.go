@@ -83,12 +83,13 @@ work on the bundle store directly and REPO is required.`,
 			})
 		}
 		defer cl.Close()
-		if _, err := servedRepo(cl, ad.socket, cli.OptionalArg(args)); err != nil {
+		repo, err := servedRepo(cl, ad.socket, cli.OptionalArg(args))
+		if err != nil {
 			return err
 		}
 		events, done := progressSink(cmd, *applyJSON)
 		res, err := cl.UpdateApply(cmd.Context(), daemonRevision(cmd, ao.Revision), func(e wire.ProgressEvent) {
-			events(store.Event{Kind: e.Kind, Commit: e.Commit, Path: e.Path, Done: e.Done, Total: e.Total, Files: e.Files, Message: e.Message})
+			events(storeEvent(repo, e))
 		})
 		done()
 		if err != nil {
@@ -202,4 +203,11 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// storeEvent is a daemon's progress event in the store's shape, for the
+// same progress output as a pull on the store: the daemon's events do not
+// name the repository (there is one, the served one), so repo fills it in.
+func storeEvent(repo string, e wire.ProgressEvent) store.Event {
+	return store.Event{Kind: e.Kind, Repo: repo, Commit: e.Commit, Path: e.Path, Done: e.Done, Total: e.Total, Files: e.Files, Message: e.Message}
 }

@@ -1,7 +1,6 @@
 package ane
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -32,52 +31,6 @@ func TestTopKMatchesSort(t *testing.T) {
 				t.Fatalf("k=%d: rank %d is %+v, want id %d", k, i, s, ids[i])
 			}
 		}
-	}
-}
-
-// countingEngine is a stand-in Engine recording what Generate feeds it.
-type countingEngine struct {
-	Engine
-	fed   [][]int
-	fails int
-}
-
-func (c *countingEngine) Feed(ids []int) ([]float32, error) {
-	if len(c.fed) == c.fails {
-		return nil, errors.New("boom")
-	}
-	c.fed = append(c.fed, append([]int(nil), ids...))
-	return []float32{float32(len(c.fed))}, nil
-}
-
-func TestGenerateFeedsChosenTokens(t *testing.T) {
-	e := &countingEngine{fails: -1}
-	steps := 0
-	g, err := Generate(e, []int{5, 6, 7}, func(l []float32) (int, bool, error) {
-		steps++
-		if int(l[0]) != steps {
-			t.Fatalf("next saw logits of call %v, want %d", l[0], steps)
-		}
-		return 100 + steps, steps == 4, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := [][]int{{5, 6, 7}, {101}, {102}, {103}}
-	if len(e.fed) != len(want) || g.Tokens != 3 || g.PromptTokens != 3 {
-		t.Fatalf("fed %v, stats %+v", e.fed, g)
-	}
-	for i := range want {
-		if e.fed[i][0] != want[i][0] || len(e.fed[i]) != len(want[i]) {
-			t.Fatalf("call %d fed %v, want %v", i, e.fed[i], want[i])
-		}
-	}
-	e2 := &countingEngine{fails: 2}
-	if _, err := Generate(e2, []int{1}, func([]float32) (int, bool, error) { return 1, false, nil }); err == nil {
-		t.Fatal("engine error not returned")
-	}
-	if _, err := Generate(e2, nil, nil); err == nil {
-		t.Fatal("empty prompt accepted")
 	}
 }
 

@@ -198,7 +198,7 @@ func Generate(open EngineFactory, prompts [][]int, o GenerateOptions) (*Trace, e
 			return nil, err
 		}
 		seq := append([]int(nil), prompt...)
-		_, err = ane.Generate(e, prompt, func(logits []float32) (int, bool, error) {
+		_, err = decode(e, prompt, func(logits []float32) (int, bool, error) {
 			id, err := smp.Sample(logits, seq[len(prompt):])
 			if err != nil {
 				return 0, true, err

@@ -9,11 +9,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/paths"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -24,21 +24,9 @@ type Error = wire.Error
 var ErrClosed = errors.New("forged connection closed")
 
 // DefaultSocketPath is where forged listens unless told otherwise:
-// /var/run/forged/forged.sock for root, otherwise a per-user directory.
-func DefaultSocketPath() string {
-	if os.Getuid() == 0 {
-		return "/var/run/forged/forged.sock"
-	}
-	if runtime.GOOS == "darwin" {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, "Library", "Application Support", "forged", "forged.sock")
-		}
-	}
-	if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" {
-		return filepath.Join(dir, "forged", "forged.sock")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("forged-%d", os.Getuid()), "forged.sock")
-}
+// /var/run/forged/forged.sock for root, otherwise a per-user path
+// (internal/paths decides it).
+func DefaultSocketPath() string { return paths.Socket() }
 
 // Options configure a connection.
 type Options struct {

@@ -31,7 +31,7 @@ type DrafterOptions struct {
 	Embedding Embedding
 	Compute   Compute
 	Chip      Chip   // 0 = DetectChip (as Options.Chip)
-	CacheDir  string // "" = DefaultCacheDir()
+	CacheDir  string // "" = paths.CoreAICache()
 }
 
 // DrafterModel is a loaded DFlash2 drafter: the package and its draft and

@@ -36,7 +36,7 @@ type Options struct {
 	// skips the compile-mode setting and the per-chip entry aliases).
 	Chip Chip
 	// CacheDir is the Core AI specialization cache purged on a load
-	// failure ("" = DefaultCacheDir()).
+	// failure ("" = paths.CoreAICache()).
 	CacheDir string
 }
 

@@ -13,17 +13,8 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/internal/paths"
 )
-
-// DefaultCacheDir is where Core AI keeps specializations for an unbundled
-// executable: <dir>/<OS build>/<executable name>/<hex(package hash)>/….
-func DefaultCacheDir() string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, "Library", "Caches", "coreai-cache")
-}
 
 // versionLE reports whether dotted version a ≤ b, comparing numerically.
 func versionLE(a, b string) bool {
@@ -194,11 +185,11 @@ type loadOptions struct {
 
 // newLoadOptions resolves the chip (0: DetectChip; a failed detection only
 // skips the compile mode and per-chip aliases), sets the compile mode for
-// MPSGraph, and picks the cache directory ("" = DefaultCacheDir()).
+// MPSGraph, and picks the cache directory ("" = paths.CoreAICache()).
 func newLoadOptions(chip Chip, compute Compute, cacheDir string) (loadOptions, error) {
 	lo := loadOptions{compute: compute, cacheDir: cacheDir}
 	if lo.cacheDir == "" {
-		lo.cacheDir = DefaultCacheDir()
+		lo.cacheDir = paths.CoreAICache()
 	}
 	if chip == 0 {
 		chip, _ = DetectChip()

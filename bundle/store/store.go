@@ -27,6 +27,7 @@ import (
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/internal/atomicfile"
+	"github.com/forgedaemon/forged/internal/paths"
 )
 
 // Store is a local bundle store rooted at a data directory.
@@ -101,7 +102,7 @@ func OpenBoot(root string, bootID func() (string, error)) (*Store, error) {
 }
 
 // DataDir picks the data directory: the flag, else $FORGE_DATA, else the
-// platform default.
+// platform default (internal/paths).
 func DataDir(flag string) string {
 	if flag != "" {
 		return flag
@@ -109,7 +110,7 @@ func DataDir(flag string) string {
 	if d := os.Getenv("FORGE_DATA"); d != "" {
 		return d
 	}
-	return DefaultDataDir()
+	return paths.DataDir()
 }
 
 // Offline reports whether FORGE_OFFLINE asks for no network at all.

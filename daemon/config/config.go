@@ -15,14 +15,12 @@ import (
 	"os/user"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/forgedaemon/forged/bundle/store"
-	"github.com/forgedaemon/forged/client"
+	"github.com/forgedaemon/forged/internal/paths"
 	"github.com/forgedaemon/forged/internal/strictjson"
 )
 
@@ -93,8 +91,8 @@ const DefaultRepo = "anemll/anemll-forge-qwen3.8-27B"
 // for the current user (root gets the system paths).
 func Default() *Config {
 	return &Config{
-		Socket:   client.DefaultSocketPath(),
-		DataDir:  store.DefaultDataDir(),
+		Socket:   paths.Socket(),
+		DataDir:  paths.DataDir(),
 		Repo:     DefaultRepo,
 		Revision: "main",
 		Update: Update{
@@ -119,23 +117,8 @@ func DefaultPath() string {
 }
 
 // PathFor is the config file of the system service (system) or of the
-// current user's agent.
-func PathFor(system bool) string {
-	switch {
-	case system && runtime.GOOS == "darwin":
-		return "/Library/Application Support/forged/config.json"
-	case system:
-		return "/etc/forged/config.json"
-	case runtime.GOOS == "darwin":
-		home, _ := os.UserHomeDir()
-		return filepath.Join(home, "Library", "Application Support", "forged", "config.json")
-	}
-	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
-		return filepath.Join(d, "forged", "config.json")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".config", "forged", "config.json")
-}
+// current user's agent (internal/paths decides it).
+func PathFor(system bool) string { return paths.Config(system) }
 
 // Load reads and validates the file at path. A missing file is not an error:
 // the defaults apply (a fresh install has no config file).

@@ -23,6 +23,7 @@ import (
 
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/internal/atomicfile"
+	"github.com/forgedaemon/forged/internal/paths"
 )
 
 // Label is the launchd job label; UnitName the systemd unit.
@@ -89,42 +90,34 @@ func NewSpec(target Target, system bool, executable string) (Spec, error) {
 	}
 	s := Spec{
 		Target: target, System: system, Executable: executable, Home: home, UID: os.Getuid(),
-		ConfigPath: configPath(target, system, home),
+		ConfigPath: targetLayout(target, system, home).Config,
 		Config:     config.Default(),
 		Env:        map[string]string{},
 	}
+	l := targetLayout(target, system, home)
 	if system {
 		// The system service runs as root with root's paths, whoever runs install.
-		s.Config.Socket = "/var/run/forged/forged.sock"
-		if target == Launchd {
-			s.Config.DataDir = "/Library/Application Support/Forge"
-		} else {
-			s.Config.DataDir = "/var/lib/forged"
-		}
+		s.Config.Socket = l.Socket
+		s.Config.DataDir = l.Data
 	}
 	if target == Launchd {
-		s.LogDir = "/Library/Logs/forged"
-		if !system {
-			s.LogDir = filepath.Join(home, "Library", "Logs", "forged")
-		}
+		s.LogDir = l.Logs
 	}
 	return s, nil
 }
 
-// configPath is PathFor of the target platform (install --print --target
-// systemd on a Mac must show Linux paths).
-func configPath(t Target, system bool, home string) string {
-	switch {
-	case t == Launchd && system:
-		return "/Library/Application Support/forged/config.json"
-	case t == Launchd:
-		return filepath.Join(home, "Library", "Application Support", "forged", "config.json")
-	case system:
-		return "/etc/forged/config.json"
-	case runtime.GOOS == "linux":
-		return config.PathFor(false) // honours XDG_CONFIG_HOME
+// targetLayout is the default layout of the target platform (install
+// --print --target systemd on a Mac must show Linux paths); the XDG
+// variables count only on Linux itself.
+func targetLayout(t Target, system bool, home string) paths.Layout {
+	e := paths.Env{System: system, Home: home, UID: os.Getuid(), TempDir: os.TempDir()}
+	if t == Launchd {
+		return paths.Darwin(e)
 	}
-	return filepath.Join(home, ".config", "forged", "config.json")
+	if runtime.GOOS == "linux" {
+		e.Getenv = os.Getenv
+	}
+	return paths.Linux(e)
 }
 
 var cellar = regexp.MustCompile(`^(.*)/Cellar/([^/]+)/[^/]+/bin/([^/]+)$`)

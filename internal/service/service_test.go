@@ -220,7 +220,7 @@ func TestSpecPathsAndErrors(t *testing.T) {
 	}
 	s, _ := NewSpec(Launchd, true, "/usr/local/bin/forged")
 	if s.Path() != "/Library/LaunchDaemons/dev.forged.forged.plist" || s.ConfigPath != "/Library/Application Support/forged/config.json" ||
-		s.LogDir != "/Library/Logs/forged" || s.Config.Socket != "/var/run/forged/forged.sock" || s.Config.DataDir != "/Library/Application Support/Forge" {
+		s.LogDir != "/Library/Logs/forged" || s.Config.Socket != "/var/run/forged/forged.sock" || s.Config.DataDir != "/Library/Application Support/forged/data" {
 		t.Errorf("system launchd spec: %+v", s)
 	}
 	u, _ := NewSpec(Launchd, false, "/usr/local/bin/forged")

@@ -1,0 +1,3 @@
+package paths
+
+func platform(e Env) Layout { return Darwin(e) }

@@ -48,19 +48,22 @@ func TestConfigGetAndSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"max_frame               1048576\n", "per_caller              3\n", "file                    " + cfgPath + "\n"} {
+	for _, want := range []string{"limits.max_frame        1048576\n", "limits.per_caller       3\n", "file                    " + cfgPath + "\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("config get lacks %q:\n%s", want, out)
 		}
 	}
-	if out, _, err = runCtl(t, "", "config", "get", "per_caller", "--socket", sock); err != nil || out != "3\n" {
-		t.Fatalf("config get per_caller: %v %q", err, out)
+	// The file's name (what config set takes), or the protocol's.
+	for _, key := range []string{"limits.per_caller", "per_caller"} {
+		if out, _, err = runCtl(t, "", "config", "get", key, "--socket", sock); err != nil || out != "3\n" {
+			t.Fatalf("config get %s: %v %q", key, err, out)
+		}
 	}
 	if out, _, err = runCtl(t, "", "config", "get", "file", "--json", "--socket", sock); err != nil || out != `"`+cfgPath+"\"\n" {
 		t.Fatalf("config get file --json: %v %q", err, out)
 	}
 	if _, _, err = runCtl(t, "", "config", "get", "keep_alive", "--socket", sock); err == nil ||
-		!strings.Contains(err.Error(), `no key "keep_alive": it has max_frame, max_depth`) {
+		!strings.Contains(err.Error(), `no key "keep_alive" (the daemon reports no keep-alive`) || !strings.Contains(err.Error(), "it has limits.max_frame, max_depth") {
 		t.Fatalf("config get of a key it lacks: %v", err)
 	}
 
@@ -110,6 +113,19 @@ func TestConfigGetAndSet(t *testing.T) {
 	_, _, err = runCtl(t, "", "config", "set", "--socket", sock, "limits.per_caller", "--", "-2")
 	if err == nil || !strings.Contains(err.Error(), "per_caller") || !strings.Contains(err.Error(), "bad_request") {
 		t.Errorf("config set limits.per_caller -- -2: %v", err)
+	}
+	// A negative value is an argument without "--", before or after the
+	// flags: the daemon answers (it was "unknown shorthand flag: '1' in -1s").
+	for _, args := range [][]string{
+		{"config", "set", "keep_alive", "-1s", "--socket", sock},
+		{"config", "set", "--socket", sock, "keep_alive", "-1s", "--json"},
+		{"config", "set", "--socket=" + sock, "limits.per_caller", "-2"},
+	} {
+		_, _, err := runCtl(t, "", args...)
+		var we *wire.Error
+		if !errors.As(err, &we) || we.Code != wire.CodeBadRequest || !strings.Contains(we.Message, "negative") && !strings.Contains(we.Message, "per_caller") {
+			t.Errorf("%v: got %v, want the daemon's bad_request", args, err)
+		}
 	}
 	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
 		t.Errorf("a refused config set changed the file:\n%s\n→\n%s", before, after)
@@ -386,3 +402,32 @@ func TestResidencyCommands(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// config get shows keep_alive under the name config set takes, as the
+// file writes a duration; the protocol's keep_alive_ms still answers.
+func TestConfigGetKeepAliveName(t *testing.T) {
+	for _, c := range []struct {
+		ms   int64
+		want string
+	}{{600000, "10m"}, {-1, "never"}, {90000, "1m30s"}, {5400000, "1h30m"}, {3600000, "1h"}, {1500, "1.5s"}} {
+		if got := keepAliveText(c.ms); got != c.want {
+			t.Errorf("keepAliveText(%d) = %q, want %q", c.ms, got, c.want)
+		}
+	}
+	v := &wire.ConfigValues{MaxFrame: 8, PerCaller: 3, KeepAliveMS: 300000}
+	var out bytes.Buffer
+	if err := showConfig(&out, v, "", false); err != nil || !strings.Contains(out.String(), "keep_alive ") || strings.Contains(out.String(), "keep_alive_ms") ||
+		!strings.Contains(out.String(), "5m\n") {
+		t.Errorf("config get: %v\n%s", err, out.String())
+	}
+	for key, want := range map[string]string{"keep_alive": "5m\n", "keep_alive_ms": "300000\n", "limits.per_caller": "3\n"} {
+		out.Reset()
+		if err := showConfig(&out, v, key, false); err != nil || out.String() != want {
+			t.Errorf("config get %s: %v %q, want %q", key, err, out.String(), want)
+		}
+	}
+	out.Reset()
+	if err := showConfig(&out, v, "keep_alive", true); err != nil || out.String() != "\"5m\"\n" {
+		t.Errorf("config get keep_alive --json: %v %q", err, out.String())
+	}
+}

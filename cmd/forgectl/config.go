@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/internal/cli"
@@ -48,14 +50,29 @@ before answering. Both are admin operations and need a running daemon.`,
 		Use:   "set KEY VALUE",
 		Short: "Set one key of the daemon's config file (for example keep_alive 5m)",
 		Long: `VALUE is read as JSON when it is JSON (8, true, ["alice","bob"], "text"),
-and as text otherwise (5m, staff); --string always sends it as text. A value
-starting with "-" follows "--" (forgectl config set --socket S KEY -- -1).`,
-		Args: cobra.ExactArgs(2),
+and as text otherwise (5m, staff); --string always sends it as text. A
+negative VALUE is an argument, not a flag (config set limits.per_caller -2
+reaches the daemon, which says what the key accepts); any other VALUE
+starting with "-" follows "--" (forgectl config set KEY -- -text).
+
+keep_alive is a duration, 0s or more ("0s": unload as soon as idle); the file
+cannot say "never": pin the model instead (forgectl pin). docs/CONFIG.md has
+every key.`,
+		// VALUE may be negative ("-1s", "-2"), which pflag would read as
+		// shorthand flags: the arguments are parsed by configSetArgs.
+		DisableFlagParsing: true,
 	}
 	setSocket := cli.SocketFlag(set)
 	setJSON := cli.JSONFlag(set)
 	asString := set.Flags().Bool("string", false, "send VALUE as text even if it reads as JSON (a group named 1000)")
-	set.RunE = func(cmd *cobra.Command, args []string) error {
+	set.RunE = func(cmd *cobra.Command, raw []string) error {
+		args, err := configSetArgs(cmd, raw)
+		if errors.Is(err, pflag.ErrHelp) {
+			return cmd.Help()
+		}
+		if err != nil {
+			return err
+		}
 		value, err := configValue(args[1], *asString)
 		if err != nil {
 			return err
@@ -85,6 +102,52 @@ starting with "-" follows "--" (forgectl config set --socket S KEY -- -1).`,
 	}
 	c.AddCommand(get, set)
 	return c
+}
+
+// configSetArgs parses config set's command line: flags anywhere, and
+// KEY VALUE, where an argument that reads as a negative number or
+// duration ("-2", "-1s", "-.5") is an argument, not a flag. It returns
+// pflag.ErrHelp for -h/--help.
+func configSetArgs(cmd *cobra.Command, raw []string) ([]string, error) {
+	var flags, args []string
+	for i := 0; i < len(raw); i++ {
+		a := raw[i]
+		switch {
+		case a == "--":
+			args = append(args, raw[i+1:]...)
+			i = len(raw)
+		case negative(a) || !strings.HasPrefix(a, "-") || a == "-":
+			args = append(args, a)
+		default:
+			flags = append(flags, a)
+			// --socket S: the flag's value is the next argument.
+			name := strings.TrimLeft(a, "-")
+			if f := cmd.Flags().Lookup(name); f != nil && !strings.Contains(a, "=") && f.NoOptDefVal == "" && i+1 < len(raw) {
+				i++
+				flags = append(flags, raw[i])
+			} else if len(name) == 1 && !strings.HasPrefix(a, "--") {
+				if f := cmd.Flags().ShorthandLookup(name); f != nil && f.NoOptDefVal == "" && i+1 < len(raw) {
+					i++
+					flags = append(flags, raw[i])
+				}
+			}
+		}
+	}
+	if err := cmd.Flags().Parse(flags); err != nil {
+		return nil, err
+	}
+	if help, _ := cmd.Flags().GetBool("help"); help {
+		return nil, pflag.ErrHelp
+	}
+	if len(args) != 2 {
+		return nil, fmt.Errorf("config set takes KEY VALUE, got %d argument(s) %q", len(args), args)
+	}
+	return args, nil
+}
+
+// negative reports whether a reads as a negative number or duration.
+func negative(a string) bool {
+	return len(a) > 1 && a[0] == '-' && (a[1] >= '0' && a[1] <= '9' || a[1] == '.')
 }
 
 // configValue turns the VALUE argument into what config.set sends: JSON
@@ -139,36 +202,106 @@ func fromJSON(v any) (any, error) {
 	return v, nil
 }
 
-// showConfig prints the effective configuration as "key  value" lines, in
-// the order of config.get's result, or the value of one key.
+// fileKeys are the config file's names (what config set takes,
+// docs/CONFIG.md) of the settings config.get reports under the protocol's
+// names. Settings the file does not hold keep the protocol's name.
+var fileKeys = map[string]string{
+	"keep_alive_ms": "keep_alive",
+	"max_frame":     "limits.max_frame",
+	"slots":         "limits.slots",
+	"max_queue":     "limits.max_queue",
+	"per_caller":    "limits.per_caller",
+}
+
+// configRow is one setting as config get shows it.
+type configRow struct {
+	name, wireName string
+	value          json.RawMessage // as the file would hold it
+	wireValue      json.RawMessage // as config.get has it
+}
+
+// configRows turns config.get's result into rows under the file's names,
+// in the result's order: keep_alive as a duration ("10m"; "never" for the
+// protocol's -1, a negative forged run --keep-alive).
+func configRows(v *wire.ConfigValues) ([]configRow, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	keys, values, err := jsonFields(raw)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]configRow, 0, len(keys))
+	for _, k := range keys {
+		r := configRow{name: k, wireName: k, value: values[k], wireValue: values[k]}
+		if n, ok := fileKeys[k]; ok {
+			r.name = n
+		}
+		if k == "keep_alive_ms" {
+			r.value, _ = json.Marshal(keepAliveText(v.KeepAliveMS))
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// keepAliveText is config.get's keep_alive_ms as the file writes a
+// duration ("10m", "30s", "1h30m"); -1 (or any negative) is "never".
+func keepAliveText(ms int64) string {
+	if ms < 0 {
+		return "never"
+	}
+	s := (time.Duration(ms) * time.Millisecond).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// showConfig prints the effective configuration as "key  value" lines
+// under the file's names, in the order of config.get's result, or the
+// value of one key (the file's name, or the protocol's for scripts that
+// read config.get). --json without KEY prints config.get's result as the
+// protocol has it (docs/PROTOCOL.md).
 func showConfig(w io.Writer, v *wire.ConfigValues, key string, asJSON bool) error {
 	if key == "" && asJSON {
 		return cli.WriteJSON(w, v)
 	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	keys, values, err := jsonFields(raw)
+	rows, err := configRows(v)
 	if err != nil {
 		return err
 	}
 	if key == "" {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, k := range keys {
-			fmt.Fprintf(tw, "%s\t%s\n", k, plain(values[k]))
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\n", r.name, plain(r.value))
 		}
 		return tw.Flush()
 	}
-	val, ok := values[key]
-	if !ok {
-		return fmt.Errorf("config.get has no key %q: it has %s (config set takes the file's keys, docs/CONFIG.md)", key, strings.Join(keys, ", "))
+	var names []string
+	for _, r := range rows {
+		if key == r.name || key == r.wireName {
+			val := r.value
+			if key != r.name {
+				val = r.wireValue
+			}
+			if !asJSON {
+				val = json.RawMessage(plain(val))
+			}
+			_, err = fmt.Fprintf(w, "%s\n", val)
+			return err
+		}
+		names = append(names, r.name)
 	}
-	if !asJSON {
-		val = json.RawMessage(plain(val))
+	why := ""
+	if k := key; k == "keep_alive" || k == "keep_alive_ms" {
+		why = " (the daemon reports no keep-alive: its model is not under residency control, or the keep-alive is 0s)"
 	}
-	_, err = fmt.Fprintf(w, "%s\n", val)
-	return err
+	return fmt.Errorf("config.get has no key %q%s: it has %s (config set takes the file's keys, docs/CONFIG.md)", key, why, strings.Join(names, ", "))
 }
 
 // jsonFields splits a JSON object into its keys, in order, and their values.

@@ -129,7 +129,7 @@ configuration stays in force. The installed services run forged run --config FIL
 	fl.IntVar(&f.perCaller, "per-caller", 4, "queued-or-running generations per caller")
 	fl.IntVar(&f.maxQueue, "max-queue", 256, "generations waiting in total before busy")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fl.DurationVar(&f.keepAlive, "keep-alive", residency.DefaultKeepAlive, "unload the model after this long without a request (negative: never)")
+	fl.DurationVar(&f.keepAlive, "keep-alive", residency.DefaultKeepAlive, "unload the model after this long without a request; negative: never (a file's keep_alive cannot say never: it is 0s or more, 0s unloading as soon as idle, docs/CONFIG.md); 0: the default")
 	fl.StringVar(&f.memoryReserve, "memory-reserve", defaultReserve, "memory left to the system and other apps; requests that do not fit in the rest wait")
 	c.MarkFlagsMutuallyExclusive("model", "repo")
 	rootCmd.AddCommand(c)

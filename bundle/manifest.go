@@ -321,3 +321,24 @@ func (m *Manifest) ValidateLayers(numLayers int) error {
 	}
 	return nil
 }
+
+// SpreadTaps is where a bundle taps the target for drafter features when
+// nothing else says: up to five layers, one at the middle of each fifth of
+// the depth, (2i+1)·layers/10 — 6, 19, 32, 44, 57 of 64 (the published
+// drafter's 5, 19, 33, 47, 61 are spread the same way). Synthetic bundles,
+// synthetic drafters, the stand-in runtime and rebuild.Assemble all use it,
+// so what they write pairs.
+func SpreadTaps(layers int) []int {
+	var taps []int
+	for i := range 5 {
+		t := (2*i + 1) * layers / 10
+		if len(taps) == 0 || t > taps[len(taps)-1] {
+			taps = append(taps, t)
+		}
+	}
+	return taps
+}
+
+// ChunkFile is the package name of the chunk covering layers lo..hi
+// (inclusive), e.g. chunk_L00-03.aimodel.
+func ChunkFile(lo, hi int) string { return fmt.Sprintf("chunk_L%02d-%02d.aimodel", lo, hi) }

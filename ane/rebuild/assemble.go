@@ -16,7 +16,6 @@ import (
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
-	"github.com/forgedaemon/forged/internal/synthbundle"
 	"github.com/forgedaemon/forged/verify"
 )
 
@@ -100,7 +99,7 @@ func Assemble(o AssembleOptions) (_ *AssembleReport, err error) {
 	if err := checkExportFiles(o.Export, cfg.NumHiddenLayers); err != nil {
 		return nil, err
 	}
-	taps := synthbundle.Taps(cfg.NumHiddenLayers)
+	taps := bundle.SpreadTaps(cfg.NumHiddenLayers)
 	if o.Drafter != "" {
 		// The sidecar must name this export; the runtime taps what the drafter reads.
 		if err := dflash.CheckDirs(o.Drafter, o.Model, o.Export, nil); err != nil {

@@ -112,17 +112,8 @@ func Generate(dir string, o Options) (*bundle.Release, error) {
 	return w.rel, nil
 }
 
-// Taps spreads five feature taps over the layers like [5,19,33,47,61] over 64.
-func Taps(layers int) []int {
-	var taps []int
-	for i := range 5 {
-		t := (2*i + 1) * layers / 10
-		if len(taps) == 0 || t > taps[len(taps)-1] {
-			taps = append(taps, t)
-		}
-	}
-	return taps
-}
+// Taps is bundle.SpreadTaps, kept for the tests that build bundles.
+func Taps(layers int) []int { return bundle.SpreadTaps(layers) }
 
 // add writes data at p and inventories it.
 func (w *writer) add(component, p string, data []byte) error {
@@ -256,8 +247,8 @@ func (w *writer) modelFiles() error {
 	return w.addExisting(bundle.ComponentModel, p)
 }
 
-// ChunkName is the package name of the chunk covering layers lo..hi.
-func ChunkName(lo, hi int) string { return fmt.Sprintf("chunk_L%02d-%02d.aimodel", lo, hi) }
+// ChunkName is bundle.ChunkFile, kept for the tests that name chunks.
+func ChunkName(lo, hi int) string { return bundle.ChunkFile(lo, hi) }
 
 func (w *writer) runtime(taps []int) error {
 	o := w.opts

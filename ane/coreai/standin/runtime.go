@@ -13,7 +13,6 @@ import (
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/layout"
 	"github.com/forgedaemon/forged/bundle"
-	"github.com/forgedaemon/forged/internal/synthbundle"
 )
 
 // RuntimeOptions lay out a Core AI runtime directory.
@@ -26,7 +25,7 @@ type RuntimeOptions struct {
 	// KeysT stores keys transposed (key_layout dim_token).
 	KV    ane.KVFormat
 	KeysT bool
-	// Taps are the feature layers (default synthbundle.Taps).
+	// Taps are the feature layers (default bundle.SpreadTaps).
 	Taps []int
 	// Prefill adds the 64-row p64_ entries (pctxs, TP = 64).
 	Prefill bool
@@ -61,7 +60,7 @@ func (o *RuntimeOptions) defaults(cfg *hfconfig.Model) error {
 		o.KV = ane.KVV8
 	}
 	if o.Taps == nil {
-		o.Taps = synthbundle.Taps(cfg.NumHiddenLayers)
+		o.Taps = bundle.SpreadTaps(cfg.NumHiddenLayers)
 	}
 	if o.ChunkLayers < 1 || cfg.NumHiddenLayers%o.ChunkLayers != 0 {
 		return fmt.Errorf("standin: %d layers do not split into chunks of %d", cfg.NumHiddenLayers, o.ChunkLayers)
@@ -133,7 +132,7 @@ func Layout(cfg *hfconfig.Model, o RuntimeOptions) (*bundle.Manifest, error) {
 	}
 	for lo := 0; lo < L; lo += o.ChunkLayers {
 		hi := lo + o.ChunkLayers - 1
-		ch := bundle.Chunk{File: synthbundle.ChunkName(lo, hi), Layers: [2]int{lo, hi},
+		ch := bundle.Chunk{File: bundle.ChunkFile(lo, hi), Layers: [2]int{lo, hi},
 			Numerics: map[string]any{"SILU": "tanh", "GDN_SQ": float64(refchunk.GDNSQ), "GDN_SV": float64(refchunk.GDNSV)}}
 		for _, e := range entries(man) {
 			ch.Entries = append(ch.Entries, e.Name)

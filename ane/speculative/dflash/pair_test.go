@@ -13,6 +13,7 @@ import (
 	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/kernels"
 	"github.com/forgedaemon/forged/ane/ref"
+	"github.com/forgedaemon/forged/bundle"
 )
 
 func copyDir(t *testing.T, src string) string {
@@ -69,7 +70,7 @@ func TestSyntheticDrafterPairs(t *testing.T) {
 	if cfg.HiddenSize != target.HiddenSize || cfg.VocabSize != target.VocabSize || cfg.NumTargetLayers != target.NumHiddenLayers {
 		t.Errorf("drafter %+v does not match target %+v", cfg, target)
 	}
-	if want := SynthTaps(target.NumHiddenLayers); !slices.Equal(cfg.DFlash.TargetLayerIDs, want) {
+	if want := bundle.SpreadTaps(target.NumHiddenLayers); !slices.Equal(cfg.DFlash.TargetLayerIDs, want) {
 		t.Errorf("taps %v, want %v", cfg.DFlash.TargetLayerIDs, want)
 	}
 	// Deterministic: the same target and seed give the same bytes.
@@ -91,8 +92,8 @@ func TestSyntheticDrafterPairs(t *testing.T) {
 
 func TestSynthTaps(t *testing.T) {
 	for n, want := range map[int][]int{4: {0, 1, 2, 3}, 8: {0, 2, 4, 5, 7}, 64: {6, 19, 32, 44, 57}, 1: {0}} {
-		if got := SynthTaps(n); !slices.Equal(got, want) {
-			t.Errorf("SynthTaps(%d) = %v, want %v", n, got, want)
+		if got := bundle.SpreadTaps(n); !slices.Equal(got, want) {
+			t.Errorf("SpreadTaps(%d) = %v, want %v", n, got, want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
+	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
@@ -29,18 +30,6 @@ type SynthReport struct {
 	Files      []string `json:"files"`
 }
 
-// SynthTaps spreads up to five tap layers evenly over a target of n layers,
-// one at the middle of each fifth of the depth (the published drafter taps
-// 5, 19, 33, 47, 61 of 64 are spread the same way).
-func SynthTaps(n int) []int {
-	k := min(PublishedLayers, n)
-	taps := make([]int, k)
-	for i := range taps {
-		taps[i] = (2*i + 1) * n / (2 * k)
-	}
-	return taps
-}
-
 // SynthConfig is the drafter configuration that pairs with target: the
 // published architecture (5 layers, 8 KV heads of 128, block 8, window
 // 2048, selector top-16 / rank 256, conv 2 taps / group 16) at the
@@ -55,7 +44,7 @@ func SynthConfig(target *hfconfig.Model) *hfconfig.Drafter {
 		NumTargetLayers: target.NumHiddenLayers, RMSNormEps: 1e-6, RopeTheta: 1e7,
 		DFlash: hfconfig.DFlashConfig{BlockSize: PublishedBlockSize, MaskTokenID: target.VocabSize - 1,
 			SelectorTopK: 16, SelectorRank: PublishedSelectorRk, ConvGroupSize: 16, ConvKernelSize: 2,
-			TargetLayerIDs: SynthTaps(target.NumHiddenLayers)},
+			TargetLayerIDs: bundle.SpreadTaps(target.NumHiddenLayers)},
 	}
 }
 

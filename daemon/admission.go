@@ -23,7 +23,7 @@ func (s *Server) occupancy(r *Residency, except string) residency.Occupancy {
 	r.mu.Lock()
 	o.Drafter = r.drafter
 	r.mu.Unlock()
-	s.forEachSession(func(_ *conn, sess *session) {
+	s.sessions.forEach(func(_ *sessionOwner, sess *session) {
 		if sess.context > 0 && !sess.busy && sess.id != except { // a busy one is counted by its generation
 			o.Sessions = append(o.Sessions, sess.context)
 		}
@@ -91,15 +91,15 @@ func (s *Server) parkLeastRecent(except string) bool {
 	if _, ok := s.Backend().(SessionParker); !ok {
 		return false
 	}
-	var c *conn
+	var o *sessionOwner
 	var id string
 	var last time.Time
-	s.forEachSession(func(cc *conn, sess *session) {
-		if sess.context > 0 && !sess.busy && sess.id != except && (c == nil || sess.lastUsed.Before(last)) {
-			c, id, last = cc, sess.id, sess.lastUsed
+	s.sessions.forEach(func(oo *sessionOwner, sess *session) {
+		if sess.context > 0 && !sess.busy && sess.id != except && (o == nil || sess.lastUsed.Before(last)) {
+			o, id, last = oo, sess.id, sess.lastUsed
 		}
 	})
-	if c == nil || !c.freeSessionState(id) {
+	if o == nil || !o.freeState(id, s.Backend(), s.log) {
 		return false
 	}
 	s.log.Info("parked an idle session to admit a request", "session", id)

@@ -23,7 +23,7 @@ type conn struct {
 	mu       sync.Mutex
 	client   string // from hello; "" before it
 	inflight map[uint64]context.CancelCauseFunc
-	sessions map[string]*session
+	sessions *sessionOwner // this connection's part of the server's session table
 }
 
 func (s *Server) serveConn(parent context.Context, nc *net.UnixConn) {
@@ -38,7 +38,7 @@ func (s *Server) serveConn(parent context.Context, nc *net.UnixConn) {
 	c := &conn{
 		Conn: tc, s: s, peer: peer, log: tc.Log, ctx: tc.Context(),
 		inflight: map[uint64]context.CancelCauseFunc{},
-		sessions: map[string]*session{},
+		sessions: s.sessions.join(peer.UID),
 	}
 	s.mu.Lock()
 	s.conns[c] = struct{}{}

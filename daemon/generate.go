@@ -3,79 +3,16 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
 )
 
-// session is a conversation whose engine state carries over between turns.
-type session struct {
-	id       string
-	busy     bool
-	history  []wire.Message
-	tokens   int  // tokens in the engine state after the last turn
-	context  int  // context entry of the last turn; 0 when the backend holds no state for it in memory
-	parked   bool // the backend parked the state out of memory (tokens kept; the next turn resumes it)
-	lastUsed time.Time
-}
-
-// forEachSession calls f for every open session, under its connection's lock.
-func (s *Server) forEachSession(f func(c *conn, sess *session)) {
-	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.mu.Lock()
-		for _, sess := range c.sessions {
-			f(c, sess)
-		}
-		c.mu.Unlock()
-	}
-}
-
-// freeSessionState frees an idle session's engine memory: parked when the
-// backend can park (its next turn resumes without prefilling), else
-// dropped (its next turn prefills the conversation again). False if the
-// session is busy, gone or holds nothing in memory. The connection's lock
-// is held while parking, so no request can claim the session meanwhile.
-func (c *conn) freeSessionState(id string) bool {
-	c.mu.Lock()
-	sess, ok := c.sessions[id]
-	if !ok || sess.busy || sess.context == 0 {
-		c.mu.Unlock()
-		return false
-	}
-	backend := c.s.Backend()
-	if p, ok := backend.(SessionParker); ok {
-		parked, err := p.ParkSession(id)
-		if err != nil {
-			c.s.log.Warn("parking a session failed; dropping its state", "session", id, "err", err)
-		}
-		if parked && err == nil {
-			sess.context, sess.parked = 0, true
-			c.mu.Unlock()
-			return true
-		}
-	}
-	sess.tokens, sess.context, sess.parked = 0, 0, false
-	c.mu.Unlock()
-	backend.CloseSession(id)
-	return true
-}
-
 func (c *conn) opSessionOpen(_ context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &wire.Empty{}); err != nil {
 		return nil, err
 	}
-	id := fmt.Sprintf("s%d", c.s.sessionSeq.Add(1))
-	c.mu.Lock()
-	c.sessions[id] = &session{id: id}
-	c.mu.Unlock()
-	return wire.SessionResult{Session: id}, nil
+	return wire.SessionResult{Session: c.s.sessions.open(c.sessions)}, nil
 }
 
 func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) {
@@ -83,16 +20,8 @@ func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) 
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	sess, ok := c.sessions[a.Session]
-	if ok && sess.busy {
-		c.mu.Unlock()
-		return nil, wire.Errorf(wire.CodeBusy, "session %q is generating; cancel that request first", a.Session)
-	}
-	delete(c.sessions, a.Session)
-	c.mu.Unlock()
-	if !ok {
-		return nil, wire.Errorf(wire.CodeNotFound, "session %q is not open on this connection", a.Session)
+	if err := c.sessions.close(a.Session); err != nil {
+		return nil, err
 	}
 	c.s.Backend().CloseSession(a.Session)
 	c.s.memoryFreed()
@@ -101,45 +30,10 @@ func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) 
 
 // closeSessions frees every session of a closed connection.
 func (c *conn) closeSessions() {
-	c.mu.Lock()
-	ids := make([]string, 0, len(c.sessions))
-	for id := range c.sessions {
-		ids = append(ids, id)
-	}
-	c.sessions = map[string]*session{}
-	c.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range c.s.sessions.leave(c.sessions) {
 		c.s.Backend().CloseSession(id)
 	}
 	c.s.memoryFreed()
-}
-
-func (c *conn) sessionInfos() []wire.SessionInfo {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]wire.SessionInfo, 0, len(c.sessions))
-	for _, s := range c.sessions {
-		out = append(out, wire.SessionInfo{Session: s.id, UID: c.peer.UID, Client: c.client, Tokens: uint64(s.tokens), Context: uint64(s.context), Parked: s.parked})
-	}
-	return out
-}
-
-// claimSession marks a session busy for one request; release undoes it.
-func (c *conn) claimSession(id string) (*session, func(), error) {
-	if id == "" {
-		return nil, func() {}, nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, ok := c.sessions[id]
-	if !ok {
-		return nil, nil, wire.Errorf(wire.CodeNotFound, "session %q is not open on this connection", id)
-	}
-	if s.busy {
-		return nil, nil, wire.Errorf(wire.CodeBusy, "session %q is already generating", id)
-	}
-	s.busy = true
-	return s, func() { c.mu.Lock(); s.busy = false; c.mu.Unlock() }, nil
 }
 
 // genParams are the options shared by chat and generate.
@@ -183,7 +77,7 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	defer done()
-	sess, release, err := c.claimSession(a.Session)
+	sess, release, err := c.sessions.claim(a.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -207,12 +101,12 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	if sess != nil {
-		c.mu.Lock()
-		sess.history = append(conversation, wire.Message{Role: "assistant", Content: res.Text})
-		sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
-		sess.context, sess.parked = int(res.Context), false
-		sess.lastUsed = time.Now()
-		c.mu.Unlock()
+		c.sessions.update(func() {
+			sess.history = append(conversation, wire.Message{Role: "assistant", Content: res.Text})
+			sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
+			sess.context, sess.parked = int(res.Context), false
+			sess.lastUsed = time.Now()
+		})
 	}
 	return res, nil
 }
@@ -230,7 +124,7 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	defer done()
-	sess, release, err := c.claimSession(a.Session)
+	sess, release, err := c.sessions.claim(a.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -244,11 +138,11 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 	res, err := c.generate(ctx, req.ID, ids, genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
 		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session})
 	if err == nil && sess != nil {
-		c.mu.Lock()
-		sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
-		sess.context, sess.parked = int(res.Context), false
-		sess.lastUsed = time.Now()
-		c.mu.Unlock()
+		c.sessions.update(func() {
+			sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
+			sess.context, sess.parked = int(res.Context), false
+			sess.lastUsed = time.Now()
+		})
 	}
 	return res, err
 }

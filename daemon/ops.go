@@ -152,6 +152,7 @@ func (c *conn) opHello(_ context.Context, req wire.Request) (any, error) {
 	}
 	c.client = a.Client
 	c.mu.Unlock()
+	c.sessions.setClient(a.Client)
 	state, _, _ := c.s.currentState()
 	return wire.HelloResult{
 		Daemon: daemonVersion, Protocol: wire.ProtocolVersion, Capabilities: c.s.capabilities(),
@@ -177,10 +178,6 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 	}
 	s.mu.Lock()
 	res.Connections = uint64(len(s.conns))
-	conns := make([]*conn, 0, len(s.conns))
-	for k := range s.conns {
-		conns = append(conns, k)
-	}
 	for g := range s.gens {
 		st := "queued"
 		if g.running.Load() {
@@ -189,9 +186,7 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 		res.Requests = append(res.Requests, wire.RequestInfo{ID: g.id, UID: g.peer.UID, Client: g.client, Op: g.op, State: st, Generated: g.generated.Load()})
 	}
 	s.mu.Unlock()
-	for _, k := range conns {
-		res.Sessions = append(res.Sessions, k.sessionInfos()...)
-	}
+	res.Sessions = append(res.Sessions, s.sessions.infos()...)
 	slices.SortFunc(res.Sessions, func(a, b wire.SessionInfo) int { return compareSessionIDs(a.Session, b.Session) })
 	res.Memory.GoHeap = goHeapBytes()
 	if est, ok := c.s.MemoryEstimate(); ok {

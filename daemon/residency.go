@@ -48,21 +48,13 @@ func (s *Server) MemoryEstimate() (m wire.Memory, ok bool) {
 		return m, false
 	}
 	m.Weights = uint64(f.Model(false))
-	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		for _, si := range c.sessionInfos() {
-			if si.Context == 0 {
-				continue // opened but never run: the backend holds nothing yet
-			}
-			m.KV += uint64(f.KVPerRow * int64(f.Rows(int(si.Context))))
-			m.State += uint64(f.Recurrent)
-			m.Scratch += uint64(f.SessionScratch)
+	for _, si := range s.sessions.infos() {
+		if si.Context == 0 {
+			continue // opened but never run: the backend holds nothing yet
 		}
+		m.KV += uint64(f.KVPerRow * int64(f.Rows(int(si.Context))))
+		m.State += uint64(f.Recurrent)
+		m.Scratch += uint64(f.SessionScratch)
 	}
 	m.Scratch += uint64(f.Scratch)
 	m.Weights -= uint64(f.Scratch)

@@ -233,7 +233,7 @@ func (r *Residency) Unload(force bool, why string) error {
 	// under a step still running would pull its weights from under it.
 	_ = r.waitIdle(context.Background())
 	// Sessions lose their engine state; their next turn prefills again.
-	r.s.forEachSession(func(c *conn, sess *session) { sess.tokens, sess.context, sess.parked = 0, 0, false })
+	r.s.sessions.forEach(func(_ *sessionOwner, sess *session) { sess.tokens, sess.context, sess.parked = 0, 0, false })
 	if cl, ok := old.(io.Closer); ok {
 		if err := cl.Close(); err != nil {
 			r.s.log.Warn("closing the unloaded model", "err", err)
@@ -369,11 +369,11 @@ func (r *Residency) Pressure(level sysinfo.Level) []residency.Step {
 	st, _ := r.m.State()
 	l := residency.Loaded{Model: st == residency.Resident, Drafter: r.drafter && st == residency.Resident, Generating: len(r.uses) > 0}
 	r.mu.Unlock()
-	idle := map[string]*conn{}
-	r.s.forEachSession(func(c *conn, sess *session) {
+	idle := map[string]*sessionOwner{}
+	r.s.sessions.forEach(func(o *sessionOwner, sess *session) {
 		if !sess.busy && sess.context > 0 {
 			l.Idle = append(l.Idle, residency.IdleSession{ID: sess.id, Entry: sess.context, Tokens: sess.tokens, Spillable: true, LastUsed: sess.lastUsed})
-			idle[sess.id] = c
+			idle[sess.id] = o
 		}
 	})
 	steps := f.PressureSteps(level, l)
@@ -381,7 +381,7 @@ func (r *Residency) Pressure(level sysinfo.Level) []residency.Step {
 		r.s.log.Warn("memory pressure", "level", level, "step", step.String())
 		switch step.Kind {
 		case residency.DropSession, residency.Shrink:
-			if !idle[step.Session].freeSessionState(step.Session) {
+			if !idle[step.Session].freeState(step.Session, r.s.Backend(), r.s.log) {
 				continue // it started a request meanwhile: leave it
 			}
 			r.memoryFreed()

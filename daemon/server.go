@@ -88,8 +88,8 @@ type Server struct {
 	stateSeq     uint64
 	stop         context.CancelFunc
 
-	sessionSeq atomic.Uint64
-	res        *Residency // nil: the backend is always loaded
+	sessions *sessionTable
+	res      *Residency // nil: the backend is always loaded
 
 	store       *storeSource    // nil: no bundle store (pull, verify, update.*, gc are unavailable)
 	configFile  *config.Watcher // nil: no --config (config.set is unavailable)
@@ -130,7 +130,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger, started: time.Now(),
 		auth:  authorizer{daemonUID: uint32(os.Getuid()), adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
 		sched: NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
-		conns: map[*conn]struct{}{}, gens: map[*generation]struct{}{},
+		conns: map[*conn]struct{}{}, gens: map[*generation]struct{}{}, sessions: newSessionTable(),
 		state: wire.StateReady, stateChanged: make(chan struct{}),
 	}
 	s.SetBackend(b)

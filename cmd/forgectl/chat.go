@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 
 	"github.com/forgedaemon/forged/client"
@@ -21,7 +24,10 @@ func newChatCmd() *cobra.Command {
 		Long: `With a message (as arguments, or on stdin when it is not a terminal), send it as one
 user turn and stream the answer. Without one on a terminal, start an interactive
 conversation: the daemon keeps its history in a session, so each turn only prefills
-the new text. Type /exit or press Ctrl-D to leave.`,
+the new text. /help lists the commands (/reset, /system TEXT, /exit); Ctrl-C clears
+the line or stops the answer, and at an empty prompt, pressed twice, leaves, as
+Ctrl-D does. An error (context_exceeded, busy) is shown and the conversation goes
+on: /reset starts a new one.`,
 	}
 	asJSON := cli.JSONFlag(c)
 	socket := cli.SocketFlag(c)
@@ -71,62 +77,234 @@ the new text. Type /exit or press Ctrl-D to leave.`,
 			_, err := printStream(cl.Chat(cmd.Context(), req), cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON, opts.showUsage)
 			return err
 		}
-		return chatREPL(cmd, cl, base, first, *asJSON, opts.showUsage)
+		return chatREPL(cmd, cl, base, *system, *asJSON, opts.showUsage)
 	}
 	return c
 }
 
-// chatREPL runs a conversation in a daemon session until /exit, Ctrl-D or
-// Ctrl-C at the prompt. Input lines have editing and history (up/down).
-func chatREPL(cmd *cobra.Command, cl *client.Client, base wire.ChatArgs, pending []wire.Message, asJSON, showUsage bool) error {
-	ctx := cmd.Context()
-	sess, err := cl.OpenSession(ctx)
-	if err != nil {
+// chatREPL runs the interactive conversation on the terminal: line
+// editing and history at the prompt, Ctrl-C clearing the line (at an empty
+// prompt, twice, leaving) or cancelling the running turn.
+func chatREPL(cmd *cobra.Command, cl *client.Client, base wire.ChatArgs, system string, asJSON, showUsage bool) error {
+	r := &repl{cl: cl, base: base, system: system, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
+		asJSON: asJSON, showUsage: showUsage, readLine: promptReader(cmd.InOrStdin().(*os.File), cmd.OutOrStdout()),
+		interrupts: func() (<-chan os.Signal, func()) {
+			ch := make(chan os.Signal, 1)
+			signal.Notify(ch, os.Interrupt)
+			return ch, func() { signal.Stop(ch) }
+		}}
+	return r.run(cmd.Context())
+}
+
+// replHelp is what /help prints.
+const replHelp = `/help          this list
+/reset         start a new conversation (the daemon forgets this one)
+/system TEXT   start a new conversation with the system prompt TEXT (/system alone shows it)
+/exit, /quit   leave (as Ctrl-D)
+Ctrl-C         clear the line; at an empty prompt press it twice to leave; while the model
+               answers, stop the answer (the conversation goes on)
+Any other line starting with / is refused (type it with a leading space to send it).
+`
+
+// interrupted is Ctrl-C at the prompt; cleared says the line had text,
+// now cleared.
+type interrupted struct{ cleared bool }
+
+func (interrupted) Error() string { return "interrupted" }
+
+// repl is one interactive conversation in a daemon session.
+type repl struct {
+	cl                *client.Client
+	base              wire.ChatArgs
+	system            string // the system prompt of the conversation ("" none)
+	out, errOut       io.Writer
+	asJSON, showUsage bool
+	// readLine reads one line: io.EOF on Ctrl-D, interrupted on Ctrl-C.
+	readLine func() (string, error)
+	// interrupts delivers Ctrl-C while a turn runs, until stop.
+	interrupts func() (ch <-chan os.Signal, stop func())
+
+	session string
+	pending []wire.Message // sent with the next turn (the system prompt)
+}
+
+func (r *repl) run(ctx context.Context) error {
+	if err := r.newConversation(ctx); err != nil {
 		return err
 	}
-	defer cl.CloseSession(ctx, sess)
-	out := cmd.OutOrStdout()
-	readLine := promptReader(cmd.InOrStdin().(*os.File), out)
-	h := cl.Hello()
-	fmt.Fprintf(cmd.ErrOrStderr(), "chatting with %s (%s); /exit to leave\n", h.Bundle.Model, h.Bundle.Revision)
+	defer func() { r.cl.CloseSession(context.Background(), r.session) }()
+	h := r.cl.Hello()
+	fmt.Fprintf(r.errOut, "chatting with %s (%s); /help lists the commands, /exit or Ctrl-D leaves\n", h.Bundle.Model, h.Bundle.Revision)
+	armed := false // Ctrl-C at an empty prompt once: a second one leaves
 	for {
-		line, err := readLine()
-		if err == io.EOF {
+		line, err := r.readLine()
+		var in interrupted
+		switch {
+		case err == io.EOF:
 			return nil
-		}
-		if err != nil {
+		case errors.As(err, &in):
+			if in.cleared || !armed {
+				if !in.cleared {
+					fmt.Fprintln(r.errOut, "(Ctrl-C again or Ctrl-D to leave)")
+				}
+				armed = !in.cleared
+				continue
+			}
+			return nil
+		case err != nil:
 			return err
 		}
-		switch line = strings.TrimSpace(line); line {
-		case "":
+		armed = false
+		if strings.TrimSpace(line) == "" {
 			continue
-		case "/exit", "/quit":
-			return nil
 		}
-		req := base
-		req.Session = sess
-		req.Messages = append(pending, wire.Message{Role: "user", Content: line})
-		pending = nil
-		if _, err := printStream(cl.Chat(ctx, req), out, cmd.ErrOrStderr(), asJSON, showUsage); err != nil {
+		if strings.HasPrefix(line, "/") {
+			done, err := r.command(ctx, line)
+			if done || err != nil {
+				return err
+			}
+			continue
+		}
+		if err := r.turn(ctx, strings.TrimSpace(line)); err != nil {
 			return err
 		}
 	}
 }
 
+// command runs a /command; done says leave.
+func (r *repl) command(ctx context.Context, line string) (done bool, err error) {
+	name, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+	arg = strings.TrimSpace(arg)
+	switch name {
+	case "/exit", "/quit":
+		return true, nil
+	case "/help":
+		fmt.Fprint(r.errOut, replHelp)
+	case "/reset":
+		if err := r.newConversation(ctx); err != nil {
+			return false, err
+		}
+		fmt.Fprintln(r.errOut, "new conversation")
+	case "/system":
+		if arg == "" {
+			if r.system == "" {
+				fmt.Fprintln(r.errOut, "no system prompt (/system TEXT sets one)")
+			} else {
+				fmt.Fprintf(r.errOut, "system prompt: %s\n", r.system)
+			}
+			return false, nil
+		}
+		r.system = arg
+		if err := r.newConversation(ctx); err != nil {
+			return false, err
+		}
+		fmt.Fprintln(r.errOut, "new conversation with that system prompt")
+	default:
+		fmt.Fprintf(r.errOut, "unknown command %s: /help lists them (a message starting with / is sent with a leading space)\n", name)
+	}
+	return false, nil
+}
+
+// newConversation replaces the session with a fresh one, the system
+// prompt going with its first turn.
+func (r *repl) newConversation(ctx context.Context) error {
+	if r.session != "" {
+		r.cl.CloseSession(ctx, r.session)
+		r.session = ""
+	}
+	sess, err := r.cl.OpenSession(ctx)
+	if err != nil {
+		return err
+	}
+	r.session, r.pending = sess, nil
+	if r.system != "" {
+		r.pending = []wire.Message{{Role: "system", Content: r.system}}
+	}
+	return nil
+}
+
+// turn sends one user message and streams the answer. Ctrl-C stops the
+// answer; an error the daemon answers (context_exceeded, busy, …) is
+// shown and the conversation goes on. Only a lost connection ends it.
+func (r *repl) turn(ctx context.Context, message string) error {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sig, stop := r.interrupts()
+	defer stop()
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-tctx.Done():
+		}
+	}()
+	req := r.base
+	req.Session = r.session
+	req.Messages = append(append([]wire.Message(nil), r.pending...), wire.Message{Role: "user", Content: message})
+	_, err := printStream(r.cl.Chat(tctx, req), r.out, r.errOut, r.asJSON, r.showUsage)
+	var we *wire.Error
+	switch {
+	case err == nil:
+		r.pending = nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case tctx.Err() != nil:
+		fmt.Fprintln(r.out)
+		fmt.Fprintln(r.errOut, "[stopped]")
+	case errors.As(err, &we):
+		fmt.Fprintf(r.errOut, "forgectl: %v\n", err)
+		if we.Code == wire.CodeContextExceeded {
+			fmt.Fprintln(r.errOut, "the conversation no longer fits the context: /reset starts a new one (or send a shorter message, or --max-tokens less)")
+		}
+	default:
+		return err
+	}
+	return nil
+}
+
+// ctrlC is the key Ctrl-C reaches the line editor as: x/term ends
+// ReadLine on Ctrl-C as on Ctrl-D (io.EOF for both), so the reader
+// hands it on as this otherwise unused control key followed by Enter,
+// and the editor's key callback clears the line and notes it.
+const ctrlC = 0x1c
+
+// ctrlCReader turns each Ctrl-C byte into ctrlC and Enter.
+type ctrlCReader struct {
+	r    io.Reader
+	rest []byte
+}
+
+func (c *ctrlCReader) Read(p []byte) (int, error) {
+	if len(c.rest) == 0 {
+		buf := make([]byte, len(p))
+		n, err := c.r.Read(buf)
+		for _, b := range buf[:n] {
+			if b == 3 {
+				c.rest = append(c.rest, ctrlC, '\r')
+			} else {
+				c.rest = append(c.rest, b)
+			}
+		}
+		if len(c.rest) == 0 {
+			return 0, err
+		}
+	}
+	n := copy(p, c.rest)
+	c.rest = c.rest[n:]
+	return n, nil
+}
+
 // promptReader reads one line per call: with x/term's line editor (raw mode
-// only while reading, so the answer streams and Ctrl-C works as usual), or
+// only while reading, so the answer streams and Ctrl-C interrupts it), or
 // plain lines when the terminal cannot be put in raw mode.
 func promptReader(in *os.File, out io.Writer) func() (string, error) {
 	fd := int(in.Fd())
-	editor := term.NewTerminal(struct {
-		io.Reader
-		io.Writer
-	}{in, out}, "> ")
+	edit := lineEditor(in, out)
 	plain := bufio.NewScanner(in)
 	return func() (string, error) {
 		if state, err := term.MakeRaw(fd); err == nil {
 			defer term.Restore(fd, state)
-			return editor.ReadLine()
+			return edit()
 		}
 		fmt.Fprint(out, "> ")
 		if !plain.Scan() {
@@ -136,5 +314,30 @@ func promptReader(in *os.File, out io.Writer) func() (string, error) {
 			return "", io.EOF
 		}
 		return plain.Text(), nil
+	}
+}
+
+// lineEditor reads lines from a terminal in raw mode with editing and
+// history: io.EOF on Ctrl-D at an empty line, interrupted on Ctrl-C.
+func lineEditor(in io.Reader, out io.Writer) func() (string, error) {
+	editor := term.NewTerminal(struct {
+		io.Reader
+		io.Writer
+	}{&ctrlCReader{r: in}, out}, "> ")
+	var intr *interrupted
+	editor.AutoCompleteCallback = func(line string, _ int, key rune) (string, int, bool) {
+		if key != ctrlC {
+			return "", 0, false
+		}
+		intr = &interrupted{cleared: line != ""}
+		return "", 0, true
+	}
+	return func() (string, error) {
+		intr = nil
+		line, err := editor.ReadLine()
+		if err == nil && intr != nil {
+			return "", *intr
+		}
+		return line, err
 	}
 }

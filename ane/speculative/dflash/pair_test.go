@@ -90,7 +90,7 @@ func TestSyntheticDrafterPairs(t *testing.T) {
 	}
 }
 
-func TestSynthTaps(t *testing.T) {
+func TestSpreadTaps(t *testing.T) {
 	for n, want := range map[int][]int{4: {0, 1, 2, 3}, 8: {0, 2, 4, 5, 7}, 64: {6, 19, 32, 44, 57}, 1: {0}} {
 		if got := bundle.SpreadTaps(n); !slices.Equal(got, want) {
 			t.Errorf("SpreadTaps(%d) = %v, want %v", n, got, want)

@@ -312,3 +312,20 @@ func TestDrafterValidation(t *testing.T) {
 		})
 	}
 }
+
+// A config.json that names a key twice is refused, naming the key:
+// encoding/json would keep the last value, so two readers could disagree.
+func TestLoadRefusesDuplicateKeys(t *testing.T) {
+	dir := t.TempDir()
+	cfg := strings.Replace(qwen38Config(), `"num_hidden_layers": 64`, `"num_hidden_layers": 64, "num_hidden_layers": 4`, 1)
+	if cfg == qwen38Config() {
+		t.Fatal("replacement did not apply")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadModel(dir)
+	if err == nil || !strings.Contains(err.Error(), "num_hidden_layers: key given twice") {
+		t.Fatalf("err = %v, want the duplicate num_hidden_layers named", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -40,7 +41,7 @@ type Bundles struct {
 // storeSource is the running side of Bundles.
 type storeSource struct {
 	b   Bundles
-	s   *Server
+	log *slog.Logger
 	res *Residency
 	ctx context.Context
 
@@ -62,7 +63,7 @@ func (s *Server) ServeStore(ctx context.Context, b Bundles) (*Residency, error) 
 	if b.WatchDebounce <= 0 {
 		b.WatchDebounce = 200 * time.Millisecond
 	}
-	src := &storeSource{b: b, s: s, ctx: ctx, listeners: map[uint64]func(store.Event){}}
+	src := &storeSource{b: b, log: s.log, ctx: ctx, listeners: map[uint64]func(store.Event){}}
 	b.Store.Events = src.dispatch
 	if b.Background == nil {
 		b.Background = b.Store
@@ -141,13 +142,13 @@ func (src *storeSource) watch(commit string) {
 	dir := src.b.Store.SnapshotDir(src.b.Repo, commit)
 	err := updater.WatchSnapshot(ctx, dir, src.b.WatchDebounce, func(paths []string) {
 		reason := fmt.Sprintf("%d path(s) changed under the served snapshot (first: %s)", len(paths), paths[0])
-		src.s.log.Warn("served snapshot changed", "snapshot", dir, "paths", paths)
+		src.log.Warn("served snapshot changed", "snapshot", dir, "paths", paths)
 		if err := src.res.Reverify(reason, src.verifyServed(true)); err != nil {
-			src.s.log.Error("served snapshot", "err", err)
+			src.log.Error("served snapshot", "err", err)
 		}
 	})
 	if err != nil {
-		src.s.log.Error("not watching the served snapshot", "err", err)
+		src.log.Error("not watching the served snapshot", "err", err)
 	}
 }
 
@@ -221,7 +222,7 @@ func (src *storeSource) update(ctx context.Context, st *store.Store, op, rev str
 		}
 		if err := src.res.Switch(ctx, src.name(pr.Commit), src.verifyServed(false), src.loader(pr.Commit)); err != nil {
 			if _, rerr := src.b.Store.Activate(repo, cur.Commit); rerr != nil {
-				src.s.log.Error("restoring the served revision after a failed switch", "err", rerr)
+				src.log.Error("restoring the served revision after a failed switch", "err", rerr)
 			}
 			return nil, err
 		}
@@ -254,7 +255,7 @@ func (src *storeSource) rollback(ctx context.Context) (*wire.PullResult, error) 
 	}
 	if err != nil {
 		if _, rerr := src.b.Store.Rollback(repo); rerr != nil { // swap back
-			src.s.log.Error("restoring the served revision after a failed rollback", "err", rerr)
+			src.log.Error("restoring the served revision after a failed rollback", "err", rerr)
 		}
 		return nil, err
 	}
@@ -274,7 +275,7 @@ func (src *storeSource) Check(ctx context.Context) (string, bool, error) {
 func (src *storeSource) Apply(ctx context.Context) (string, error) {
 	res, err := src.update(ctx, src.b.Background, "automatic update", "", func(e store.Event) {
 		if e.Kind == "installed" || e.Kind == "retry" {
-			src.s.log.Info("update download", "event", e.Kind, "commit", e.Commit, "path", e.Path, "message", e.Message)
+			src.log.Info("update download", "event", e.Kind, "commit", e.Commit, "path", e.Path, "message", e.Message)
 		}
 	})
 	if err != nil {
@@ -291,7 +292,7 @@ func (src *storeSource) GC() error {
 	defer unlock()
 	res, err := src.b.Store.GC(false)
 	if err == nil && len(res.Snapshots) > 0 {
-		src.s.log.Info("update gc", "removed", res.Snapshots, "freed_bytes", res.FreedBytes)
+		src.log.Info("update gc", "removed", res.Snapshots, "freed_bytes", res.FreedBytes)
 	}
 	return err
 }

@@ -12,8 +12,11 @@ import (
 type Footprinter = backend.Footprinter
 
 // footprint is the served backend's memory model, or nil.
-func (s *Server) footprint() *residency.Footprint {
-	if f, ok := s.Backend().(Footprinter); ok {
+func (s *Server) footprint() *residency.Footprint { return footprintOf(s.Backend()) }
+
+// footprintOf is b's memory model, or nil.
+func footprintOf(b Backend) *residency.Footprint {
+	if f, ok := b.(Footprinter); ok {
 		return f.Footprint()
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -36,7 +37,7 @@ type ResidencyOptions struct {
 // pin, keep-alive and memory pressure, with every transition of the
 // bundle's state machine published as a state event.
 type Residency struct {
-	s    *Server
+	host residencyHost
 	opts ResidencyOptions
 	keep residency.KeepAlive
 	m    *residency.Machine
@@ -53,6 +54,21 @@ type Residency struct {
 	previous  *revision         // what Switch replaced, for Rollback
 }
 
+// residencyHost is what residency needs from the daemon, passed in (it
+// holds no pointer to the Server): the served backend, the published
+// state, the session table and the log.
+type residencyHost struct {
+	log        *slog.Logger
+	backend    func() Backend
+	setBackend func(Backend)
+	setState   func(state, reason string)
+	state      func() string // the published state now
+	sessions   *sessionTable
+}
+
+// footprint is the served backend's memory model, or nil.
+func (h residencyHost) footprint() *residency.Footprint { return footprintOf(h.backend()) }
+
 // revision is a loadable revision of the bundle.
 type revision struct {
 	name string
@@ -67,7 +83,9 @@ func (s *Server) EnableResidency(opts ResidencyOptions) *Residency {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Residency{s: s, opts: opts, uses: map[*use]struct{}{}, drafter: true}
+	host := residencyHost{log: s.log, backend: s.Backend, setBackend: s.SetBackend, setState: s.SetState,
+		state: func() string { st, _, _ := s.currentState(); return st }, sessions: s.sessions}
+	r := &Residency{host: host, opts: opts, uses: map[*use]struct{}{}, drafter: true}
 	switch {
 	case opts.KeepAlive == 0:
 		r.keep.Idle = residency.DefaultKeepAlive
@@ -197,7 +215,7 @@ func (r *Residency) load(why string) error {
 		r.m.Fail(fmt.Sprintf("loading failed: %v", err))
 		return wire.Errorf(wire.CodeUnavailable, "loading the model failed: %v", err)
 	}
-	r.s.SetBackend(b)
+	r.host.setBackend(b)
 	r.mu.Lock()
 	r.lastUsed = r.opts.Now()
 	r.drafter = true
@@ -226,17 +244,17 @@ func (r *Residency) Unload(force bool, why string) error {
 		r.mu.Unlock()
 		return err
 	}
-	old := r.s.Backend()
-	r.s.SetBackend(Unavailable{Reason: "the model is not loaded", Bundle: old.Model().Bundle, Backend: backendInfo(old)})
+	old := r.host.backend()
+	r.host.setBackend(Unavailable{Reason: "the model is not loaded", Bundle: old.Model().Bundle, Backend: backendInfo(old)})
 	r.mu.Unlock()
 	// Cancelled requests stop at their next step; closing the backend
 	// under a step still running would pull its weights from under it.
 	_ = r.waitIdle(context.Background())
 	// Sessions lose their engine state; their next turn prefills again.
-	r.s.sessions.forEach(func(_ *sessionOwner, sess *session) { sess.tokens, sess.context, sess.parked = 0, 0, false })
+	r.host.sessions.forEach(func(_ *sessionOwner, sess *session) { sess.tokens, sess.context, sess.parked = 0, 0, false })
 	if cl, ok := old.(io.Closer); ok {
 		if err := cl.Close(); err != nil {
-			r.s.log.Warn("closing the unloaded model", "err", err)
+			r.host.log.Warn("closing the unloaded model", "err", err)
 		}
 	}
 	r.memoryFreed()
@@ -361,7 +379,7 @@ func (r *Residency) Run(ctx context.Context, interval time.Duration, src sysinfo
 // request is running. Each step is logged and published as a state event.
 // It returns the steps taken.
 func (r *Residency) Pressure(level sysinfo.Level) []residency.Step {
-	f := r.s.footprint()
+	f := r.host.footprint()
 	if f == nil || level < sysinfo.Warning {
 		return nil
 	}
@@ -370,7 +388,7 @@ func (r *Residency) Pressure(level sysinfo.Level) []residency.Step {
 	l := residency.Loaded{Model: st == residency.Resident, Drafter: r.drafter && st == residency.Resident, Generating: len(r.uses) > 0}
 	r.mu.Unlock()
 	idle := map[string]*sessionOwner{}
-	r.s.sessions.forEach(func(o *sessionOwner, sess *session) {
+	r.host.sessions.forEach(func(o *sessionOwner, sess *session) {
 		if !sess.busy && sess.context > 0 {
 			l.Idle = append(l.Idle, residency.IdleSession{ID: sess.id, Entry: sess.context, Tokens: sess.tokens, Spillable: true, LastUsed: sess.lastUsed})
 			idle[sess.id] = o
@@ -378,10 +396,10 @@ func (r *Residency) Pressure(level sysinfo.Level) []residency.Step {
 	})
 	steps := f.PressureSteps(level, l)
 	for _, step := range steps {
-		r.s.log.Warn("memory pressure", "level", level, "step", step.String())
+		r.host.log.Warn("memory pressure", "level", level, "step", step.String())
 		switch step.Kind {
 		case residency.DropSession, residency.Shrink:
-			if !idle[step.Session].freeState(step.Session, r.s.Backend(), r.s.log) {
+			if !idle[step.Session].freeState(step.Session, r.host.backend(), r.host.log) {
 				continue // it started a request meanwhile: leave it
 			}
 			r.memoryFreed()
@@ -391,12 +409,11 @@ func (r *Residency) Pressure(level sysinfo.Level) []residency.Step {
 			r.mu.Unlock()
 		case residency.Unload:
 			if err := r.Unload(false, "memory pressure "+level.String()); err != nil {
-				r.s.log.Warn("memory pressure: unload refused", "err", err)
+				r.host.log.Warn("memory pressure: unload refused", "err", err)
 				continue
 			}
 		}
-		state, _, _ := r.s.currentState()
-		r.s.SetState(state, fmt.Sprintf("memory pressure %s: %s", level, step))
+		r.host.setState(r.host.state(), fmt.Sprintf("memory pressure %s: %s", level, step))
 	}
 	return steps
 }
@@ -428,8 +445,7 @@ func (r *Residency) Reverify(reason string, verify func() error) error {
 func (r *Residency) Switch(ctx context.Context, name string, verify func() error, load func(context.Context) (Backend, error)) error {
 	if verify != nil {
 		if err := verify(); err != nil {
-			state, _, _ := r.s.currentState()
-			r.s.SetState(state, fmt.Sprintf("update to %s refused: verification failed: %v", name, err))
+			r.host.setState(r.host.state(), fmt.Sprintf("update to %s refused: verification failed: %v", name, err))
 			return fmt.Errorf("update to %s: verification failed, still serving the current revision: %w", name, err)
 		}
 	}

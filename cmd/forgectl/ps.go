@@ -36,8 +36,15 @@ func showPs(w io.Writer, st *wire.StatusResult, asJSON bool) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\n", s.Session, s.UID, s.Client, s.Tokens, s.Context, state)
 	}
 	fmt.Fprintln(tw, "\nREQUEST\tUID\tCLIENT\tOP\tSTATE\tGENERATED")
+	seen, shared := map[uint64]bool{}, false
 	for _, r := range st.Requests {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\n", r.ID, r.UID, r.Client, r.Op, r.State, r.Generated)
+		shared = shared || seen[r.ID]
+		seen[r.ID] = true
+	}
+	if shared {
+		// The status result names no connection (nor a daemon-wide id).
+		fmt.Fprintln(tw, "(a REQUEST id is the caller's own, on its connection: the same id on two lines is two connections)")
 	}
 	fmt.Fprintf(tw, "\nmemory: kv %s, state %s, total %s\n", units.Bytes(st.Memory.KV), units.Bytes(st.Memory.State), units.Bytes(st.Memory.Total))
 	return tw.Flush()

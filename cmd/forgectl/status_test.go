@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"reflect"
@@ -206,5 +207,19 @@ func TestPsShowsSessionStates(t *testing.T) {
 		if row := lines[1+i]; !strings.HasPrefix(row, st.Sessions[i].Session) || !strings.HasSuffix(strings.TrimSpace(row), want) {
 			t.Errorf("row %q, want session %s %s", row, st.Sessions[i].Session, want)
 		}
+	}
+}
+
+// Request ids are per connection: ps says so when two lines share one.
+func TestPsSaysIDsArePerConnection(t *testing.T) {
+	var out bytes.Buffer
+	st := &wire.StatusResult{Requests: []wire.RequestInfo{{ID: 1, UID: 501, Client: "a", Op: "chat", State: "running"}, {ID: 2, UID: 501, Client: "a", Op: "chat", State: "queued"}}}
+	if err := showPs(&out, st, false); err != nil || strings.Contains(out.String(), "two connections") {
+		t.Errorf("distinct ids: %v\n%s", err, out.String())
+	}
+	st.Requests[1].ID = 1
+	out.Reset()
+	if err := showPs(&out, st, false); err != nil || !strings.Contains(out.String(), "the same id on two lines is two connections") {
+		t.Errorf("shared id: %v\n%s", err, out.String())
 	}
 }

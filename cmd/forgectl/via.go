@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"syscall"
 
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
@@ -42,11 +41,13 @@ func (f *daemonFlags) daemon(cmd *cobra.Command) (*client.Client, error) {
 			return nil, nil
 		}
 	}
-	cl, err := cli.Dial(cmd.Context(), f.socket)
+	// Dialled directly: no daemon is no error here, so there is no need
+	// for cli.Dial's advice on starting one.
+	cl, err := client.Dial(cmd.Context(), f.socket, client.Options{Name: "forgectl"})
 	if err == nil {
 		return cl, nil
 	}
-	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+	if cli.NotListening(err) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "forgectl: forged is not running at %s; working on the bundle store directly\n", f.socket)
 		return nil, nil
 	}

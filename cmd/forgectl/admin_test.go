@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,9 @@ func TestConfigGetAndSet(t *testing.T) {
 		var we *wire.Error
 		if !errors.As(err, &we) || we.Code != wire.CodeBadRequest || !strings.Contains(we.Message, "negative") && !strings.Contains(we.Message, "per_caller") {
 			t.Errorf("%v: got %v, want the daemon's bad_request", args, err)
+		}
+		if slices.Contains(args, "-1s") && (err == nil || !strings.Contains(err.Error(), "forgectl pin")) {
+			t.Errorf("%v: %v does not say how to never unload", args, err)
 		}
 	}
 	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {

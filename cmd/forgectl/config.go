@@ -84,6 +84,10 @@ every key.`,
 		defer cl.Close()
 		var res wire.ConfigSetResult
 		if err := cl.Admin(cmd.Context(), wire.OpConfigSet, wire.ConfigSetArgs{Key: args[0], Value: value}, &res); err != nil {
+			var we *wire.Error
+			if args[0] == "keep_alive" && negative(args[1]) && errors.As(err, &we) && we.Code == wire.CodeBadRequest {
+				return fmt.Errorf("%w; to never unload the model, pin it: forgectl pin", err)
+			}
 			return err
 		}
 		if *setJSON {

@@ -86,12 +86,18 @@ on: /reset starts a new one.`,
 // editing and history at the prompt, Ctrl-C clearing the line (at an empty
 // prompt, twice, leaving) or cancelling the running turn.
 func chatREPL(cmd *cobra.Command, cl *client.Client, base wire.ChatArgs, system string, asJSON, showUsage bool) error {
+	// SIGINT is caught for the whole conversation (the prompt reads in raw
+	// mode, where Ctrl-C is a key, so it comes only while a turn runs).
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
 	r := &repl{cl: cl, base: base, system: system, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
 		asJSON: asJSON, showUsage: showUsage, readLine: promptReader(cmd.InOrStdin().(*os.File), cmd.OutOrStdout()),
 		interrupts: func() (<-chan os.Signal, func()) {
-			ch := make(chan os.Signal, 1)
-			signal.Notify(ch, os.Interrupt)
-			return ch, func() { signal.Stop(ch) }
+			for len(sig) > 0 { // one from before this turn is not for it
+				<-sig
+			}
+			return sig, func() {}
 		}}
 	return r.run(cmd.Context())
 }

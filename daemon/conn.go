@@ -40,18 +40,11 @@ func (s *Server) serveConn(parent context.Context, nc *net.UnixConn) {
 		inflight: map[uint64]context.CancelCauseFunc{},
 		sessions: s.sessions.join(peer.UID),
 	}
-	s.mu.Lock()
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
-
 	c.Run(c.handle)
 
 	c.reqs.Wait()
 	c.closeSessions()
 	c.Close()
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
 }
 
 func (c *conn) send(v any, written chan struct{}) error { return c.Send(v, written) }

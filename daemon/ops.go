@@ -176,8 +176,8 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 		Sessions: []wire.SessionInfo{}, Requests: []wire.RequestInfo{}, Memory: s.Backend().Memory(),
 		Backend: backendInfo(s.Backend()),
 	}
+	res.Connections = uint64(s.conns.Open())
 	s.mu.Lock()
-	res.Connections = uint64(len(s.conns))
 	for g := range s.gens {
 		st := "queued"
 		if g.running.Load() {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/config"
+	"github.com/forgedaemon/forged/daemon/transport"
 )
 
 // Config tunes the server. Zero values take the defaults in docs/PROTOCOL.md.
@@ -79,7 +79,7 @@ type Server struct {
 	started time.Time
 
 	mu           sync.Mutex
-	conns        map[*conn]struct{}
+	conns        transport.Listener // accepts and counts connections
 	gens         map[*generation]struct{}
 	state        string
 	reason       string
@@ -130,7 +130,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger, started: time.Now(),
 		auth:  authorizer{daemonUID: uint32(os.Getuid()), adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
 		sched: NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
-		conns: map[*conn]struct{}{}, gens: map[*generation]struct{}{}, sessions: newSessionTable(),
+		gens:  map[*generation]struct{}{}, sessions: newSessionTable(),
 		state: wire.StateReady, stateChanged: make(chan struct{}),
 	}
 	s.SetBackend(b)
@@ -206,31 +206,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	s.mu.Lock()
 	s.stop = cancel
 	s.mu.Unlock()
-	stopListening := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stopListening()
-
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		nc, err := ln.AcceptUnix()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			// Out of file descriptors and the like: back off, keep serving.
-			s.log.Error("accept", "err", err)
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
-		wg.Go(func() { s.serveConn(ctx, nc) })
-	}
+	return s.conns.Serve(ctx, ln, s.log, s.serveConn)
 }
 
 // Shutdown stops Serve.

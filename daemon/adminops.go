@@ -7,6 +7,7 @@ import (
 	"github.com/forgedaemon/forged/bundle/store"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/state"
 )
 
 func (c *conn) residency(op string) (*Residency, error) {
@@ -19,10 +20,11 @@ func (c *conn) residency(op string) (*Residency, error) {
 	return r, nil
 }
 
-func (r *Residency) result() wire.ResidencyResult {
-	st, reason := r.m.State()
-	state, reason := wireState(st, reason)
-	return wire.ResidencyResult{State: state, Reason: reason, Pinned: r.Pinned()}
+// residencyResult is where the model is now, as load, unload and pin answer.
+func residencyResult(r *Residency) wire.ResidencyResult {
+	st, reason := r.State()
+	ws, reason := state.WireState(st, reason)
+	return wire.ResidencyResult{State: ws, Reason: reason, Pinned: r.Pinned()}
 }
 
 // residencyOp decodes req's arguments into an A, runs do on the residency
@@ -40,7 +42,7 @@ func residencyOp[A any](c *conn, req wire.Request, do func(r *Residency, a *A) e
 	if err := do(r, &a); err != nil {
 		return nil, err
 	}
-	return r.result(), nil
+	return residencyResult(r), nil
 }
 
 func (c *conn) opLoad(ctx context.Context, req wire.Request) (any, error) {
@@ -76,7 +78,7 @@ func (c *conn) opRollback(ctx context.Context, req wire.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return rollbackResult(src.res.result(), pr.Serving, pr.Previous), nil
+		return rollbackResult(residencyResult(src.res), pr.Serving, pr.Previous), nil
 	}
 	r, err := c.residency(req.Op)
 	if err != nil {
@@ -85,7 +87,7 @@ func (c *conn) opRollback(ctx context.Context, req wire.Request) (any, error) {
 	if err := r.Rollback(ctx); err != nil {
 		return nil, err
 	}
-	return rollbackResult(r.result(), c.s.Backend().Model().Bundle.Revision, ""), nil
+	return rollbackResult(residencyResult(r), c.s.Backend().Model().Bundle.Revision, ""), nil
 }
 
 // rollbackResult is where the model is after update.rollback, and which

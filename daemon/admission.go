@@ -2,11 +2,11 @@ package daemon
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/residency"
+	"github.com/forgedaemon/forged/daemon/state"
 )
 
 // EventQueued and QueuedEvent live in wire; these names keep callers unchanged.
@@ -20,12 +20,10 @@ type QueuedEvent = wire.QueuedEvent
 // admitted requests (except the session asking, re-counted at its entry).
 func (s *Server) occupancy(r *Residency, except string) residency.Occupancy {
 	o := residency.Occupancy{Models: 1}
-	r.mu.Lock()
-	o.Drafter = r.drafter
-	r.mu.Unlock()
-	s.sessions.forEach(func(_ *sessionOwner, sess *session) {
-		if sess.context > 0 && !sess.busy && sess.id != except { // a busy one is counted by its generation
-			o.Sessions = append(o.Sessions, sess.context)
+	o.Drafter = r.DrafterLoaded()
+	s.sessions.ForEach(func(_ *state.Owner, sess *state.Session) {
+		if sess.Context > 0 && !sess.Busy && sess.ID != except { // a busy one is counted by its generation
+			o.Sessions = append(o.Sessions, sess.Context)
 		}
 	})
 	s.mu.Lock()
@@ -47,14 +45,14 @@ func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxT
 	r := s.res
 	s.mu.Unlock()
 	f := s.footprint()
-	if r == nil || f == nil || r.opts.Budget <= 0 {
+	if r == nil || f == nil || r.Budget() <= 0 {
 		return nil
 	}
 	ticket := new(int)
-	defer r.leaveQueue(ticket)
+	defer r.LeaveQueue(ticket)
 	for {
-		changed := r.memoryChanged()
-		d, err := f.Decide(r.opts.Budget, s.occupancy(r, g.session), residency.Request{Prompt: prompt, MaxTokens: maxTokens, Drafter: drafter})
+		changed := r.MemoryChanged()
+		d, err := f.Decide(r.Budget(), s.occupancy(r, g.session), residency.Request{Prompt: prompt, MaxTokens: maxTokens, Drafter: drafter})
 		if err != nil {
 			return err
 		}
@@ -71,7 +69,7 @@ func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxT
 		if noWait {
 			return wire.Errorf(wire.CodeBusy, "not enough memory now (if_busy: busy, so not queued): %s", d.Reason)
 		}
-		pos := r.queuePosition(ticket)
+		pos := r.QueuePosition(ticket)
 		if err := c.event(id, wire.EventQueued, wire.QueuedEvent{Reason: d.Reason, Position: uint64(pos)}); err != nil {
 			return err
 		}
@@ -91,55 +89,18 @@ func (s *Server) parkLeastRecent(except string) bool {
 	if _, ok := s.Backend().(SessionParker); !ok {
 		return false
 	}
-	var o *sessionOwner
+	var o *state.Owner
 	var id string
 	var last time.Time
-	s.sessions.forEach(func(oo *sessionOwner, sess *session) {
-		if sess.context > 0 && !sess.busy && sess.id != except && (o == nil || sess.lastUsed.Before(last)) {
-			o, id, last = oo, sess.id, sess.lastUsed
+	s.sessions.ForEach(func(oo *state.Owner, sess *state.Session) {
+		if sess.Context > 0 && !sess.Busy && sess.ID != except && (o == nil || sess.LastUsed.Before(last)) {
+			o, id, last = oo, sess.ID, sess.LastUsed
 		}
 	})
-	if o == nil || !o.freeState(id, s.Backend(), s.log) {
+	if o == nil || !o.FreeState(id, s.Backend(), s.log) {
 		return false
 	}
 	s.log.Info("parked an idle session to admit a request", "session", id)
 	s.memoryFreed()
 	return true
-}
-
-// memoryChanged is closed the next time memory may have been freed.
-func (r *Residency) memoryChanged() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.freed == nil {
-		r.freed = make(chan struct{})
-	}
-	return r.freed
-}
-
-// memoryFreed wakes requests waiting for memory.
-func (r *Residency) memoryFreed() {
-	r.mu.Lock()
-	if r.freed != nil {
-		close(r.freed)
-		r.freed = nil
-	}
-	r.mu.Unlock()
-}
-
-func (r *Residency) queuePosition(t *int) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	i := slices.Index(r.waiting, t)
-	if i < 0 {
-		r.waiting = append(r.waiting, t)
-		i = len(r.waiting) - 1
-	}
-	return i + 1
-}
-
-func (r *Residency) leaveQueue(t *int) {
-	r.mu.Lock()
-	r.waiting = slices.DeleteFunc(r.waiting, func(w *int) bool { return w == t })
-	r.mu.Unlock()
 }

@@ -192,12 +192,12 @@ func (src *storeSource) update(ctx context.Context, st *store.Store, op, rev str
 	state, _ := src.res.State()
 	installing := cur.Commit == "" || state == residency.Absent || state == residency.Failed
 	if installing {
-		src.res.m.To(residency.Downloading, fmt.Sprintf("pulling %s@%s", repo, rev))
+		src.res.Machine().To(residency.Downloading, fmt.Sprintf("pulling %s@%s", repo, rev))
 	}
 	pr, err := st.Pull(ctx, repo, store.PullOptions{Revision: rev, Selection: src.b.Selection, KeepCurrent: !installing})
 	if err != nil {
 		if installing {
-			src.res.m.Fail(fmt.Sprintf("pull %s@%s failed: %v", repo, rev, err))
+			src.res.Machine().Fail(fmt.Sprintf("pull %s@%s failed: %v", repo, rev, err))
 		}
 		return nil, wire.Errorf(wire.CodeUnavailable, "%s %s@%s: %v", op, repo, rev, err)
 	}
@@ -206,13 +206,13 @@ func (src *storeSource) update(ctx context.Context, st *store.Store, op, rev str
 	switch {
 	case installing:
 		if pr.AlreadyInstalled { // the pull downloaded nothing: check what is there
-			src.res.m.To(residency.Verifying, "verifying the installed "+src.name(pr.Commit))
+			src.res.Machine().To(residency.Verifying, "verifying the installed "+src.name(pr.Commit))
 			if err := src.verifyServed(true)(); err != nil {
-				src.res.m.Fail(fmt.Sprintf("%s is installed but does not verify: %v", src.name(pr.Commit), err))
+				src.res.Machine().Fail(fmt.Sprintf("%s is installed but does not verify: %v", src.name(pr.Commit), err))
 				return nil, wire.Errorf(wire.CodeUnavailable, "%s: %s is installed but does not verify (roll back, or gc and pull again): %v", op, src.name(pr.Commit), err)
 			}
 		}
-		if err := src.res.install(src.name(pr.Commit), src.loader(pr.Commit), "verified by pull"); err != nil {
+		if err := src.res.Install(src.name(pr.Commit), src.loader(pr.Commit), "verified by pull"); err != nil {
 			return nil, wire.Errorf(wire.CodeInternal, "%s: %v", op, err)
 		}
 		src.watch(pr.Commit)
@@ -248,7 +248,7 @@ func (src *storeSource) rollback(ctx context.Context) (*wire.PullResult, error) 
 	if state, _ := src.res.State(); state == residency.Failed || state == residency.Absent {
 		// The served revision is broken: check the previous one first.
 		if err = src.verifyServed(false)(); err == nil {
-			err = src.res.install(src.name(st.Commit), src.loader(st.Commit), "rolling back to "+st.Commit)
+			err = src.res.Install(src.name(st.Commit), src.loader(st.Commit), "rolling back to "+st.Commit)
 		}
 	} else {
 		err = src.res.Switch(ctx, src.name(st.Commit), src.verifyServed(false), src.loader(st.Commit))

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/state"
 	"github.com/forgedaemon/forged/daemon/transport"
 )
 
@@ -23,7 +24,7 @@ type conn struct {
 	mu       sync.Mutex
 	client   string // from hello; "" before it
 	inflight map[uint64]context.CancelCauseFunc
-	sessions *sessionOwner // this connection's part of the server's session table
+	sessions *state.Owner // this connection's part of the server's session table
 }
 
 func (s *Server) serveConn(parent context.Context, nc *net.UnixConn) {
@@ -38,7 +39,7 @@ func (s *Server) serveConn(parent context.Context, nc *net.UnixConn) {
 	c := &conn{
 		Conn: tc, s: s, peer: peer, log: tc.Log, ctx: tc.Context(),
 		inflight: map[uint64]context.CancelCauseFunc{},
-		sessions: s.sessions.join(peer.UID),
+		sessions: s.sessions.Join(peer.UID),
 	}
 	c.Run(c.handle)
 

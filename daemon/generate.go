@@ -12,7 +12,7 @@ func (c *conn) opSessionOpen(_ context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &wire.Empty{}); err != nil {
 		return nil, err
 	}
-	return wire.SessionResult{Session: c.s.sessions.open(c.sessions)}, nil
+	return wire.SessionResult{Session: c.s.sessions.Open(c.sessions)}, nil
 }
 
 func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) {
@@ -20,7 +20,7 @@ func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) 
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
-	if err := c.sessions.close(a.Session); err != nil {
+	if err := c.sessions.Close(a.Session); err != nil {
 		return nil, err
 	}
 	c.s.Backend().CloseSession(a.Session)
@@ -30,7 +30,7 @@ func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) 
 
 // closeSessions frees every session of a closed connection.
 func (c *conn) closeSessions() {
-	for _, id := range c.s.sessions.leave(c.sessions) {
+	for _, id := range c.s.sessions.Leave(c.sessions) {
 		c.s.Backend().CloseSession(id)
 	}
 	c.s.memoryFreed()
@@ -77,14 +77,14 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	defer done()
-	sess, release, err := c.sessions.claim(a.Session)
+	sess, release, err := c.sessions.Claim(a.Session)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	var history []wire.Message
 	if sess != nil {
-		history = sess.history
+		history = sess.History
 	}
 	conversation := append(append([]wire.Message(nil), history...), a.Messages...)
 	prompt, err := c.s.Backend().RenderChat(ChatPrompt{Messages: conversation, Tools: a.Tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)})
@@ -101,11 +101,11 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	if sess != nil {
-		c.sessions.update(func() {
-			sess.history = append(conversation, wire.Message{Role: "assistant", Content: res.Text})
-			sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
-			sess.context, sess.parked = int(res.Context), false
-			sess.lastUsed = time.Now()
+		c.sessions.Update(func() {
+			sess.History = append(conversation, wire.Message{Role: "assistant", Content: res.Text})
+			sess.Tokens = len(ids) + int(res.Usage.GeneratedTokens)
+			sess.Context, sess.Parked = int(res.Context), false
+			sess.LastUsed = time.Now()
 		})
 	}
 	return res, nil
@@ -124,7 +124,7 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	defer done()
-	sess, release, err := c.sessions.claim(a.Session)
+	sess, release, err := c.sessions.Claim(a.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -138,10 +138,10 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 	res, err := c.generate(ctx, req.ID, ids, genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
 		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session})
 	if err == nil && sess != nil {
-		c.sessions.update(func() {
-			sess.tokens = len(ids) + int(res.Usage.GeneratedTokens)
-			sess.context, sess.parked = int(res.Context), false
-			sess.lastUsed = time.Now()
+		c.sessions.Update(func() {
+			sess.Tokens = len(ids) + int(res.Usage.GeneratedTokens)
+			sess.Context, sess.Parked = int(res.Context), false
+			sess.LastUsed = time.Now()
 		})
 	}
 	return res, err

@@ -152,7 +152,7 @@ func (c *conn) opHello(_ context.Context, req wire.Request) (any, error) {
 	}
 	c.client = a.Client
 	c.mu.Unlock()
-	c.sessions.setClient(a.Client)
+	c.sessions.SetClient(a.Client)
 	state, _, _ := c.s.currentState()
 	return wire.HelloResult{
 		Daemon: daemonVersion, Protocol: wire.ProtocolVersion, Capabilities: c.s.capabilities(),
@@ -186,7 +186,7 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 		res.Requests = append(res.Requests, wire.RequestInfo{ID: g.id, UID: g.peer.UID, Client: g.client, Op: g.op, State: st, Generated: g.generated.Load()})
 	}
 	s.mu.Unlock()
-	res.Sessions = append(res.Sessions, s.sessions.infos()...)
+	res.Sessions = append(res.Sessions, s.sessions.Infos()...)
 	slices.SortFunc(res.Sessions, func(a, b wire.SessionInfo) int { return compareSessionIDs(a.Session, b.Session) })
 	res.Memory.GoHeap = goHeapBytes()
 	if est, ok := c.s.MemoryEstimate(); ok {

@@ -6,21 +6,14 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/backend"
 	"github.com/forgedaemon/forged/daemon/residency"
+	"github.com/forgedaemon/forged/daemon/state"
 )
 
 // Footprinter is backend.Footprinter.
 type Footprinter = backend.Footprinter
 
 // footprint is the served backend's memory model, or nil.
-func (s *Server) footprint() *residency.Footprint { return footprintOf(s.Backend()) }
-
-// footprintOf is b's memory model, or nil.
-func footprintOf(b Backend) *residency.Footprint {
-	if f, ok := b.(Footprinter); ok {
-		return f.Footprint()
-	}
-	return nil
-}
+func (s *Server) footprint() *residency.Footprint { return state.FootprintOf(s.Backend()) }
 
 // contextEntry is the entry a request of prompt tokens and maxTokens starts
 // at: the smallest holding prompt + max_tokens + 8. Past the largest entry
@@ -51,7 +44,7 @@ func (s *Server) MemoryEstimate() (m wire.Memory, ok bool) {
 		return m, false
 	}
 	m.Weights = uint64(f.Model(false))
-	for _, si := range s.sessions.infos() {
+	for _, si := range s.sessions.Infos() {
 		if si.Context == 0 {
 			continue // opened but never run: the backend holds nothing yet
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/config"
+	"github.com/forgedaemon/forged/daemon/state"
 	"github.com/forgedaemon/forged/daemon/transport"
 )
 
@@ -88,7 +89,7 @@ type Server struct {
 	stateSeq     uint64
 	stop         context.CancelFunc
 
-	sessions *sessionTable
+	sessions *state.Sessions
 	res      *Residency // nil: the backend is always loaded
 
 	store       *storeSource    // nil: no bundle store (pull, verify, update.*, gc are unavailable)
@@ -103,7 +104,7 @@ func (s *Server) memoryFreed() {
 	r := s.res
 	s.mu.Unlock()
 	if r != nil {
-		r.memoryFreed()
+		r.MemoryFreed()
 	}
 }
 
@@ -116,7 +117,7 @@ func (s *Server) useModel(ctx context.Context) (context.Context, func(), error) 
 	if r == nil {
 		return ctx, func() {}, nil
 	}
-	return r.acquire(ctx)
+	return r.Acquire(ctx)
 }
 
 // New builds a server. The initial state is ready.
@@ -130,7 +131,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger, started: time.Now(),
 		auth:  authorizer{daemonUID: uint32(os.Getuid()), adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
 		sched: NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
-		gens:  map[*generation]struct{}{}, sessions: newSessionTable(),
+		gens:  map[*generation]struct{}{}, sessions: state.NewSessions(),
 		state: wire.StateReady, stateChanged: make(chan struct{}),
 	}
 	s.SetBackend(b)

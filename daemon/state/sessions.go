@@ -1,4 +1,4 @@
-package daemon
+package state
 
 import (
 	"fmt"
@@ -8,41 +8,43 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/backend"
 )
 
-// session is a conversation whose engine state carries over between turns.
-type session struct {
-	id       string
-	busy     bool
-	history  []wire.Message
-	tokens   int  // tokens in the engine state after the last turn
-	context  int  // context entry of the last turn; 0 when the backend holds no state for it in memory
-	parked   bool // the backend parked the state out of memory (tokens kept; the next turn resumes it)
-	lastUsed time.Time
+// Session is a conversation whose engine state carries over between turns.
+// Its fields are read and written under its owner's lock (Update, ForEach).
+type Session struct {
+	ID       string
+	Busy     bool
+	History  []wire.Message
+	Tokens   int  // tokens in the engine state after the last turn
+	Context  int  // context entry of the last turn; 0 when the backend holds no state for it in memory
+	Parked   bool // the backend parked the state out of memory (tokens kept; the next turn resumes it)
+	LastUsed time.Time
 }
 
-// sessionTable is every open session, grouped by the connection that
+// Sessions is every open session, grouped by the connection that
 // opened it (a session is visible only on its own connection). Residency,
 // admission and status walk it; none of them walks connections.
-type sessionTable struct {
+type Sessions struct {
 	mu     sync.Mutex
-	owners map[*sessionOwner]struct{}
+	owners map[*Owner]struct{}
 	seq    atomic.Uint64
 }
 
-// sessionOwner is one connection's sessions; its lock guards them.
-type sessionOwner struct {
+// Owner is one connection's sessions; its lock guards them.
+type Owner struct {
 	uid    uint32
 	mu     sync.Mutex
 	client string
-	m      map[string]*session
+	m      map[string]*Session
 }
 
-func newSessionTable() *sessionTable { return &sessionTable{owners: map[*sessionOwner]struct{}{}} }
+func NewSessions() *Sessions { return &Sessions{owners: map[*Owner]struct{}{}} }
 
 // join adds the sessions of a new connection of uid.
-func (t *sessionTable) join(uid uint32) *sessionOwner {
-	o := &sessionOwner{uid: uid, m: map[string]*session{}}
+func (t *Sessions) Join(uid uint32) *Owner {
+	o := &Owner{uid: uid, m: map[string]*Session{}}
 	t.mu.Lock()
 	t.owners[o] = struct{}{}
 	t.mu.Unlock()
@@ -51,13 +53,13 @@ func (t *sessionTable) join(uid uint32) *sessionOwner {
 
 // leave forgets a closed connection's sessions and returns their ids (the
 // caller frees their engine state).
-func (t *sessionTable) leave(o *sessionOwner) []string {
+func (t *Sessions) Leave(o *Owner) []string {
 	o.mu.Lock()
 	ids := make([]string, 0, len(o.m))
 	for id := range o.m {
 		ids = append(ids, id)
 	}
-	o.m = map[string]*session{}
+	o.m = map[string]*Session{}
 	o.mu.Unlock()
 	t.mu.Lock()
 	delete(t.owners, o)
@@ -66,9 +68,9 @@ func (t *sessionTable) leave(o *sessionOwner) []string {
 }
 
 // forEach calls f for every open session, under its owner's lock.
-func (t *sessionTable) forEach(f func(o *sessionOwner, sess *session)) {
+func (t *Sessions) ForEach(f func(o *Owner, sess *Session)) {
 	t.mu.Lock()
-	owners := make([]*sessionOwner, 0, len(t.owners))
+	owners := make([]*Owner, 0, len(t.owners))
 	for o := range t.owners {
 		owners = append(owners, o)
 	}
@@ -83,35 +85,35 @@ func (t *sessionTable) forEach(f func(o *sessionOwner, sess *session)) {
 }
 
 // infos describes every open session, for status and the memory estimate.
-func (t *sessionTable) infos() []wire.SessionInfo {
+func (t *Sessions) Infos() []wire.SessionInfo {
 	out := []wire.SessionInfo{}
-	t.forEach(func(o *sessionOwner, s *session) {
-		out = append(out, wire.SessionInfo{Session: s.id, UID: o.uid, Client: o.client, Tokens: uint64(s.tokens), Context: uint64(s.context), Parked: s.parked})
+	t.ForEach(func(o *Owner, s *Session) {
+		out = append(out, wire.SessionInfo{Session: s.ID, UID: o.uid, Client: o.client, Tokens: uint64(s.Tokens), Context: uint64(s.Context), Parked: s.Parked})
 	})
 	return out
 }
 
 // setClient records the connection's hello name.
-func (o *sessionOwner) setClient(name string) {
+func (o *Owner) SetClient(name string) {
 	o.mu.Lock()
 	o.client = name
 	o.mu.Unlock()
 }
 
 // open opens a new session and returns its id.
-func (t *sessionTable) open(o *sessionOwner) string {
+func (t *Sessions) Open(o *Owner) string {
 	id := fmt.Sprintf("s%d", t.seq.Add(1))
 	o.mu.Lock()
-	o.m[id] = &session{id: id}
+	o.m[id] = &Session{ID: id}
 	o.mu.Unlock()
 	return id
 }
 
 // close closes one of o's idle sessions.
-func (o *sessionOwner) close(id string) error {
+func (o *Owner) Close(id string) error {
 	o.mu.Lock()
 	sess, ok := o.m[id]
-	if ok && sess.busy {
+	if ok && sess.Busy {
 		o.mu.Unlock()
 		return wire.Errorf(wire.CodeBusy, "session %q is generating; cancel that request first", id)
 	}
@@ -124,7 +126,7 @@ func (o *sessionOwner) close(id string) error {
 }
 
 // claim marks a session busy for one request; release undoes it.
-func (o *sessionOwner) claim(id string) (*session, func(), error) {
+func (o *Owner) Claim(id string) (*Session, func(), error) {
 	if id == "" {
 		return nil, func() {}, nil
 	}
@@ -134,15 +136,15 @@ func (o *sessionOwner) claim(id string) (*session, func(), error) {
 	if !ok {
 		return nil, nil, wire.Errorf(wire.CodeNotFound, "session %q is not open on this connection", id)
 	}
-	if s.busy {
+	if s.Busy {
 		return nil, nil, wire.Errorf(wire.CodeBusy, "session %q is already generating", id)
 	}
-	s.busy = true
-	return s, func() { o.mu.Lock(); s.busy = false; o.mu.Unlock() }, nil
+	s.Busy = true
+	return s, func() { o.mu.Lock(); s.Busy = false; o.mu.Unlock() }, nil
 }
 
 // update runs f under the owner's lock (f edits a claimed session).
-func (o *sessionOwner) update(f func()) {
+func (o *Owner) Update(f func()) {
 	o.mu.Lock()
 	f()
 	o.mu.Unlock()
@@ -153,26 +155,26 @@ func (o *sessionOwner) update(f func()) {
 // dropped (its next turn prefills the conversation again). False if the
 // session is busy, gone or holds nothing in memory. The owner's lock is
 // held while parking, so no request can claim the session meanwhile.
-func (o *sessionOwner) freeState(id string, backend Backend, log *slog.Logger) bool {
+func (o *Owner) FreeState(id string, b backend.Backend, log *slog.Logger) bool {
 	o.mu.Lock()
 	sess, ok := o.m[id]
-	if !ok || sess.busy || sess.context == 0 {
+	if !ok || sess.Busy || sess.Context == 0 {
 		o.mu.Unlock()
 		return false
 	}
-	if p, ok := backend.(SessionParker); ok {
+	if p, ok := b.(backend.SessionParker); ok {
 		parked, err := p.ParkSession(id)
 		if err != nil {
 			log.Warn("parking a session failed; dropping its state", "session", id, "err", err)
 		}
 		if parked && err == nil {
-			sess.context, sess.parked = 0, true
+			sess.Context, sess.Parked = 0, true
 			o.mu.Unlock()
 			return true
 		}
 	}
-	sess.tokens, sess.context, sess.parked = 0, 0, false
+	sess.Tokens, sess.Context, sess.Parked = 0, 0, false
 	o.mu.Unlock()
-	backend.CloseSession(id)
+	b.CloseSession(id)
 	return true
 }

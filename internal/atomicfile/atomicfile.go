@@ -38,8 +38,10 @@ func SyncDir(dir string) error {
 }
 
 // Write replaces path with data, created with permissions perm (not
-// subject to the umask). On error path is unchanged and no temporary file
-// remains.
+// subject to the umask). On an error before the rename path is unchanged;
+// on any error no temporary file remains. An error syncing the directory
+// after the rename means the new file is in place but may not survive a
+// crash.
 func Write(path string, data []byte, perm os.FileMode) error {
 	f, err := Create(path, perm)
 	if err != nil {

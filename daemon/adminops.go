@@ -74,11 +74,11 @@ func (c *conn) opRollback(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	if src := c.s.bundleStore(); src != nil {
-		pr, err := src.rollback(ctx)
+		pr, err := src.Rollback(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return rollbackResult(residencyResult(src.res), pr.Serving, pr.Previous), nil
+		return rollbackResult(residencyResult(src.Residency()), pr.Serving, pr.Previous), nil
 	}
 	r, err := c.residency(req.Op)
 	if err != nil {
@@ -96,13 +96,13 @@ func rollbackResult(r wire.ResidencyResult, revision, previous string) wire.Roll
 	return wire.RollbackResult{State: r.State, Reason: r.Reason, Pinned: r.Pinned, Revision: revision, Previous: previous}
 }
 
-func (s *Server) bundleStore() *storeSource {
+func (s *Server) bundleStore() *state.Store {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.store
 }
 
-func (c *conn) storeFor(op string) (*storeSource, error) {
+func (c *conn) storeFor(op string) (*state.Store, error) {
 	if src := c.s.bundleStore(); src != nil {
 		return src, nil
 	}
@@ -120,7 +120,7 @@ func (c *conn) opPull(ctx context.Context, req wire.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return src.update(ctx, src.b.Store, req.Op, a.Revision, func(e store.Event) {
+	return src.Update(ctx, src.Bundles().Store, req.Op, a.Revision, func(e store.Event) {
 		// A full event queue disconnects the client (its work is cancelled
 		// with it), so the error needs no handling here.
 		_ = c.event(req.ID, wire.EventProgress, wire.ProgressEvent{Kind: e.Kind, Commit: e.Commit, Path: e.Path,
@@ -137,15 +137,15 @@ func (c *conn) opVerify(_ context.Context, req wire.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur, err := src.b.Store.Current(src.b.Repo)
+	cur, err := src.Bundles().Store.Current(src.Bundles().Repo)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "verify: %v", err)
 	}
-	rep, err := src.b.Store.Verify(src.b.Repo, a.Full)
+	rep, err := src.Bundles().Store.Verify(src.Bundles().Repo, a.Full)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeNotFound, "verify: %v", err)
 	}
-	out := wire.VerifyResult{Repo: src.b.Repo, Commit: cur.Commit, Status: rep.Status, VerifiedFiles: uint64(rep.VerifiedFiles),
+	out := wire.VerifyResult{Repo: src.Bundles().Repo, Commit: cur.Commit, Status: rep.Status, VerifiedFiles: uint64(rep.VerifiedFiles),
 		HashedBytes: uint64(rep.HashedBytes), Failures: make([]string, len(rep.Failures))}
 	for i, f := range rep.Failures {
 		out.Failures[i] = f.String()
@@ -163,11 +163,11 @@ func (c *conn) opUpdateCheck(ctx context.Context, req wire.Request) (any, error)
 		return nil, err
 	}
 	if a.Revision == "" {
-		a.Revision = src.b.Revision
+		a.Revision = src.Bundles().Revision
 	}
-	uc, err := src.b.Store.CheckUpdate(ctx, src.b.Repo, store.PullOptions{Revision: a.Revision, Selection: src.b.Selection})
+	uc, err := src.Bundles().Store.CheckUpdate(ctx, src.Bundles().Repo, store.PullOptions{Revision: a.Revision, Selection: src.Bundles().Selection})
 	if err != nil {
-		return nil, wire.Errorf(wire.CodeUnavailable, "update.check %s@%s: %v", src.b.Repo, a.Revision, err)
+		return nil, wire.Errorf(wire.CodeUnavailable, "update.check %s@%s: %v", src.Bundles().Repo, a.Revision, err)
 	}
 	return wire.UpdateCheckResult{Repo: uc.Repo, Current: uc.Current, Latest: uc.Latest, UpToDate: uc.UpToDate,
 		ChangedFiles: uc.ChangedFiles, DownloadBytes: uint64(uc.DownloadBytes), TotalBytes: uint64(uc.TotalBytes)}, nil
@@ -182,12 +182,12 @@ func (c *conn) opGC(_ context.Context, req wire.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := src.lock(req.Op)
+	unlock, err := src.Lock(req.Op)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	r, err := src.b.Store.GC(a.Partials)
+	r, err := src.Bundles().Store.GC(a.Partials)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "gc: %v", err)
 	}

@@ -92,7 +92,7 @@ type Server struct {
 	sessions *state.Sessions
 	res      *Residency // nil: the backend is always loaded
 
-	store       *storeSource    // nil: no bundle store (pull, verify, update.*, gc are unavailable)
+	store       *state.Store    // nil: no bundle store (pull, verify, update.*, gc are unavailable)
 	configFile  *config.Watcher // nil: no --config (config.set is unavailable)
 	configHooks ConfigHooks
 	configSetMu sync.Mutex // one config.set at a time: read, edit, write

@@ -1,0 +1,303 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/forgedaemon/forged/bundle"
+	"github.com/forgedaemon/forged/bundle/store"
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/backend"
+	"github.com/forgedaemon/forged/daemon/residency"
+	"github.com/forgedaemon/forged/daemon/updater"
+)
+
+// Bundles makes the daemon serve one repository of a bundle store: the
+// served snapshot is loaded under residency control and watched, and the
+// admin ops pull, verify, update.check, update.apply, update.rollback and gc
+// act on the store.
+type Bundles struct {
+	Store     *store.Store
+	Repo      string
+	Revision  string // tracked revision ("main" when empty)
+	Selection bundle.Selection
+	// Open opens an installed snapshot directory for serving (forged run:
+	// the reference backend's modelbackend.OpenBundle).
+	Open      func(dir, commit string) (backend.Backend, error)
+	KeepAlive time.Duration // as ResidencyOptions.KeepAlive
+	Budget    int64         // as ResidencyOptions.Budget
+	// Background, if set, is the store automatic updates download with:
+	// the same data directory, with a hub client whose transport is rate
+	// limited (update.bandwidth_limit). Admin pulls use Store.
+	Background *store.Store
+	// WatchDebounce is the quiet time after a change under the served
+	// snapshot before it is verified again (200ms when zero).
+	WatchDebounce time.Duration
+}
+
+// Store is the running side of Bundles: it serves one repository of a
+// bundle store, and is the automatic updater's source.
+type Store struct {
+	b   Bundles
+	log *slog.Logger
+	res *Residency
+	ctx context.Context
+
+	busy sync.Mutex // one pull, update, rollback or gc at a time
+
+	lmu       sync.Mutex
+	listeners map[uint64]func(store.Event)
+	nextID    uint64
+	stopWatch context.CancelFunc
+}
+
+// ServeStore serves b's repository until ctx ends, putting the model under
+// residency control with enable. An installed repository starts unloaded
+// (the first request or load loads it); one not installed yet is state
+// unavailable, saying how to pull it.
+func ServeStore(ctx context.Context, b Bundles, log *slog.Logger, enable func(ResidencyOptions) *Residency) (*Store, error) {
+	if b.Revision == "" {
+		b.Revision = "main"
+	}
+	if b.WatchDebounce <= 0 {
+		b.WatchDebounce = 200 * time.Millisecond
+	}
+	src := &Store{b: b, log: log, ctx: ctx, listeners: map[uint64]func(store.Event){}}
+	b.Store.Events = src.dispatch
+	if b.Background == nil {
+		b.Background = b.Store
+	}
+	b.Background.Events = src.dispatch
+	src.b = b
+	st, err := b.Store.Current(b.Repo)
+	if err != nil {
+		return nil, err
+	}
+	opts := ResidencyOptions{Bundle: src.name(st.Commit), KeepAlive: b.KeepAlive, Budget: b.Budget, Load: src.loader(st.Commit)}
+	if st.Commit == "" {
+		opts.Initial = residency.Absent
+		opts.InitialReason = fmt.Sprintf("%s is not installed in %s: the admin op pull (or forgectl pull --data %s %s) installs it", b.Repo, b.Store.Root, b.Store.Root, b.Repo)
+	}
+	src.res = enable(opts)
+	if st.Commit != "" {
+		src.watch(st.Commit)
+	}
+	return src, nil
+}
+
+// Bundles is what the store serves (the defaults filled in).
+func (src *Store) Bundles() Bundles { return src.b }
+
+// Residency is the served model's residency controller.
+func (src *Store) Residency() *Residency { return src.res }
+
+func (src *Store) name(commit string) string {
+	if commit == "" {
+		return src.b.Repo
+	}
+	return src.b.Repo + "@" + commit
+}
+
+func (src *Store) loader(commit string) func(context.Context) (backend.Backend, error) {
+	return func(context.Context) (backend.Backend, error) {
+		if commit == "" {
+			return nil, fmt.Errorf("%s is not installed", src.b.Repo)
+		}
+		return src.b.Open(src.b.Store.SnapshotDir(src.b.Repo, commit), commit)
+	}
+}
+
+// dispatch passes the store's events to the requests listening (pull,
+// update.apply), each as its progress events.
+func (src *Store) dispatch(e store.Event) {
+	src.lmu.Lock()
+	defer src.lmu.Unlock()
+	for _, l := range src.listeners {
+		l(e)
+	}
+}
+
+func (src *Store) listen(f func(store.Event)) (stop func()) {
+	src.lmu.Lock()
+	defer src.lmu.Unlock()
+	id := src.nextID
+	src.nextID++
+	src.listeners[id] = f
+	return func() {
+		src.lmu.Lock()
+		delete(src.listeners, id)
+		src.lmu.Unlock()
+	}
+}
+
+// watch follows the snapshot of commit (and stops following the previous
+// one): any change stops serving from it and verifies it in full; a failed
+// verify marks the bundle failed (update.rollback or pull repair it).
+func (src *Store) watch(commit string) {
+	ctx, cancel := context.WithCancel(src.ctx)
+	src.lmu.Lock()
+	if src.stopWatch != nil {
+		src.stopWatch()
+	}
+	src.stopWatch = cancel
+	src.lmu.Unlock()
+	dir := src.b.Store.SnapshotDir(src.b.Repo, commit)
+	err := updater.WatchSnapshot(ctx, dir, src.b.WatchDebounce, func(paths []string) {
+		reason := fmt.Sprintf("%d path(s) changed under the served snapshot (first: %s)", len(paths), paths[0])
+		src.log.Warn("served snapshot changed", "snapshot", dir, "paths", paths)
+		if err := src.res.Reverify(reason, src.verifyServed(true)); err != nil {
+			src.log.Error("served snapshot", "err", err)
+		}
+	})
+	if err != nil {
+		src.log.Error("not watching the served snapshot", "err", err)
+	}
+}
+
+// verifyServed checks the store's served snapshot.
+func (src *Store) verifyServed(full bool) func() error {
+	return func() error {
+		rep, err := src.b.Store.Verify(src.b.Repo, full)
+		if err != nil {
+			return err
+		}
+		return rep.Err()
+	}
+}
+
+func (src *Store) Lock(op string) (func(), error) {
+	if !src.busy.TryLock() {
+		return nil, wire.Errorf(wire.CodeBusy, "%s: another pull, update, rollback or gc is in progress", op)
+	}
+	return src.busy.Unlock, nil
+}
+
+// Update pulls rev and makes it the served revision: installed beside the
+// current one, verified, then switched to when no generation is running
+// (running ones finish on the old revision). A bundle not installed (or
+// failed) is installed and left ready to load.
+func (src *Store) Update(ctx context.Context, st *store.Store, op, rev string, progress func(store.Event)) (*wire.PullResult, error) {
+	unlock, err := src.Lock(op)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if rev == "" {
+		rev = src.b.Revision
+	}
+	defer src.listen(progress)()
+	repo := src.b.Repo
+	cur, err := src.b.Store.Current(repo)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInternal, "%s: %v", op, err)
+	}
+	state, _ := src.res.State()
+	installing := cur.Commit == "" || state == residency.Absent || state == residency.Failed
+	if installing {
+		src.res.Machine().To(residency.Downloading, fmt.Sprintf("pulling %s@%s", repo, rev))
+	}
+	pr, err := st.Pull(ctx, repo, store.PullOptions{Revision: rev, Selection: src.b.Selection, KeepCurrent: !installing})
+	if err != nil {
+		if installing {
+			src.res.Machine().Fail(fmt.Sprintf("pull %s@%s failed: %v", repo, rev, err))
+		}
+		return nil, wire.Errorf(wire.CodeUnavailable, "%s %s@%s: %v", op, repo, rev, err)
+	}
+	res := &wire.PullResult{Repo: repo, Commit: pr.Commit, AlreadyInstalled: pr.AlreadyInstalled, Files: uint64(pr.Files),
+		Bytes: uint64(pr.Bytes), DownloadedBytes: uint64(pr.DownloadedBytes)}
+	switch {
+	case installing:
+		if pr.AlreadyInstalled { // the pull downloaded nothing: check what is there
+			src.res.Machine().To(residency.Verifying, "verifying the installed "+src.name(pr.Commit))
+			if err := src.verifyServed(true)(); err != nil {
+				src.res.Machine().Fail(fmt.Sprintf("%s is installed but does not verify: %v", src.name(pr.Commit), err))
+				return nil, wire.Errorf(wire.CodeUnavailable, "%s: %s is installed but does not verify (roll back, or gc and pull again): %v", op, src.name(pr.Commit), err)
+			}
+		}
+		if err := src.res.Install(src.name(pr.Commit), src.loader(pr.Commit), "verified by pull"); err != nil {
+			return nil, wire.Errorf(wire.CodeInternal, "%s: %v", op, err)
+		}
+		src.watch(pr.Commit)
+	case pr.Commit != cur.Commit:
+		if _, err := src.b.Store.Activate(repo, pr.Commit); err != nil {
+			return nil, wire.Errorf(wire.CodeInternal, "%s: %v", op, err)
+		}
+		if err := src.res.Switch(ctx, src.name(pr.Commit), src.verifyServed(false), src.loader(pr.Commit)); err != nil {
+			if _, rerr := src.b.Store.Activate(repo, cur.Commit); rerr != nil {
+				src.log.Error("restoring the served revision after a failed switch", "err", rerr)
+			}
+			return nil, err
+		}
+		src.watch(pr.Commit)
+	}
+	now, _ := src.b.Store.Current(repo)
+	res.Serving, res.Previous = now.Commit, now.Previous
+	return res, nil
+}
+
+// Rollback serves the store's previous revision again.
+func (src *Store) Rollback(ctx context.Context) (*wire.PullResult, error) {
+	unlock, err := src.Lock(wire.OpUpdateRollback)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	repo := src.b.Repo
+	st, err := src.b.Store.Rollback(repo)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeNotFound, "update.rollback: %v", err)
+	}
+	if state, _ := src.res.State(); state == residency.Failed || state == residency.Absent {
+		// The served revision is broken: check the previous one first.
+		if err = src.verifyServed(false)(); err == nil {
+			err = src.res.Install(src.name(st.Commit), src.loader(st.Commit), "rolling back to "+st.Commit)
+		}
+	} else {
+		err = src.res.Switch(ctx, src.name(st.Commit), src.verifyServed(false), src.loader(st.Commit))
+	}
+	if err != nil {
+		if _, rerr := src.b.Store.Rollback(repo); rerr != nil { // swap back
+			src.log.Error("restoring the served revision after a failed rollback", "err", rerr)
+		}
+		return nil, err
+	}
+	src.watch(st.Commit)
+	return &wire.PullResult{Repo: repo, Commit: st.Commit, Serving: st.Commit, Previous: st.Previous}, nil
+}
+
+// Check, Apply and GC make the served store the automatic updater's source.
+func (src *Store) Check(ctx context.Context) (string, bool, error) {
+	uc, err := src.b.Store.CheckUpdate(ctx, src.b.Repo, store.PullOptions{Revision: src.b.Revision, Selection: src.b.Selection})
+	if err != nil {
+		return "", false, err
+	}
+	return uc.Latest, uc.UpToDate, nil
+}
+
+func (src *Store) Apply(ctx context.Context) (string, error) {
+	res, err := src.Update(ctx, src.b.Background, "automatic update", "", func(e store.Event) {
+		if e.Kind == "installed" || e.Kind == "retry" {
+			src.log.Info("update download", "event", e.Kind, "commit", e.Commit, "path", e.Path, "message", e.Message)
+		}
+	})
+	if err != nil {
+		return "", err
+	}
+	return res.Serving, nil
+}
+
+func (src *Store) GC() error {
+	unlock, err := src.Lock("automatic gc")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	res, err := src.b.Store.GC(false)
+	if err == nil && len(res.Snapshots) > 0 {
+		src.log.Info("update gc", "removed", res.Snapshots, "freed_bytes", res.FreedBytes)
+	}
+	return err
+}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/tensor"
-	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/internal/synthbundle"
 	"github.com/forgedaemon/forged/verify"
@@ -221,7 +221,7 @@ func TestEveryRuleHasAFailingCase(t *testing.T) {
 	}
 }
 
-var synthSel = []string{dflash.PredecessorCodebook, dflash.SuccessorCodebook}
+var synthSel = []string{drafter.PredecessorCodebook, drafter.SuccessorCodebook}
 
 func TestFastVerifyTrustsOnlyUnchangedFiles(t *testing.T) {
 	dir := copyBundle(t)

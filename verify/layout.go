@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
-	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 )
 
@@ -118,7 +118,7 @@ func (c *checker) checkDrafter(model *hfconfig.Model, man *bundle.Manifest) bool
 	cfgPath := path.Join(d.Path, d.Config)
 	selPath := path.Join(d.Path, d.Codebooks)
 
-	target := dflash.Target{Model: model}
+	target := drafter.Target{Model: model}
 	if man != nil {
 		target.Taps = man.Taps
 		target.ExportName = path.Base(man.Export)
@@ -127,13 +127,13 @@ func (c *checker) checkDrafter(model *hfconfig.Model, man *bundle.Manifest) bool
 	if err != nil {
 		c.fail("drafter.meta", metaPath, "%v", err)
 	} else {
-		c.failAll(dflash.MetaRules(meta, metaPath))
-		c.failAll(dflash.ExportRules(meta, target.ExportName, metaPath))
+		c.failAll(drafter.MetaRules(meta, metaPath))
+		c.failAll(drafter.ExportRules(meta, target.ExportName, metaPath))
 	}
 	if cfg, err := hfconfig.LoadDrafter(c.local(cfgPath)); err != nil {
 		c.fail("drafter.config", cfgPath, "%v", err)
 	} else {
-		c.failAll(dflash.ConfigRules(cfg, meta, target, cfgPath))
+		c.failAll(drafter.ConfigRules(cfg, meta, target, cfgPath))
 	}
 	if man != nil {
 		if !slices.Equal(d.Taps, man.Taps) {
@@ -144,19 +144,19 @@ func (c *checker) checkDrafter(model *hfconfig.Model, man *bundle.Manifest) bool
 		}
 	}
 	if model != nil {
-		c.failAll(dflash.SelectorRules(c.local(selPath), selPath, model.VocabSize, dflash.PublishedSelectorRk))
+		c.failAll(drafter.SelectorRules(c.local(selPath), selPath, model.VocabSize, drafter.PublishedSelectorRk))
 	}
 	return len(c.report.Failures) == before
 }
 
 // readDrafterMeta reads the sidecar at the bundle's own metadata path
-// (release.json names it; dflash.ReadMetadata assumes the default name).
-func readDrafterMeta(p string) (*dflash.Metadata, error) {
+// (release.json names it; drafter.ReadMetadata assumes the default name).
+func readDrafterMeta(p string) (*drafter.Metadata, error) {
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return nil, err
 	}
-	var m dflash.Metadata
+	var m drafter.Metadata
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func readDrafterMeta(p string) (*dflash.Metadata, error) {
 }
 
 // failAll records the shared rules' violations as failures.
-func (c *checker) failAll(vs []dflash.Violation) {
+func (c *checker) failAll(vs []drafter.Violation) {
 	for _, v := range vs {
 		c.fail(v.Rule, v.File, "%s", v.Msg)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
-	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 )
 
@@ -110,7 +110,7 @@ func BenchmarkDrafterHost27B(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	meta := &dflash.Metadata{W: 2048, T: 8, R: 8, RP: 64, FeatScale: 0.125, TargetExport: "x", HeadExport: "x/lm_head.safetensors"}
+	meta := &drafter.Metadata{W: 2048, T: 8, R: 8, RP: 64, FeatScale: 0.125, TargetExport: "x", HeadExport: "x/lm_head.safetensors"}
 	meta.Entries = map[string]struct {
 		Inputs  []string `json:"inputs,omitempty"`
 		Outputs []string `json:"outputs"`
@@ -121,11 +121,11 @@ func BenchmarkDrafterHost27B(b *testing.B) {
 		codebook[i] = byte(i * 7) // arbitrary bf16 values
 	}
 	shape := []int{cfg.VocabSize, cfg.DFlash.SelectorRank}
-	if err := errors.Join(os.WriteFile(filepath.Join(dir, dflash.ConfigFile), cj, 0o644),
-		os.WriteFile(filepath.Join(dir, dflash.MetadataFile), mj, 0o644),
-		tensor.WriteSafetensors(filepath.Join(dir, dflash.SelectorFile), nil, []tensor.Tensor{
-			{Name: dflash.PredecessorCodebook, DType: tensor.BF16, Shape: shape, Data: codebook},
-			{Name: dflash.SuccessorCodebook, DType: tensor.BF16, Shape: shape, Data: codebook}})); err != nil {
+	if err := errors.Join(os.WriteFile(filepath.Join(dir, drafter.ConfigFile), cj, 0o644),
+		os.WriteFile(filepath.Join(dir, drafter.MetadataFile), mj, 0o644),
+		tensor.WriteSafetensors(filepath.Join(dir, drafter.SelectorFile), nil, []tensor.Tensor{
+			{Name: drafter.PredecessorCodebook, DType: tensor.BF16, Shape: shape, Data: codebook},
+			{Name: drafter.SuccessorCodebook, DType: tensor.BF16, Shape: shape, Data: codebook}})); err != nil {
 		b.Fatal(err)
 	}
 	fns, err := standin.DrafterFunctions(dir)

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/speculative"
@@ -100,12 +101,12 @@ func LoadDrafter(dir string, opts DrafterOptions) (*DrafterModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	meta, err := dflash.ReadMetadata(dir)
+	meta, err := drafter.ReadMetadata(dir)
 	if err != nil {
 		return nil, err
 	}
-	if vs := dflash.MetaRules(meta, dflash.MetadataFile); len(vs) > 0 {
-		return nil, &dflash.PairError{Violations: vs}
+	if vs := drafter.MetaRules(meta, drafter.MetadataFile); len(vs) > 0 {
+		return nil, &drafter.PairError{Violations: vs}
 	}
 	if meta.W != cfg.SlidingWindow {
 		return nil, fmt.Errorf("coreai drafter: sidecar W=%d, config sliding_window %d", meta.W, cfg.SlidingWindow)

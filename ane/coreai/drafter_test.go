@@ -13,6 +13,7 @@ import (
 	"github.com/forgedaemon/forged/ane/coreai/internal/refdraft"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/sample"
 	"github.com/forgedaemon/forged/ane/speculative"
 	"github.com/forgedaemon/forged/ane/speculative/dflash"
@@ -29,7 +30,7 @@ import (
 
 // drafterEdits break a drafter directory on purpose.
 type drafterEdits struct {
-	meta  func(*dflash.Metadata)                // the sidecar, after the package is written
+	meta  func(*drafter.Metadata)               // the sidecar, after the package is written
 	specs func(entry string, s []refchunk.Spec) // the package's descriptions
 }
 
@@ -51,12 +52,12 @@ func writeDrafterDir(t *testing.T, dir string, edit drafterEdits) string {
 		}
 	}
 	if edit.meta != nil {
-		meta, err := dflash.ReadMetadata(dir)
+		meta, err := drafter.ReadMetadata(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		edit.meta(meta)
-		writeJSON(t, filepath.Join(dir, dflash.MetadataFile), meta)
+		writeJSON(t, filepath.Join(dir, drafter.MetadataFile), meta)
 	}
 	return dir
 }
@@ -303,7 +304,7 @@ func TestOpenDrafterRefuses(t *testing.T) {
 		edit drafterEdits
 		msg  string
 	}{
-		{"sidecar R", drafterEdits{meta: func(m *dflash.Metadata) { m.R = 4 }}, "drafter.meta"},
+		{"sidecar R", drafterEdits{meta: func(m *drafter.Metadata) { m.R = 4 }}, "drafter.meta"},
 		{"mask shape", drafterEdits{specs: func(e string, s []refchunk.Spec) {
 			for i := range s {
 				if e == refdraft.Draft && s[i].Name == "mask" {

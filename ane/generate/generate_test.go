@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/sample"
@@ -63,7 +64,7 @@ func newGenerator(tb testing.TB) (*Generator, *dflash.Drafter) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := dflash.CheckDirs(drafterDir, targetDir, "", dcfg.DFlash.TargetLayerIDs); err != nil {
+	if err := drafter.CheckDirs(drafterDir, targetDir, "", dcfg.DFlash.TargetLayerIDs); err != nil {
 		tb.Fatal(err)
 	}
 	m, err := ref.Open(targetDir, ref.Options{Taps: dcfg.DFlash.TargetLayerIDs, Threads: 1})

@@ -10,11 +10,11 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 	"github.com/forgedaemon/forged/ane/ref"
-	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/verify"
 )
@@ -102,7 +102,7 @@ func Assemble(o AssembleOptions) (_ *AssembleReport, err error) {
 	taps := bundle.SpreadTaps(cfg.NumHiddenLayers)
 	if o.Drafter != "" {
 		// The sidecar must name this export; the runtime taps what the drafter reads.
-		if err := dflash.CheckDirs(o.Drafter, o.Model, o.Export, nil); err != nil {
+		if err := drafter.CheckDirs(o.Drafter, o.Model, o.Export, nil); err != nil {
 			return nil, fmt.Errorf("assemble: drafter %s: %w", o.Drafter, err)
 		}
 		dc, err := hfconfig.LoadDrafter(o.Drafter)
@@ -345,24 +345,24 @@ func assembleDrafter(o AssembleOptions, weights map[string][]float32) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
-	for _, name := range []string{dflash.ConfigFile, dflash.WeightsFile, dflash.SelectorFile} {
+	for _, name := range []string{drafter.ConfigFile, drafter.WeightsFile, drafter.SelectorFile} {
 		if err := copyFile(filepath.Join(o.Drafter, name), filepath.Join(dst, name)); err != nil {
 			return err
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(o.Drafter, dflash.MetadataFile))
+	data, err := os.ReadFile(filepath.Join(o.Drafter, drafter.MetadataFile))
 	if err != nil {
 		return err
 	}
 	var meta map[string]any
 	if err := json.Unmarshal(data, &meta); err != nil {
-		return fmt.Errorf("drafter %s: %s: %w", o.Drafter, dflash.MetadataFile, err)
+		return fmt.Errorf("drafter %s: %s: %w", o.Drafter, drafter.MetadataFile, err)
 	}
 	meta["target_export"], meta["head_export"] = "export", "export/"+export.HeadFile
 	if data, err = json.MarshalIndent(meta, "", "  "); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dst, dflash.MetadataFile), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dst, drafter.MetadataFile), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
 	if weights != nil {

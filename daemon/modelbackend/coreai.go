@@ -8,10 +8,10 @@ import (
 	"slices"
 
 	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/speculative"
-	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/residency"
@@ -76,7 +76,7 @@ func (r *coreaiRuntime) openDrafter(dir, modelDir, bridge string, emb coreai.Emb
 		opts.log().Warn("speculating with prompt lookup: the DFlash2 drafter is refused", "drafter", ddir, "err", err)
 	}
 	man := r.model.Manifest()
-	if err := dflash.CheckPair(ddir, modelDir, man.Export, man.Taps); err != nil {
+	if err := drafter.CheckPair(ddir, modelDir, man.Export, man.Taps); err != nil {
 		refuse(err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/kernels"
 	"github.com/forgedaemon/forged/ane/ref"
@@ -62,7 +63,7 @@ func (b *Backend) openRefBundle(dir string, opts Options, why string) error {
 		return err
 	}
 	if opts.Drafter == "" {
-		if d := filepath.Join(dir, "drafter"); fileExists(filepath.Join(d, dflash.WeightsFile)) {
+		if d := filepath.Join(dir, "drafter"); fileExists(filepath.Join(d, drafter.WeightsFile)) {
 			opts.Drafter = d
 		}
 	}
@@ -99,7 +100,7 @@ func newRefRuntime(m *ref.Model, opts Options, modelDir, exportDir string) *refR
 	return rt
 }
 
-// loadRefDrafter applies the pairing rules (a *dflash.PairError names
+// loadRefDrafter applies the pairing rules (a *drafter.PairError names
 // each failed rule) and loads the drafter's weights, returning them with a
 // view of m tapping the drafter's layers.
 func loadRefDrafter(m *ref.Model, dir, modelDir, exportDir string) (*dflash.Weights, *ref.Model, error) {
@@ -108,7 +109,7 @@ func loadRefDrafter(m *ref.Model, dir, modelDir, exportDir string) (*dflash.Weig
 		return nil, nil, err
 	}
 	taps := cfg.DFlash.TargetLayerIDs
-	if err := dflash.CheckDirs(dir, modelDir, exportDir, taps); err != nil {
+	if err := drafter.CheckDirs(dir, modelDir, exportDir, taps); err != nil {
 		return nil, nil, err
 	}
 	w, err := dflash.LoadWeights(dir)

@@ -7,11 +7,11 @@ import (
 
 	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
 	"github.com/forgedaemon/forged/ane/coreai/internal/refdraft"
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/layout"
 	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/kernels"
-	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/bundle"
 )
 
@@ -48,12 +48,12 @@ func DrafterFunctions(drafterDir string) (map[string][]refchunk.Spec, error) {
 	return fns, err
 }
 
-func drafterLayout(drafterDir string) (*hfconfig.Drafter, *dflash.Metadata, map[string][]refchunk.Spec, error) {
+func drafterLayout(drafterDir string) (*hfconfig.Drafter, *drafter.Metadata, map[string][]refchunk.Spec, error) {
 	cfg, err := hfconfig.LoadDrafter(drafterDir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	meta, err := dflash.ReadMetadata(drafterDir)
+	meta, err := drafter.ReadMetadata(drafterDir)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("drafter %s: %w", drafterDir, err)
 	}

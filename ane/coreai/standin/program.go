@@ -10,6 +10,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
 	"github.com/forgedaemon/forged/ane/coreai/internal/refdraft"
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/speculative/dflash"
 )
@@ -55,7 +56,7 @@ type Program struct {
 	// Entries are the package's functions (chunk: v8_/p64_ entries; head:
 	// h8).
 	Entries []Entry `json:"entries,omitempty"`
-	// Drafter is the drafter package's sidecar values (dflash.Metadata).
+	// Drafter is the drafter package's sidecar values (drafter.Metadata).
 	Drafter *DrafterSpec `json:"drafter,omitempty"`
 }
 
@@ -330,7 +331,7 @@ func loadDrafter(pkg, weights string, p *Program) (program, error) {
 		return nil, fmt.Errorf("stand-in drafter package %s: %w", pkg, err)
 	}
 	d := p.Drafter
-	prog, err := refdraft.New(net, &dflash.Metadata{W: d.W, T: d.T, R: d.R, RP: d.RP, FeatScale: d.FeatScale})
+	prog, err := refdraft.New(net, &drafter.Metadata{W: d.W, T: d.T, R: d.R, RP: d.RP, FeatScale: d.FeatScale})
 	if err != nil {
 		return nil, fmt.Errorf("stand-in package %s: %w", file, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/internal/synth"
 )
@@ -259,7 +260,7 @@ func (r *naive) propose(feats [][]float32, fpos []int, anchor, pos int) (hid, lo
 		for _, c := range ids[:cfg.DFlash.SelectorTopK] {
 			s := lg[c]
 			for k := 0; k < R; k++ {
-				s += float64(r.t(SuccessorCodebook)[c*R+k]) * float64(r.t(PredecessorCodebook)[prev*R+k]) * hp[k]
+				s += float64(r.t(drafter.SuccessorCodebook)[c*R+k]) * float64(r.t(drafter.PredecessorCodebook)[prev*R+k]) * hp[k]
 			}
 			if best < 0 || s > bestS {
 				best, bestS = c, s

@@ -10,14 +10,8 @@ package dflash
 import (
 	"fmt"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/speculative"
-)
-
-// FlushRows is the block size of context flushes (the published ctx64
-// entry); PendingRows is how many rows may wait for the next draft call.
-const (
-	FlushRows   = 64
-	PendingRows = 8
 )
 
 // Drafter is one session's drafter on the CPU: the network (weights shared
@@ -60,13 +54,13 @@ func (d *Drafter) Rewind(pos int) { d.ring.Rewind(pos) }
 
 // AddContext queues the target's features of committed rows (positions
 // strictly increasing, after every earlier row); while more than
-// PendingRows wait, they are flushed into the ring in FlushRows blocks.
+// drafter.PendingRows wait, they are flushed into the ring in drafter.FlushRows blocks.
 func (d *Drafter) AddContext(features []float32, positions []int) error {
 	if err := d.ring.Add(features, positions); err != nil {
 		return err
 	}
-	for d.ring.Pending() > PendingRows {
-		d.flush(min(FlushRows, d.ring.Pending()))
+	for d.ring.Pending() > drafter.PendingRows {
+		d.flush(min(drafter.FlushRows, d.ring.Pending()))
 	}
 	return nil
 }

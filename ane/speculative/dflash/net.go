@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/kernels"
 )
@@ -66,7 +67,7 @@ func NewNet(w *Weights, target TargetWeights, threads int) (*Net, error) {
 		}
 	}
 	var err error
-	if d.sel, err = NewSelector(cfg, w.T[PredecessorCodebook], w.T[SuccessorCodebook]); err != nil {
+	if d.sel, err = NewSelector(cfg, w.T[drafter.PredecessorCodebook], w.T[drafter.SuccessorCodebook]); err != nil {
 		return nil, err
 	}
 	var linErr error

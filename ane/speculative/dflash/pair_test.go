@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/kernels"
@@ -60,7 +61,7 @@ func TestSyntheticDrafterPairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckDirs(drafterDir, targetDir, "", cfg.DFlash.TargetLayerIDs); err != nil {
+	if err := drafter.CheckDirs(drafterDir, targetDir, "", cfg.DFlash.TargetLayerIDs); err != nil {
 		t.Fatalf("synthetic drafter does not pair with its target: %v", err)
 	}
 	target, err := hfconfig.LoadModel(targetDir)
@@ -78,7 +79,7 @@ func TestSyntheticDrafterPairs(t *testing.T) {
 	if _, err := GenerateSynthetic(targetDir, "", again, 3); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{WeightsFile, SelectorFile, ConfigFile, MetadataFile} {
+	for _, f := range []string{drafter.WeightsFile, drafter.SelectorFile, drafter.ConfigFile, drafter.MetadataFile} {
 		a, _ := os.ReadFile(filepath.Join(drafterDir, f))
 		b, _ := os.ReadFile(filepath.Join(again, f))
 		if len(a) == 0 || string(a) != string(b) {
@@ -110,36 +111,36 @@ func TestPairingRefusals(t *testing.T) {
 		mut               func(t *testing.T, dir string)
 	}{
 		{name: "hidden size", rule: "drafter.config", inMsg: "hidden_size", mut: func(t *testing.T, d string) {
-			editJSON(t, filepath.Join(d, ConfigFile), func(m map[string]any) { m["hidden_size"] = 128 })
+			editJSON(t, filepath.Join(d, drafter.ConfigFile), func(m map[string]any) { m["hidden_size"] = 128 })
 		}},
 		{name: "vocab", rule: "drafter.config", inMsg: "vocab_size", mut: func(t *testing.T, d string) {
-			editJSON(t, filepath.Join(d, ConfigFile), func(m map[string]any) { m["vocab_size"] = 1024 })
+			editJSON(t, filepath.Join(d, drafter.ConfigFile), func(m map[string]any) { m["vocab_size"] = 1024 })
 		}},
 		{name: "target layers", rule: "drafter.config", inMsg: "num_target_layers", mut: func(t *testing.T, d string) {
-			editJSON(t, filepath.Join(d, ConfigFile), func(m map[string]any) { m["num_target_layers"] = 64 })
+			editJSON(t, filepath.Join(d, drafter.ConfigFile), func(m map[string]any) { m["num_target_layers"] = 64 })
 		}},
 		{name: "layers", rule: "drafter.config", inMsg: "num_hidden_layers", mut: func(t *testing.T, d string) {
-			editJSON(t, filepath.Join(d, ConfigFile), func(m map[string]any) { m["num_hidden_layers"] = 4 })
+			editJSON(t, filepath.Join(d, drafter.ConfigFile), func(m map[string]any) { m["num_hidden_layers"] = 4 })
 		}},
 		{name: "taps", rule: "drafter.pair", inMsg: "target_layer_ids", taps: []int{1, 3}},
 		{name: "export name", rule: "drafter.pair", inMsg: `"other"`, export: "/exports/other"},
 		{name: "sidecar export", rule: "drafter.pair", inMsg: "target_export", mut: func(t *testing.T, d string) {
-			editJSON(t, filepath.Join(d, MetadataFile), func(m map[string]any) { m["target_export"] = "/exports/elsewhere" })
+			editJSON(t, filepath.Join(d, drafter.MetadataFile), func(m map[string]any) { m["target_export"] = "/exports/elsewhere" })
 		}},
 		{name: "window", rule: "drafter.meta", inMsg: "W=1024", mut: func(t *testing.T, d string) {
-			editJSON(t, filepath.Join(d, MetadataFile), func(m map[string]any) { m["W"] = 1024 })
+			editJSON(t, filepath.Join(d, drafter.MetadataFile), func(m map[string]any) { m["W"] = 1024 })
 		}},
 		{name: "entries", rule: "drafter.meta", inMsg: "ctx64", mut: func(t *testing.T, d string) {
-			editJSON(t, filepath.Join(d, MetadataFile), func(m map[string]any) { delete(m["entries"].(map[string]any), "ctx64") })
+			editJSON(t, filepath.Join(d, drafter.MetadataFile), func(m map[string]any) { delete(m["entries"].(map[string]any), "ctx64") })
 		}},
-		{name: "no sidecar", rule: "drafter.meta", inMsg: MetadataFile, mut: func(t *testing.T, d string) {
-			os.Remove(filepath.Join(d, MetadataFile))
+		{name: "no sidecar", rule: "drafter.meta", inMsg: drafter.MetadataFile, mut: func(t *testing.T, d string) {
+			os.Remove(filepath.Join(d, drafter.MetadataFile))
 		}},
 		{name: "selector keys", rule: "drafter.selector", inMsg: "want exactly", mut: func(t *testing.T, d string) {
-			writeSelector(t, d, map[string][]int{PredecessorCodebook: {512, 256}, SuccessorCodebook: {512, 256}, "extra": {1}})
+			writeSelector(t, d, map[string][]int{drafter.PredecessorCodebook: {512, 256}, drafter.SuccessorCodebook: {512, 256}, "extra": {1}})
 		}},
 		{name: "selector shape", rule: "drafter.selector", inMsg: "shape", mut: func(t *testing.T, d string) {
-			writeSelector(t, d, map[string][]int{PredecessorCodebook: {512, 128}, SuccessorCodebook: {512, 256}})
+			writeSelector(t, d, map[string][]int{drafter.PredecessorCodebook: {512, 128}, drafter.SuccessorCodebook: {512, 256}})
 		}},
 	}
 	for _, c := range cases {
@@ -152,8 +153,8 @@ func TestPairingRefusals(t *testing.T) {
 			if c.taps != nil {
 				useTaps = c.taps
 			}
-			err := CheckDirs(d, targetDir, c.export, useTaps)
-			var pe *PairError
+			err := drafter.CheckDirs(d, targetDir, c.export, useTaps)
+			var pe *drafter.PairError
 			if !asPairError(err, &pe) {
 				t.Fatalf("got %v, want a pairing error", err)
 			}
@@ -164,8 +165,8 @@ func TestPairingRefusals(t *testing.T) {
 	}
 }
 
-func asPairError(err error, pe **PairError) bool {
-	p, ok := err.(*PairError)
+func asPairError(err error, pe **drafter.PairError) bool {
+	p, ok := err.(*drafter.PairError)
 	*pe = p
 	return ok
 }
@@ -180,7 +181,7 @@ func writeSelector(t *testing.T, dir string, shapes map[string][]int) {
 		}
 		ts = append(ts, tensor.Tensor{Name: name, DType: tensor.BF16, Shape: shape, Data: make([]byte, n)})
 	}
-	if err := tensor.WriteSafetensors(filepath.Join(dir, SelectorFile), nil, ts); err != nil {
+	if err := tensor.WriteSafetensors(filepath.Join(dir, drafter.SelectorFile), nil, ts); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -203,7 +204,7 @@ func TestLoadRefusesMismatch(t *testing.T) {
 		t.Errorf("vocab mismatch: %v", err)
 	}
 	d := copyDir(t, drafterDir)
-	editJSON(t, filepath.Join(d, ConfigFile), func(m map[string]any) { m["intermediate_size"] = 256 })
+	editJSON(t, filepath.Join(d, drafter.ConfigFile), func(m map[string]any) { m["intermediate_size"] = 256 })
 	if _, err := LoadWeights(d); err == nil || !strings.Contains(err.Error(), "mlp.gate_proj.weight has shape [128 64], want [256 64]") {
 		t.Errorf("shape mismatch: %v", err)
 	}
@@ -284,14 +285,14 @@ func FuzzReadMetadata(f *testing.F) {
 	f.Add([]byte(`{"W":"x"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, MetadataFile), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, drafter.MetadataFile), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		m, err := ReadMetadata(dir)
+		m, err := drafter.ReadMetadata(dir)
 		if err != nil {
 			return
 		}
-		vs := append(MetaRules(m, MetadataFile), ExportRules(m, "tiny", MetadataFile)...)
+		vs := append(drafter.MetaRules(m, drafter.MetadataFile), drafter.ExportRules(m, "tiny", drafter.MetadataFile)...)
 		for _, v := range vs {
 			if v.Rule == "" || v.Msg == "" {
 				t.Fatalf("violation without a rule or message: %+v", v)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 )
 
@@ -32,10 +33,10 @@ func NewSelector(cfg *hfconfig.Drafter, pred, succ []float32) (*Selector, error)
 // the two codebooks, each [vocab, rank].
 func LoadSelector(dir string, cfg *hfconfig.Drafter) (*Selector, error) {
 	w := &Weights{Config: cfg, T: map[string][]float32{}}
-	if err := w.read(filepath.Join(dir, SelectorFile), SelectorTensors(cfg)); err != nil {
+	if err := w.read(filepath.Join(dir, drafter.SelectorFile), SelectorTensors(cfg)); err != nil {
 		return nil, err
 	}
-	return NewSelector(cfg, w.T[PredecessorCodebook], w.T[SuccessorCodebook])
+	return NewSelector(cfg, w.T[drafter.PredecessorCodebook], w.T[drafter.SuccessorCodebook])
 }
 
 // Bytes is the codebooks' memory.

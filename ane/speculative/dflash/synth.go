@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
@@ -39,11 +40,11 @@ type SynthReport struct {
 func SynthConfig(target *hfconfig.Model) *hfconfig.Drafter {
 	return &hfconfig.Drafter{
 		HiddenSize: target.HiddenSize, IntermediateSize: 2 * target.HiddenSize,
-		NumHiddenLayers: PublishedLayers, NumAttentionHeads: 2 * PublishedKVHeads, NumKeyValueHeads: PublishedKVHeads,
-		HeadDim: PublishedHeadDim, VocabSize: target.VocabSize, SlidingWindow: PublishedWindow,
+		NumHiddenLayers: drafter.PublishedLayers, NumAttentionHeads: 2 * drafter.PublishedKVHeads, NumKeyValueHeads: drafter.PublishedKVHeads,
+		HeadDim: drafter.PublishedHeadDim, VocabSize: target.VocabSize, SlidingWindow: drafter.PublishedWindow,
 		NumTargetLayers: target.NumHiddenLayers, RMSNormEps: 1e-6, RopeTheta: 1e7,
-		DFlash: hfconfig.DFlashConfig{BlockSize: PublishedBlockSize, MaskTokenID: target.VocabSize - 1,
-			SelectorTopK: 16, SelectorRank: PublishedSelectorRk, ConvGroupSize: 16, ConvKernelSize: 2,
+		DFlash: hfconfig.DFlashConfig{BlockSize: drafter.PublishedBlockSize, MaskTokenID: target.VocabSize - 1,
+			SelectorTopK: 16, SelectorRank: drafter.PublishedSelectorRk, ConvGroupSize: 16, ConvKernelSize: 2,
 			TargetLayerIDs: bundle.SpreadTaps(target.NumHiddenLayers)},
 	}
 }
@@ -112,10 +113,10 @@ func GenerateSynthetic(targetDir, exportDir, outDir string, seed uint64) (rep *S
 		name  string
 		write func(path string) error
 	}{
-		{WeightsFile, func(p string) error { return tensor.WriteSafetensors(p, meta2, weights) }},
-		{SelectorFile, func(p string) error { return tensor.WriteSafetensors(p, nil, sel) }},
-		{MetadataFile, func(p string) error { return atomicfile.Write(p, append(mj, '\n'), 0o644) }},
-		{ConfigFile, func(p string) error { return atomicfile.Write(p, append(cj, '\n'), 0o644) }},
+		{drafter.WeightsFile, func(p string) error { return tensor.WriteSafetensors(p, meta2, weights) }},
+		{drafter.SelectorFile, func(p string) error { return tensor.WriteSafetensors(p, nil, sel) }},
+		{drafter.MetadataFile, func(p string) error { return atomicfile.Write(p, append(mj, '\n'), 0o644) }},
+		{drafter.ConfigFile, func(p string) error { return atomicfile.Write(p, append(cj, '\n'), 0o644) }},
 	}
 	for _, s := range steps {
 		if err := s.write(filepath.Join(outDir, s.name)); err != nil {
@@ -173,8 +174,8 @@ func bf16Tensor(s TensorSpec, v []float32) tensor.Tensor {
 
 // synthMetadata is the sidecar of a reference drafter: the published
 // T/R/RP/W and entry names, and the target it pairs with.
-func synthMetadata(target string) *Metadata {
-	m := &Metadata{W: PublishedWindow, T: PublishedBlockSize, R: PendingRows, RP: FlushRows, FeatScale: PublishedFeatScale,
+func synthMetadata(target string) *drafter.Metadata {
+	m := &drafter.Metadata{W: drafter.PublishedWindow, T: drafter.PublishedBlockSize, R: drafter.PendingRows, RP: drafter.FlushRows, FeatScale: drafter.PublishedFeatScale,
 		Export: "reference (ane/speculative/dflash, no Core AI package)", TargetExport: target,
 		HeadExport: filepath.Join(target, "lm_head.safetensors")}
 	m.Entries = map[string]struct {

@@ -6,23 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
-)
-
-// Files of a drafter directory.
-const (
-	ConfigFile   = "config.json"
-	WeightsFile  = "model.safetensors"
-	SelectorFile = "selector.safetensors"
-	MetadataFile = "dflash2_lut4_gptq.json"
-)
-
-// Selector codebook tensor names in selector.safetensors (the same names
-// the bundle integrity check requires).
-const (
-	PredecessorCodebook = "candidate_selector.predecessor_codebook"
-	SuccessorCodebook   = "candidate_selector.successor_codebook"
 )
 
 // Sides of the two-tap grouped convolution around a sublayer: side 0
@@ -74,8 +60,8 @@ func CheckpointTensors(cfg *hfconfig.Drafter, featureWidth int) []TensorSpec {
 // SelectorTensors is the table of selector.safetensors.
 func SelectorTensors(cfg *hfconfig.Drafter) []TensorSpec {
 	return []TensorSpec{
-		{PredecessorCodebook, []int{cfg.VocabSize, cfg.DFlash.SelectorRank}},
-		{SuccessorCodebook, []int{cfg.VocabSize, cfg.DFlash.SelectorRank}},
+		{drafter.PredecessorCodebook, []int{cfg.VocabSize, cfg.DFlash.SelectorRank}},
+		{drafter.SuccessorCodebook, []int{cfg.VocabSize, cfg.DFlash.SelectorRank}},
 	}
 }
 
@@ -98,10 +84,10 @@ func LoadWeights(dir string) (*Weights, error) {
 	}
 	featureWidth := cfg.FeatureSize(cfg.HiddenSize)
 	w := &Weights{Config: cfg, Features: featureWidth, T: map[string][]float32{}}
-	if err := w.read(filepath.Join(dir, WeightsFile), CheckpointTensors(cfg, featureWidth)); err != nil {
+	if err := w.read(filepath.Join(dir, drafter.WeightsFile), CheckpointTensors(cfg, featureWidth)); err != nil {
 		return nil, err
 	}
-	if err := w.read(filepath.Join(dir, SelectorFile), SelectorTensors(cfg)); err != nil {
+	if err := w.read(filepath.Join(dir, drafter.SelectorFile), SelectorTensors(cfg)); err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/generate"
 	"github.com/forgedaemon/forged/ane/sample"
@@ -82,7 +83,7 @@ With --json: one line per token, then one object with ids, text and the summary.
 				return err
 			}
 			taps = dcfg.DFlash.TargetLayerIDs
-			if err := dflash.CheckDirs(drafterDir, mf.model, mf.export, taps); err != nil {
+			if err := drafter.CheckDirs(drafterDir, mf.model, mf.export, taps); err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/speculative/dflash"
 	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
@@ -44,7 +45,7 @@ See docs/DRAFTER.md.`,
 		if err != nil {
 			return err
 		}
-		if err := dflash.CheckDirs(out, target, export, rep.Taps); err != nil {
+		if err := drafter.CheckDirs(out, target, export, rep.Taps); err != nil {
 			return err
 		}
 		if *asJSON {

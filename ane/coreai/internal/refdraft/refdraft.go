@@ -19,6 +19,7 @@ import (
 	"strconv"
 
 	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/speculative/dflash"
@@ -42,7 +43,7 @@ type Program struct {
 // New lays out the entries for net with the sidecar's W, R and RP and
 // feature scale (the host multiplies features by it; the graph divides
 // them back out — the RMSNorm after fc makes that immaterial up to eps).
-func New(net *dflash.Net, meta *dflash.Metadata) (*Program, error) {
+func New(net *dflash.Net, meta *drafter.Metadata) (*Program, error) {
 	p, err := NewLayout(net.Config(), net.Features(), meta)
 	if err != nil {
 		return nil, err
@@ -54,7 +55,7 @@ func New(net *dflash.Net, meta *dflash.Metadata) (*Program, error) {
 // NewLayout describes the entries of a drafter with cfg and features
 // values per context row without weights: Tensors works (for laying out
 // functions at any scale), Run does not.
-func NewLayout(cfg *hfconfig.Drafter, features int, meta *dflash.Metadata) (*Program, error) {
+func NewLayout(cfg *hfconfig.Drafter, features int, meta *drafter.Metadata) (*Program, error) {
 	if meta.W != cfg.SlidingWindow || meta.R < 1 || meta.RP < 1 {
 		return nil, fmt.Errorf("refdraft: sidecar W=%d R=%d RP=%d against sliding_window %d", meta.W, meta.R, meta.RP, cfg.SlidingWindow)
 	}

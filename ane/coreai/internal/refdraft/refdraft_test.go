@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
+	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/speculative/dflash"
@@ -21,7 +22,7 @@ func published() *hfconfig.Drafter {
 			SelectorTopK: 16, SelectorRank: 256, ConvGroupSize: 16, ConvKernelSize: 2, TargetLayerIDs: []int{5, 19, 33, 47, 61}}}
 }
 
-var publishedMeta = &dflash.Metadata{W: 2048, T: 8, R: 8, RP: 64, FeatScale: 0.125}
+var publishedMeta = &drafter.Metadata{W: 2048, T: 8, R: 8, RP: 64, FeatScale: 0.125}
 
 // The published draft and ctx64 I/O (§2.2) must come out of the
 // generalised shapes for the published config, inputs before outputs.
@@ -87,14 +88,14 @@ func mustSpecs(t *testing.T, p *Program, entry string) []refchunk.Spec {
 // mis-sized tensor, and a mask that hides the non-causal block.
 func TestRunRefusesMalformed(t *testing.T) {
 	dir := t.TempDir()
-	target, drafter := filepath.Join(dir, "tiny"), filepath.Join(dir, "drafter")
+	target, draftDir := filepath.Join(dir, "tiny"), filepath.Join(dir, "drafter")
 	if err := synth.Generate(target, synth.Options{Preset: "tiny", Seed: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dflash.GenerateSynthetic(target, "", drafter, 3); err != nil {
+	if _, err := dflash.GenerateSynthetic(target, "", draftDir, 3); err != nil {
 		t.Fatal(err)
 	}
-	w, err := dflash.LoadWeights(drafter)
+	w, err := dflash.LoadWeights(draftDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestRunRefusesMalformed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer net.Close()
-	p, err := New(net, &dflash.Metadata{W: 2048, R: 8, RP: 64, FeatScale: 0.125})
+	p, err := New(net, &drafter.Metadata{W: 2048, R: 8, RP: 64, FeatScale: 0.125})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package dflash
+package drafter
 
 import (
 	"encoding/json"

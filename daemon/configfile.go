@@ -1,56 +1,28 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/config"
+	"github.com/forgedaemon/forged/daemon/state"
 	"github.com/forgedaemon/forged/daemon/updater"
-	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
-// LiveKeys are the config keys a running daemon applies at once; a change
-// to any other key is logged as needing a restart (config.RestartKeys plus
-// everything that shapes the server or the served bundle when it starts).
-var LiveKeys = []string{
-	"keep_alive", "admin_group", "allowed_users", "log_level",
-	"limits.slots", "limits.max_queue", "limits.per_caller",
-	"update.auto", "update.interval", "update.jitter", "update.window", "update.bandwidth_limit",
-}
+// LiveKeys are the config keys a running daemon applies at once
+// (state.LiveKeys).
+var LiveKeys = state.LiveKeys
 
-// ConfigHooks let the daemon's owner apply what the server does not hold.
-type ConfigHooks struct {
-	LogLevel *slog.LevelVar // set from log_level on every reload
-	// Update gets the update policy on every reload (the update loop
-	// reads it each round).
-	Update func(config.Update)
-}
+// ConfigHooks is state.ConfigHooks: what the daemon's owner applies itself.
+type ConfigHooks = state.ConfigHooks
 
 // LiveFrom is the part of c a running daemon applies live.
-func LiveFrom(c *config.Config) (LiveSettings, error) {
-	uids, err := c.AllowedUIDs()
-	if err != nil {
-		return LiveSettings{}, err
-	}
-	allowed := make([]uint32, len(uids))
-	for i, u := range uids {
-		allowed[i] = uint32(u)
-	}
-	return LiveSettings{
-		Slots: c.Limits.Slots, MaxQueue: c.Limits.MaxQueue, PerCaller: c.Limits.PerCaller,
-		AdminGroup: c.AdminGroup, AllowedUIDs: allowed, KeepAlive: c.KeepAlive.D(),
-	}, nil
+func LiveFrom(c *config.Config) (LiveSettings, error) { return state.LiveFrom(c) }
+
+// UpdatePolicy is the update loop's policy from the config file's update
+// keys; offline (FORGE_OFFLINE, or no hub client) turns checks off.
+func UpdatePolicy(u config.Update, offline bool) updater.Policy {
+	return state.UpdatePolicy(u, offline)
 }
 
 // WatchConfig follows the config file at path until ctx ends: a valid edit
@@ -60,75 +32,15 @@ func LiveFrom(c *config.Config) (LiveSettings, error) {
 // the configuration in force stays. started is the config the daemon was
 // started with (nil: the file's); a difference from the file now is applied.
 func (s *Server) WatchConfig(ctx context.Context, path string, started *config.Config, hooks ConfigHooks) (*config.Watcher, error) {
-	s.mu.Lock()
-	s.configHooks = hooks
-	s.mu.Unlock()
-	w, err := config.Watch(ctx, path, config.WatchOptions{
-		OnReload: s.applyConfig,
-		OnError:  s.configRejected,
-	})
+	f, err := state.WatchConfig(ctx, path, hooks, s.log, s.ApplyLive, s.note)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.configFile = w
+	s.configFile = f
 	s.mu.Unlock()
-	if started != nil && len(config.Changed(started, w.Current())) > 0 {
-		s.applyConfig(started, w.Current()) // edited between load and watch
-	}
-	return w, nil
-}
-
-// applyConfig moves from old to c: the live keys now, the rest logged.
-func (s *Server) applyConfig(old, c *config.Config) {
-	changed := config.Changed(old, c)
-	if len(changed) == 0 {
-		return
-	}
-	var live, restart []string
-	for _, k := range changed {
-		if slices.Contains(LiveKeys, k) {
-			live = append(live, k)
-		} else {
-			restart = append(restart, k)
-		}
-	}
-	l, err := LiveFrom(c)
-	if err == nil {
-		err = s.ApplyLive(l)
-	}
-	if err != nil {
-		s.configRejected(fmt.Errorf("config change not applied, previous settings kept: %w", err))
-		return
-	}
-	s.mu.Lock()
-	hooks := s.configHooks
-	s.mu.Unlock()
-	if hooks.LogLevel != nil {
-		var lv slog.Level
-		if lv.UnmarshalText([]byte(c.LogLevel)) == nil {
-			hooks.LogLevel.Set(lv)
-		}
-	}
-	if hooks.Update != nil {
-		hooks.Update(c.Update)
-	}
-	reason := "config reloaded: applied " + strings.Join(live, ", ")
-	if len(live) == 0 {
-		reason = "config reloaded"
-	}
-	if len(restart) > 0 {
-		s.log.Warn("config keys changed that need a restart", "keys", restart)
-		reason += "; needs a restart: " + strings.Join(restart, ", ")
-	}
-	s.log.Info("config reloaded", "applied", live, "restart_needed", restart)
-	s.note(reason)
-}
-
-// configRejected logs a refused edit and tells subscribers.
-func (s *Server) configRejected(err error) {
-	s.log.Error("config", "err", err)
-	s.note(err.Error())
+	f.CatchUp(started)
+	return f.Watcher(), nil
 }
 
 // note publishes something subscribers should know (a config reload, an
@@ -161,124 +73,5 @@ func (c *conn) opConfigSet(_ context.Context, req wire.Request) (any, error) {
 	if w == nil {
 		return nil, wire.Errorf(wire.CodeUnavailable, "config.set: this daemon was started without --config, so there is no file to write")
 	}
-	s.configSetMu.Lock()
-	defer s.configSetMu.Unlock()
-	old := w.Current()
-	data, err := setKey(w.Path(), a.Key, a.Value)
-	if err != nil {
-		return nil, wire.Errorf(wire.CodeBadRequest, "config.set: %v", err)
-	}
-	if _, err := config.Parse(data); err != nil {
-		return nil, wire.Errorf(wire.CodeBadRequest, "config.set: %v", err)
-	}
-	if err := writeAtomic(w.Path(), data); err != nil {
-		return nil, wire.Errorf(wire.CodeInternal, "config.set: writing %s: %v", w.Path(), err)
-	}
-	now, err := w.Reload()
-	if err != nil {
-		return nil, wire.Errorf(wire.CodeInternal, "config.set: %v", err)
-	}
-	res := wire.ConfigSetResult{Changed: config.Changed(old, now), RestartNeeded: []string{}}
-	for _, k := range res.Changed {
-		if !slices.Contains(LiveKeys, k) {
-			res.RestartNeeded = append(res.RestartNeeded, k)
-		}
-	}
-	return res, nil
-}
-
-// setKey returns the config file at path (or {} if there is none) with the
-// dotted key set to value; keys the file leaves out stay out.
-func setKey(path, key string, value any) ([]byte, error) {
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) || len(bytes.TrimSpace(raw)) == 0 {
-		raw, err = []byte("{}"), nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	doc := map[string]any{}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%s is not a JSON object (fix it by hand first): %v", path, err)
-	}
-	parts := strings.Split(key, ".")
-	for _, p := range parts {
-		if !configKeyPart(p) {
-			return nil, fmt.Errorf("key %q: each dotted part must be a non-empty lowercase name like keep_alive or limits.per_caller (docs/CONFIG.md)", key)
-		}
-	}
-	if !validUTF8(value) {
-		return nil, fmt.Errorf("%s: the value's text must be valid UTF-8", key)
-	}
-	m := doc
-	for i, p := range parts[:len(parts)-1] {
-		next, ok := m[p].(map[string]any)
-		if !ok {
-			if _, set := m[p]; set {
-				return nil, fmt.Errorf("%s: is not an object", strings.Join(parts[:i+1], "."))
-			}
-			next = map[string]any{}
-			m[p] = next
-		}
-		m = next
-	}
-	m[parts[len(parts)-1]] = value
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("%s: value cannot be written as JSON: %v", key, err)
-	}
-	return append(out, '\n'), nil
-}
-
-// validUTF8 reports whether every string in v is valid UTF-8 (JSON would
-// silently replace bad bytes).
-func validUTF8(v any) bool {
-	switch v := v.(type) {
-	case string:
-		return utf8.ValidString(v)
-	case []any:
-		for _, e := range v {
-			if !validUTF8(e) {
-				return false
-			}
-		}
-	case map[string]any:
-		for k, e := range v {
-			if !utf8.ValidString(k) || !validUTF8(e) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func configKeyPart(p string) bool {
-	if p == "" || len(p) > 64 {
-		return false
-	}
-	for _, r := range p {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// writeAtomic replaces path with data so that a reader (the watcher, an
-// editor) sees the old file or the new one, never a part, and the rename
-// survives a crash (internal/atomicfile syncs the directory too).
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return atomicfile.Write(path, data, 0o644)
-}
-
-// UpdatePolicy is the update loop's policy from the config file's update
-// keys; offline (FORGE_OFFLINE, or no hub client) turns checks off.
-func UpdatePolicy(u config.Update, offline bool) updater.Policy {
-	return updater.Policy{Auto: u.Auto, Interval: u.Interval.D(), Jitter: u.Jitter.D(), Offline: offline,
-		InWindow: func(t time.Time) bool { return u.Window.Contains(t.Local()) }}
+	return w.Set(a.Key, a.Value)
 }

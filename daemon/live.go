@@ -1,22 +1,13 @@
 package daemon
 
 import (
-	"time"
-
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/state"
 )
 
-// LiveSettings are the settings a running daemon changes without a restart:
-// a config file edit or config.set applies them at once. Everything else
-// (socket, data directory, frame limits, the served bundle) needs a restart.
-type LiveSettings struct {
-	Slots, MaxQueue, PerCaller int
-	AdminGroup                 string   // group name or gid; "" for none
-	AllowedUIDs                []uint32 // empty: every local user
-	// KeepAlive is the residency keep-alive: 0 unloads at the first tick
-	// after the model goes idle, negative never (ignored without residency).
-	KeepAlive time.Duration
-}
+// LiveSettings is state.LiveSettings: what a running daemon changes
+// without a restart.
+type LiveSettings = state.LiveSettings
 
 // ApplyLive switches to l. An admin group that does not resolve is an error
 // and nothing changes.
@@ -64,7 +55,7 @@ func (s *Server) configValues() wire.ConfigValues {
 		}
 	}
 	if file != nil {
-		v.File = file.Path()
+		v.File = file.Watcher().Path()
 	}
 	return v
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
-	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/state"
 	"github.com/forgedaemon/forged/daemon/transport"
 )
@@ -92,10 +91,8 @@ type Server struct {
 	sessions *state.Sessions
 	res      *Residency // nil: the backend is always loaded
 
-	store       *state.Store    // nil: no bundle store (pull, verify, update.*, gc are unavailable)
-	configFile  *config.Watcher // nil: no --config (config.set is unavailable)
-	configHooks ConfigHooks
-	configSetMu sync.Mutex // one config.set at a time: read, edit, write
+	store      *state.Store      // nil: no bundle store (pull, verify, update.*, gc are unavailable)
+	configFile *state.ConfigFile // nil: no --config (config.set is unavailable)
 }
 
 // memoryFreed wakes requests waiting for memory, if residency is on.

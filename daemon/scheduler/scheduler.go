@@ -1,4 +1,7 @@
-package daemon
+// Package scheduler hands out the daemon's generation slots fairly:
+// interactive before background, round robin across callers, FIFO per
+// caller, bounded queues that refuse (busy) instead of growing.
+package scheduler
 
 import (
 	"context"

@@ -46,6 +46,12 @@ func (a authorizer) isAdmin(p Peer) bool {
 	return err == nil && slices.Contains(groups, g)
 }
 
+// IsAdmin and MayUseApps implement ops.Authorizer.
+func (a authorizer) IsAdmin(p Peer) bool { return a.isAdmin(p) }
+
+// MayUseApps reports whether p may use the app ops.
+func (a authorizer) MayUseApps(p Peer) bool { return a.mayUseApps(p) }
+
 func (a authorizer) mayUseApps(p Peer) bool {
 	return len(a.allowedUID) == 0 || p.UID == 0 || p.UID == a.daemonUID || slices.Contains(a.allowedUID, p.UID)
 }

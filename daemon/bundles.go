@@ -32,7 +32,7 @@ func (s *Server) ServeStore(ctx context.Context, b Bundles) (*Residency, error) 
 // is installed at once (if update.auto). Every round is logged, and applied
 // updates and failures are published as state events.
 func (s *Server) RunUpdates(ctx context.Context, policy func() updater.Policy, wake <-chan struct{}) error {
-	src := s.bundleStore()
+	src := view{s}.Store()
 	if src == nil {
 		return errors.New("automatic updates need a bundle store (forged run --repo)")
 	}

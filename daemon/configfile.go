@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 
-	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/state"
 	"github.com/forgedaemon/forged/daemon/updater"
@@ -49,29 +48,4 @@ func (s *Server) WatchConfig(ctx context.Context, path string, started *config.C
 func (s *Server) note(reason string) {
 	state, _, _ := s.currentState()
 	s.SetState(state, reason)
-}
-
-// opConfigSet edits one key of the config file, validates the whole file,
-// writes it atomically (a temporary file renamed over it) and reloads it,
-// so the reply reports what changed. A bad key or value is bad_request
-// naming it, and the file is left as it was.
-func (c *conn) opConfigSet(_ context.Context, req wire.Request) (any, error) {
-	var a wire.ConfigSetArgs
-	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
-		return nil, err
-	}
-	if a.Key == "" {
-		return nil, wire.Errorf(wire.CodeBadRequest, "config.set: args.key is required (a key of docs/CONFIG.md, e.g. \"keep_alive\")")
-	}
-	if a.Value == nil {
-		return nil, wire.Errorf(wire.CodeBadRequest, "config.set: args.value is required (null is not a value)")
-	}
-	s := c.s
-	s.mu.Lock()
-	w := s.configFile
-	s.mu.Unlock()
-	if w == nil {
-		return nil, wire.Errorf(wire.CodeUnavailable, "config.set: this daemon was started without --config, so there is no file to write")
-	}
-	return w.Set(a.Key, a.Value)
 }

@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"errors"
-
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/backend"
 	"github.com/forgedaemon/forged/daemon/residency"
@@ -14,26 +12,6 @@ type Footprinter = backend.Footprinter
 
 // footprint is the served backend's memory model, or nil.
 func (s *Server) footprint() *residency.Footprint { return state.FootprintOf(s.Backend()) }
-
-// contextEntry is the entry a request of prompt tokens and maxTokens starts
-// at: the smallest holding prompt + max_tokens + 8. Past the largest entry
-// the request is refused with context_exceeded naming the limit; it is never
-// truncated.
-func contextEntry(op string, f *residency.Footprint, ladder []int, prompt, maxTokens int) (int, error) {
-	if f == nil {
-		if len(ladder) == 0 {
-			return 0, nil // the backend has no ladder (fake engines): it decides
-		}
-		f = &residency.Footprint{Ladder: ladder}
-	}
-	entry, err := f.EntryFor(prompt, maxTokens)
-	var ce *residency.ContextExceededError
-	if errors.As(err, &ce) {
-		return 0, wire.Errorf(wire.CodeContextExceeded, "%s: %d prompt tokens plus max_tokens %d plus %d reserved exceed the largest context entry (limit %d positions)",
-			op, prompt, maxTokens, residency.SpeculativeReserve, ce.Limit)
-	}
-	return entry, err
-}
 
 // MemoryEstimate is the memory model's account of what the served model and
 // its sessions hold (the backend's Memory is the measured account). ok is

@@ -19,6 +19,12 @@ const (
 	StateUnloading = wire.StateUnloading
 )
 
+// EventQueued and QueuedEvent live in wire; these names keep callers unchanged.
+const EventQueued = wire.EventQueued
+
+// QueuedEvent is wire.QueuedEvent.
+type QueuedEvent = wire.QueuedEvent
+
 // EnableResidency puts the server's model under residency control. The
 // model starts unloaded (state "unloaded"); call Load to preload it.
 func (s *Server) EnableResidency(opts ResidencyOptions) *Residency {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/ops"
 	"github.com/forgedaemon/forged/daemon/state"
 	"github.com/forgedaemon/forged/daemon/transport"
 )
@@ -76,15 +76,14 @@ type Server struct {
 	log     *slog.Logger
 	auth    authorizer
 	sched   *Scheduler
-	started time.Time
+	ops     *ops.Handlers
 
 	mu           sync.Mutex
 	conns        transport.Listener // accepts and counts connections
-	gens         map[*generation]struct{}
 	state        string
 	reason       string
-	stateChanged chan struct{} // closed and replaced on every SetState
-	stateLog     []stateRecord // the last stateLogSize changes, for subscribers that fell behind
+	stateChanged chan struct{}     // closed and replaced on every SetState
+	stateLog     []ops.StateRecord // the last stateLogSize changes, for subscribers that fell behind
 	stateSeq     uint64
 	stop         context.CancelFunc
 
@@ -125,12 +124,15 @@ func New(b Backend, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, log: cfg.Logger, started: time.Now(),
-		auth:  authorizer{daemonUID: uint32(os.Getuid()), adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
-		sched: NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
-		gens:  map[*generation]struct{}{}, sessions: state.NewSessions(),
-		state: wire.StateReady, stateChanged: make(chan struct{}),
+		cfg: cfg, log: cfg.Logger,
+		auth:     authorizer{daemonUID: uint32(os.Getuid()), adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
+		sched:    NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
+		sessions: state.NewSessions(),
+		state:    wire.StateReady, stateChanged: make(chan struct{}),
 	}
+	s.ops = ops.New(view{s}, ops.Config{Limits: cfg.Limits, FrameTimeout: cfg.FrameTimeout, WriteTimeout: cfg.WriteTimeout,
+		SlowReaderTimeout: cfg.SlowReaderTimeout, EventQueue: cfg.EventQueue, DefaultMaxTokens: cfg.DefaultMaxTokens,
+		Credentials: cfg.Credentials}, s.log, s.sched, s.sessions)
 	s.SetBackend(b)
 	return s, nil
 }
@@ -149,7 +151,7 @@ func (s *Server) SetState(state, reason string) {
 	s.mu.Lock()
 	s.state, s.reason = state, reason
 	s.stateSeq++
-	s.stateLog = append(s.stateLog, stateRecord{seq: s.stateSeq, state: state, reason: reason})
+	s.stateLog = append(s.stateLog, ops.StateRecord{Seq: s.stateSeq, State: state, Reason: reason})
 	if len(s.stateLog) > stateLogSize {
 		s.stateLog = slices.Delete(s.stateLog, 0, len(s.stateLog)-stateLogSize)
 	}
@@ -159,24 +161,17 @@ func (s *Server) SetState(state, reason string) {
 	s.log.Info("state", "state", state, "reason", reason)
 }
 
-// stateRecord is one state change; subscribers replay the ones they missed
-// so that every transition reaches them, not only the latest.
-type stateRecord struct {
-	seq           uint64
-	state, reason string
-}
-
 const stateLogSize = 256
 
 // statesSince returns the retained changes after seq (a subscriber more than
 // stateLogSize behind skips the oldest), the latest seq, and a channel
 // closed on the next change.
-func (s *Server) statesSince(seq uint64) ([]stateRecord, uint64, <-chan struct{}) {
+func (s *Server) statesSince(seq uint64) ([]ops.StateRecord, uint64, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []stateRecord
+	var out []ops.StateRecord
 	for _, r := range s.stateLog {
-		if r.seq > seq {
+		if r.Seq > seq {
 			out = append(out, r)
 		}
 	}
@@ -184,10 +179,10 @@ func (s *Server) statesSince(seq uint64) ([]stateRecord, uint64, <-chan struct{}
 }
 
 // subscribeState is the current state, its seq and the change channel, read together.
-func (s *Server) subscribeState() (stateRecord, <-chan struct{}) {
+func (s *Server) subscribeState() (ops.StateRecord, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return stateRecord{seq: s.stateSeq, state: s.state, reason: s.reason}, s.stateChanged
+	return ops.StateRecord{Seq: s.stateSeq, State: s.state, Reason: s.reason}, s.stateChanged
 }
 
 func (s *Server) currentState() (state, reason string, changed <-chan struct{}) {
@@ -204,7 +199,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	s.mu.Lock()
 	s.stop = cancel
 	s.mu.Unlock()
-	return s.conns.Serve(ctx, ln, s.log, s.serveConn)
+	return s.conns.Serve(ctx, ln, s.log, s.ops.ServeConn)
 }
 
 // Shutdown stops Serve.
@@ -216,28 +211,3 @@ func (s *Server) Shutdown() {
 		stop()
 	}
 }
-
-// generation is a chat or generate request, tracked for status.
-type generation struct {
-	id        uint64
-	peer      Peer
-	client    string
-	op        string
-	session   string
-	running   atomic.Bool
-	generated atomic.Uint64
-	entry     atomic.Int64 // context entry admitted at (0 before admission)
-}
-
-func (s *Server) track(g *generation) (untrack func()) {
-	s.mu.Lock()
-	s.gens[g] = struct{}{}
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		delete(s.gens, g)
-		s.mu.Unlock()
-	}
-}
-
-func callerKey(p Peer, client string) string { return fmt.Sprintf("%d/%s", p.UID, client) }

@@ -1,4 +1,4 @@
-package daemon
+package ops
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/backend"
 	"github.com/forgedaemon/forged/internal/version"
 )
 
@@ -49,24 +50,6 @@ func init() {
 	}
 }
 
-// capabilities lists the ops a client can rely on on this daemon (wire.Ops
-// whose feature is configured here).
-func (s *Server) capabilities() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return wire.Capabilities(func(f wire.Feature) bool {
-		switch f {
-		case wire.FeatureResidency:
-			return s.res != nil
-		case wire.FeatureStore:
-			return s.store != nil
-		case wire.FeatureConfigFile:
-			return s.configFile != nil
-		}
-		return false
-	})
-}
-
 func (c *conn) handle(req wire.Request) {
 	spec, known := wire.LookupOp(req.Op)
 	run := handlers[req.Op]
@@ -79,13 +62,13 @@ func (c *conn) handle(req wire.Request) {
 		return
 	}
 	if spec.Admin {
-		if !c.s.authz().isAdmin(c.peer) {
+		if !c.s.Authz().IsAdmin(c.peer) {
 			c.log.Warn("admin op refused", "op", req.Op, "client", c.clientName())
 			c.replyErr(req.ID, wire.Errorf(wire.CodeUnauthorized, "%s is an admin operation; uid %d is not root, the daemon's user or in the admin group", req.Op, c.peer.UID))
 			return
 		}
 		c.log.Info("admin op", "op", req.Op, "client", c.clientName())
-	} else if req.Op != wire.OpHello && !c.s.authz().mayUseApps(c.peer) {
+	} else if req.Op != wire.OpHello && !c.s.Authz().MayUseApps(c.peer) {
 		c.replyErr(req.ID, wire.Errorf(wire.CodeUnauthorized, "uid %d is not allowed to use this daemon", c.peer.UID))
 		return
 	}
@@ -153,11 +136,11 @@ func (c *conn) opHello(_ context.Context, req wire.Request) (any, error) {
 	c.client = a.Client
 	c.mu.Unlock()
 	c.sessions.SetClient(a.Client)
-	state, _, _ := c.s.currentState()
+	state, _, _ := c.s.CurrentState()
 	return wire.HelloResult{
-		Daemon: daemonVersion, Protocol: wire.ProtocolVersion, Capabilities: c.s.capabilities(),
+		Daemon: daemonVersion, Protocol: wire.ProtocolVersion, Capabilities: c.s.Capabilities(),
 		Bundle: c.s.Backend().Model().Bundle, State: state, MaxFrame: uint64(c.s.cfg.Limits.MaxFrame),
-		Backend: backendInfo(c.s.Backend()),
+		Backend: backend.Info(c.s.Backend()),
 	}, nil
 }
 
@@ -167,16 +150,16 @@ func containsControl(s string) bool {
 
 func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 	s := c.s
-	state, reason, _ := s.currentState()
+	state, reason, _ := s.CurrentState()
 	queued, running, slots := s.sched.Counts()
 	res := wire.StatusResult{
 		Daemon: daemonVersion, Protocol: wire.ProtocolVersion, State: state, Reason: reason,
 		Bundle: s.Backend().Model().Bundle, UptimeMS: uint64(time.Since(s.started).Milliseconds()),
 		Queued: uint64(queued), Running: uint64(running), Slots: uint64(slots),
 		Sessions: []wire.SessionInfo{}, Requests: []wire.RequestInfo{}, Memory: s.Backend().Memory(),
-		Backend: backendInfo(s.Backend()),
+		Backend: backend.Info(s.Backend()),
 	}
-	res.Connections = uint64(s.conns.Open())
+	res.Connections = uint64(s.Connections())
 	s.mu.Lock()
 	for g := range s.gens {
 		st := "queued"
@@ -227,7 +210,7 @@ func compareSessionIDs(a, b string) int {
 
 func (c *conn) opModels(context.Context, wire.Request) (any, error) {
 	m := c.s.Backend().Model()
-	state, _, _ := c.s.currentState()
+	state, _, _ := c.s.CurrentState()
 	info := wire.ModelInfo{Model: m.Bundle.Model, Repo: m.Bundle.Repo, Revision: m.Bundle.Revision, State: state, ContextEntries: []uint64{}}
 	for _, e := range m.ContextEntries {
 		info.ContextEntries = append(info.ContextEntries, uint64(e))
@@ -240,7 +223,7 @@ func (c *conn) opTokenize(ctx context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
-	_, done, err := c.s.useModel(ctx) // an unloaded model loads again
+	_, done, err := c.s.UseModel(ctx) // an unloaded model loads again
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +240,7 @@ func (c *conn) opDetokenize(ctx context.Context, req wire.Request) (any, error) 
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
-	_, done, err := c.s.useModel(ctx) // an unloaded model loads again
+	_, done, err := c.s.UseModel(ctx) // an unloaded model loads again
 	if err != nil {
 		return nil, err
 	}
@@ -289,11 +272,11 @@ func (c *conn) opSubscribe(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	start := time.Now()
-	now, changed := c.s.subscribeState()
-	seq, pending := now.seq, []stateRecord{now}
+	now, changed := c.s.SubscribeState()
+	seq, pending := now.Seq, []StateRecord{now}
 	for {
 		for _, r := range pending {
-			ev := wire.StateEvent{State: r.state, Reason: r.reason, TMS: float64(time.Since(start).Microseconds()) / 1000}
+			ev := wire.StateEvent{State: r.State, Reason: r.Reason, TMS: float64(time.Since(start).Microseconds()) / 1000}
 			if err := c.event(req.ID, wire.EventState, ev); err != nil {
 				return nil, err
 			}
@@ -303,12 +286,12 @@ func (c *conn) opSubscribe(ctx context.Context, req wire.Request) (any, error) {
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
-		pending, seq, changed = c.s.statesSince(seq)
+		pending, seq, changed = c.s.StatesSince(seq)
 	}
 }
 
 func (c *conn) opConfigGet(context.Context, wire.Request) (any, error) {
-	return wire.ConfigGetResult{Config: c.s.configValues()}, nil
+	return wire.ConfigGetResult{Config: c.s.ConfigValues()}, nil
 }
 
 func (c *conn) opShutdown(_ context.Context, req wire.Request) (any, error) {

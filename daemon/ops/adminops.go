@@ -1,4 +1,4 @@
-package daemon
+package ops
 
 import (
 	"context"
@@ -10,10 +10,8 @@ import (
 	"github.com/forgedaemon/forged/daemon/state"
 )
 
-func (c *conn) residency(op string) (*Residency, error) {
-	c.s.mu.Lock()
-	r := c.s.res
-	c.s.mu.Unlock()
+func (c *conn) residency(op string) (*state.Residency, error) {
+	r := c.s.Residency()
 	if r == nil {
 		return nil, wire.Errorf(wire.CodeUnavailable, "%s: this daemon serves a model that is always loaded (no residency control)", op)
 	}
@@ -21,7 +19,7 @@ func (c *conn) residency(op string) (*Residency, error) {
 }
 
 // residencyResult is where the model is now, as load, unload and pin answer.
-func residencyResult(r *Residency) wire.ResidencyResult {
+func residencyResult(r *state.Residency) wire.ResidencyResult {
 	st, reason := r.State()
 	ws, reason := state.WireState(st, reason)
 	return wire.ResidencyResult{State: ws, Reason: reason, Pinned: r.Pinned()}
@@ -30,7 +28,7 @@ func residencyResult(r *Residency) wire.ResidencyResult {
 // residencyOp decodes req's arguments into an A, runs do on the residency
 // controller and answers with where the model is now: the shape shared by
 // load, unload and pin.
-func residencyOp[A any](c *conn, req wire.Request, do func(r *Residency, a *A) error) (any, error) {
+func residencyOp[A any](c *conn, req wire.Request, do func(r *state.Residency, a *A) error) (any, error) {
 	var a A
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
@@ -46,19 +44,19 @@ func residencyOp[A any](c *conn, req wire.Request, do func(r *Residency, a *A) e
 }
 
 func (c *conn) opLoad(ctx context.Context, req wire.Request) (any, error) {
-	return residencyOp(c, req, func(r *Residency, _ *wire.Empty) error {
+	return residencyOp(c, req, func(r *state.Residency, _ *wire.Empty) error {
 		return r.Load(ctx, "load requested by uid "+uidString(c.peer.UID))
 	})
 }
 
 func (c *conn) opUnload(_ context.Context, req wire.Request) (any, error) {
-	return residencyOp(c, req, func(r *Residency, a *wire.UnloadArgs) error {
+	return residencyOp(c, req, func(r *state.Residency, a *wire.UnloadArgs) error {
 		return r.Unload(a.Force, "unload requested by uid "+uidString(c.peer.UID))
 	})
 }
 
 func (c *conn) opPin(_ context.Context, req wire.Request) (any, error) {
-	return residencyOp(c, req, func(r *Residency, a *wire.PinArgs) error {
+	return residencyOp(c, req, func(r *state.Residency, a *wire.PinArgs) error {
 		r.Pin(a.Pinned == nil || *a.Pinned)
 		return nil
 	})
@@ -73,7 +71,7 @@ func (c *conn) opRollback(ctx context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &wire.Empty{}); err != nil {
 		return nil, err
 	}
-	if src := c.s.bundleStore(); src != nil {
+	if src := c.s.Store(); src != nil {
 		pr, err := src.Rollback(ctx)
 		if err != nil {
 			return nil, err
@@ -96,14 +94,8 @@ func rollbackResult(r wire.ResidencyResult, revision, previous string) wire.Roll
 	return wire.RollbackResult{State: r.State, Reason: r.Reason, Pinned: r.Pinned, Revision: revision, Previous: previous}
 }
 
-func (s *Server) bundleStore() *state.Store {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.store
-}
-
 func (c *conn) storeFor(op string) (*state.Store, error) {
-	if src := c.s.bundleStore(); src != nil {
+	if src := c.s.Store(); src != nil {
 		return src, nil
 	}
 	return nil, wire.Errorf(wire.CodeUnavailable, "%s: this daemon serves no bundle store (forged run --repo REPO serves one)", op)
@@ -192,4 +184,26 @@ func (c *conn) opGC(_ context.Context, req wire.Request) (any, error) {
 		return nil, wire.Errorf(wire.CodeInternal, "gc: %v", err)
 	}
 	return wire.GCResult{RemovedSnapshots: r.Snapshots, RemovedBlobs: uint64(r.Blobs), FreedBytes: uint64(r.FreedBytes)}, nil
+}
+
+// opConfigSet edits one key of the config file, validates the whole file,
+// writes it atomically (a temporary file renamed over it) and reloads it,
+// so the reply reports what changed. A bad key or value is bad_request
+// naming it, and the file is left as it was.
+func (c *conn) opConfigSet(_ context.Context, req wire.Request) (any, error) {
+	var a wire.ConfigSetArgs
+	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
+		return nil, err
+	}
+	if a.Key == "" {
+		return nil, wire.Errorf(wire.CodeBadRequest, "config.set: args.key is required (a key of docs/CONFIG.md, e.g. \"keep_alive\")")
+	}
+	if a.Value == nil {
+		return nil, wire.Errorf(wire.CodeBadRequest, "config.set: args.value is required (null is not a value)")
+	}
+	w := c.s.ConfigFile()
+	if w == nil {
+		return nil, wire.Errorf(wire.CodeUnavailable, "config.set: this daemon was started without --config, so there is no file to write")
+	}
+	return w.Set(a.Key, a.Value)
 }

@@ -1,4 +1,4 @@
-package daemon
+package ops
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 // hello it sent, its in-flight streaming requests and its sessions.
 type conn struct {
 	*transport.Conn
-	s    *Server
-	peer Peer
+	s    *Handlers
+	peer transport.Peer
 	log  *slog.Logger
 	ctx  context.Context
 	reqs sync.WaitGroup // streaming request goroutines
@@ -27,7 +27,8 @@ type conn struct {
 	sessions *state.Owner // this connection's part of the server's session table
 }
 
-func (s *Server) serveConn(parent context.Context, nc *net.UnixConn) {
+// ServeConn serves one accepted connection until it closes.
+func (s *Handlers) ServeConn(parent context.Context, nc *net.UnixConn) {
 	peer, err := s.cfg.Credentials(nc)
 	if err != nil {
 		s.log.Warn("closing connection: cannot read peer credentials", "err", err)

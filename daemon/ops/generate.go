@@ -1,4 +1,4 @@
-package daemon
+package ops
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/backend"
+	"github.com/forgedaemon/forged/daemon/scheduler"
 )
 
 func (c *conn) opSessionOpen(_ context.Context, req wire.Request) (any, error) {
@@ -24,7 +26,7 @@ func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) 
 		return nil, err
 	}
 	c.s.Backend().CloseSession(a.Session)
-	c.s.memoryFreed()
+	c.s.MemoryFreed()
 	return wire.Empty{}, nil
 }
 
@@ -33,7 +35,7 @@ func (c *conn) closeSessions() {
 	for _, id := range c.s.sessions.Leave(c.sessions) {
 		c.s.Backend().CloseSession(id)
 	}
-	c.s.memoryFreed()
+	c.s.MemoryFreed()
 }
 
 // genParams are the options shared by chat and generate.
@@ -72,7 +74,7 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 	default:
 		return nil, wire.Errorf(wire.CodeBadRequest, "chat: args.thinking must be \"on\" or \"off\", got %q", a.Thinking)
 	}
-	ctx, done, err := c.s.useModel(ctx)
+	ctx, done, err := c.s.UseModel(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +89,7 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 		history = sess.History
 	}
 	conversation := append(append([]wire.Message(nil), history...), a.Messages...)
-	prompt, err := c.s.Backend().RenderChat(ChatPrompt{Messages: conversation, Tools: a.Tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)})
+	prompt, err := c.s.Backend().RenderChat(backend.ChatPrompt{Messages: conversation, Tools: a.Tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)})
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +121,7 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 	if (a.Prompt == nil) == (len(a.IDs) == 0) {
 		return nil, wire.Errorf(wire.CodeBadRequest, "generate: exactly one of args.prompt and args.ids must be given")
 	}
-	ctx, done, err := c.s.useModel(ctx)
+	ctx, done, err := c.s.UseModel(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -152,8 +154,8 @@ var errStopString = errors.New("stop string reached")
 // generate schedules and runs one generation, streaming token events.
 func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParams) (*wire.GenerationResult, error) {
 	received := time.Now()
-	backend := c.s.Backend()
-	model := backend.Model()
+	served := c.s.Backend()
+	model := served.Model()
 	maxTokens := c.s.cfg.DefaultMaxTokens
 	if p.maxTokens != nil {
 		maxTokens = int(min(*p.maxTokens, 1<<30))
@@ -167,11 +169,11 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 	if _, err := contextEntry(p.op, c.s.footprint(), model.ContextEntries, len(prompt), maxTokens); err != nil {
 		return nil, err
 	}
-	class := Interactive
+	class := scheduler.Interactive
 	switch p.priority {
 	case "", wire.PriorityInteractive:
 	case wire.PriorityBackground:
-		class = Background
+		class = scheduler.Background
 	default:
 		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.priority must be \"interactive\" or \"background\", got %q", p.op, p.priority)
 	}
@@ -200,7 +202,7 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 
 	genCtx, stopGen := context.WithCancel(ctx)
 	defer stopGen()
-	dec := backend.NewStreamDecoder()
+	dec := served.NewStreamDecoder()
 	text := newTextStream(p.stop)
 	var full []byte
 	var first time.Time
@@ -226,12 +228,12 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 		}
 		return nil
 	}
-	req := GenerateRequest{Prompt: prompt, MaxTokens: maxTokens, Speculative: p.speculative == nil || *p.speculative,
+	req := backend.GenerateRequest{Prompt: prompt, MaxTokens: maxTokens, Speculative: p.speculative == nil || *p.speculative,
 		ThinkingBudget: p.thinkingBudget, Session: p.session}
 	if p.sampling != nil {
 		req.Sampling = *p.sampling
 	}
-	out, err := backend.Generate(genCtx, req, emit)
+	out, err := served.Generate(genCtx, req, emit)
 	if stopped {
 		out.FinishReason = wire.FinishStopString
 	} else if err != nil {

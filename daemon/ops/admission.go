@@ -1,24 +1,19 @@
-package daemon
+package ops
 
 import (
 	"context"
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/backend"
 	"github.com/forgedaemon/forged/daemon/residency"
 	"github.com/forgedaemon/forged/daemon/state"
 )
 
-// EventQueued and QueuedEvent live in wire; these names keep callers unchanged.
-const EventQueued = wire.EventQueued
-
-// QueuedEvent is wire.QueuedEvent.
-type QueuedEvent = wire.QueuedEvent
-
 // occupancy is what is in memory now, for admission: the model, the
 // drafter, the context entries of idle sessions holding state and of
 // admitted requests (except the session asking, re-counted at its entry).
-func (s *Server) occupancy(r *Residency, except string) residency.Occupancy {
+func (s *Handlers) occupancy(r *state.Residency, except string) residency.Occupancy {
 	o := residency.Occupancy{Models: 1}
 	o.Drafter = r.DrafterLoaded()
 	s.sessions.ForEach(func(_ *state.Owner, sess *state.Session) {
@@ -41,9 +36,7 @@ func (s *Server) occupancy(r *Residency, except string) residency.Occupancy {
 // wait (if_busy: busy), is busy at once.
 func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxTokens int, drafter, noWait bool) error {
 	s := c.s
-	s.mu.Lock()
-	r := s.res
-	s.mu.Unlock()
+	r := s.Residency()
 	f := s.footprint()
 	if r == nil || f == nil || r.Budget() <= 0 {
 		return nil
@@ -85,8 +78,8 @@ func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxT
 // state in memory (other than except), when the backend can park: a
 // request that would fit without it does not wait for it. False when the
 // backend cannot park or no such session exists.
-func (s *Server) parkLeastRecent(except string) bool {
-	if _, ok := s.Backend().(SessionParker); !ok {
+func (s *Handlers) parkLeastRecent(except string) bool {
+	if _, ok := s.Backend().(backend.SessionParker); !ok {
 		return false
 	}
 	var o *state.Owner
@@ -101,6 +94,6 @@ func (s *Server) parkLeastRecent(except string) bool {
 		return false
 	}
 	s.log.Info("parked an idle session to admit a request", "session", id)
-	s.memoryFreed()
+	s.MemoryFreed()
 	return true
 }

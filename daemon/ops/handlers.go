@@ -1,0 +1,130 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/backend"
+	"github.com/forgedaemon/forged/daemon/residency"
+	"github.com/forgedaemon/forged/daemon/scheduler"
+	"github.com/forgedaemon/forged/daemon/state"
+	"github.com/forgedaemon/forged/daemon/transport"
+)
+
+// Daemon is what the op handlers need from the daemon that assembles them.
+type Daemon interface {
+	Backend() backend.Backend
+	// UseModel makes sure the model is loaded for one request and counts
+	// the request as running on it until done.
+	UseModel(ctx context.Context) (context.Context, func(), error)
+	MemoryFreed()
+	CurrentState() (state, reason string, changed <-chan struct{})
+	SubscribeState() (StateRecord, <-chan struct{})
+	StatesSince(seq uint64) ([]StateRecord, uint64, <-chan struct{})
+	Capabilities() []string
+	ConfigValues() wire.ConfigValues
+	MemoryEstimate() (wire.Memory, bool)
+	Shutdown()
+	Residency() *state.Residency   // nil: the model is always loaded
+	Store() *state.Store           // nil: no bundle store
+	ConfigFile() *state.ConfigFile // nil: no config file
+	Authz() Authorizer
+	Connections() int
+}
+
+// Authorizer decides what a peer may call.
+type Authorizer interface {
+	IsAdmin(p transport.Peer) bool
+	MayUseApps(p transport.Peer) bool
+}
+
+// StateRecord is one change of the published state; subscribers replay the
+// ones they missed so that every transition reaches them.
+type StateRecord struct {
+	Seq           uint64
+	State, Reason string
+}
+
+// Config is what the handlers and each connection's transport use of the
+// daemon's configuration (defaults already applied).
+type Config struct {
+	Limits            wire.Limits
+	FrameTimeout      time.Duration
+	WriteTimeout      time.Duration
+	SlowReaderTimeout time.Duration
+	EventQueue        int
+	DefaultMaxTokens  int
+	Credentials       transport.CredentialSource
+}
+
+// Handlers serves the ops of the registry (wire.Ops) on each connection.
+type Handlers struct {
+	Daemon
+	cfg      Config
+	log      *slog.Logger
+	sched    *scheduler.Scheduler
+	sessions *state.Sessions
+	started  time.Time
+
+	mu   sync.Mutex
+	gens map[*generation]struct{}
+}
+
+// New builds the handlers over d.
+func New(d Daemon, cfg Config, log *slog.Logger, sched *scheduler.Scheduler, sessions *state.Sessions) *Handlers {
+	return &Handlers{Daemon: d, cfg: cfg, log: log, sched: sched, sessions: sessions, started: time.Now(), gens: map[*generation]struct{}{}}
+}
+
+// footprint is the served backend's memory model, or nil.
+func (s *Handlers) footprint() *residency.Footprint { return state.FootprintOf(s.Backend()) }
+
+// contextEntry is the entry a request of prompt tokens and maxTokens starts
+// at: the smallest holding prompt + max_tokens + 8. Past the largest entry
+// the request is refused with context_exceeded naming the limit; it is never
+// truncated.
+func contextEntry(op string, f *residency.Footprint, ladder []int, prompt, maxTokens int) (int, error) {
+	if f == nil {
+		if len(ladder) == 0 {
+			return 0, nil // the backend has no ladder (fake engines): it decides
+		}
+		f = &residency.Footprint{Ladder: ladder}
+	}
+	entry, err := f.EntryFor(prompt, maxTokens)
+	var ce *residency.ContextExceededError
+	if errors.As(err, &ce) {
+		return 0, wire.Errorf(wire.CodeContextExceeded, "%s: %d prompt tokens plus max_tokens %d plus %d reserved exceed the largest context entry (limit %d positions)",
+			op, prompt, maxTokens, residency.SpeculativeReserve, ce.Limit)
+	}
+	return entry, err
+}
+
+// generation is a chat or generate request, tracked for status.
+type generation struct {
+	id        uint64
+	peer      transport.Peer
+	client    string
+	op        string
+	session   string
+	running   atomic.Bool
+	generated atomic.Uint64
+	entry     atomic.Int64 // context entry admitted at (0 before admission)
+}
+
+func (s *Handlers) track(g *generation) (untrack func()) {
+	s.mu.Lock()
+	s.gens[g] = struct{}{}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.gens, g)
+		s.mu.Unlock()
+	}
+}
+
+func callerKey(p transport.Peer, client string) string { return fmt.Sprintf("%d/%s", p.UID, client) }

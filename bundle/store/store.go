@@ -83,6 +83,24 @@ func Open(root string) (*Store, error) {
 	return OpenBoot(root, nil)
 }
 
+// OpenExisting opens the store at root only if one is there: commands that
+// read a store (list, verify, gc, rollback) must not create an empty one
+// where a mistyped --data points. The error names the directory and how a
+// store is made.
+func OpenExisting(root string) (*Store, error) {
+	if root == "" {
+		return nil, errors.New("store: empty data directory")
+	}
+	if fi, err := os.Stat(filepath.Join(root, "blobs", "sha256")); err != nil || !fi.IsDir() {
+		what := "nothing has been pulled there"
+		if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
+			what = "the directory does not exist"
+		}
+		return nil, fmt.Errorf("no bundle store at %s (%s): forgectl pull --data %s REPO creates one", root, what, root)
+	}
+	return Open(root)
+}
+
 // OpenBoot is Open with the boot identity from bootID (nil: the
 // platform's); tests use it to simulate a reboot.
 func OpenBoot(root string, bootID func() (string, error)) (*Store, error) {

@@ -31,10 +31,21 @@ func addEndpointFlag(c *cobra.Command, f *storeFlags) {
 	c.Flags().IntVar(&f.streams, "streams", 1, "parallel ranged requests per large file (raise for CDNs that cap each connection)")
 }
 
-// open opens the store; with network it attaches a hub client unless
-// FORGE_OFFLINE is set, in which case nothing touches the network.
+// open opens the store, creating it if needed (pull, update apply); with
+// network it attaches a hub client unless FORGE_OFFLINE is set, in which
+// case nothing touches the network.
 func (f *storeFlags) open(network bool) (*store.Store, error) {
-	s, err := store.Open(store.DataDir(f.data))
+	return f.openStore(store.Open, network)
+}
+
+// openExisting opens the store only if there is one: commands that read a
+// store never create it.
+func (f *storeFlags) openExisting(network bool) (*store.Store, error) {
+	return f.openStore(store.OpenExisting, network)
+}
+
+func (f *storeFlags) openStore(open func(string) (*store.Store, error), network bool) (*store.Store, error) {
+	s, err := open(store.DataDir(f.data))
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +73,7 @@ func newBundleCmd() *cobra.Command {
 	addDataFlag(list, &f)
 	asJSON := cli.JSONFlag(list)
 	list.RunE = func(cmd *cobra.Command, _ []string) error {
-		s, err := f.open(false)
+		s, err := f.openExisting(false)
 		if err != nil {
 			return err
 		}

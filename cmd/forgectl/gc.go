@@ -21,7 +21,7 @@ func newGCCmd() *cobra.Command {
 	c.Flags().BoolVar(&partials, "partials", false, "also delete partial downloads (they would otherwise resume)")
 	asJSON := cli.JSONFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		s, err := f.open(false)
+		s, err := f.openExisting(false)
 		if err != nil {
 			return err
 		}

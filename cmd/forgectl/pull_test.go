@@ -282,7 +282,7 @@ func TestUpdateCommands(t *testing.T) {
 // pull does) says it waits, and finishes once the lock is free.
 func TestGCSaysItWaitsForAPull(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	if err := os.MkdirAll(filepath.Join(data, "locks"), 0o755); err != nil {
+	if _, err := store.Open(data); err != nil { // an (empty) store: gc refuses a directory that is none
 		t.Fatal(err)
 	}
 	lock, err := os.OpenFile(filepath.Join(data, "locks", "blobs.lock"), os.O_RDWR|os.O_CREATE, 0o644)
@@ -500,5 +500,32 @@ func TestPullOnMacFollowsTheBackend(t *testing.T) {
 	os.WriteFile(bad, []byte(`{"backend": "gpu"}`), 0o644)
 	if _, _, err := runCtl(t, "", "pull", "--config", bad, "--endpoint", h.URL, "--data", filepath.Join(dir, "d"), repo); err == nil || !strings.Contains(err.Error(), "bad.json") || !strings.Contains(err.Error(), "backend") {
 		t.Fatalf("bad config: %v", err)
+	}
+}
+
+// Commands that read a store never create one: gc, bundle list, verify
+// and update rollback on a directory with no store name it and how a store
+// is made, and leave nothing behind.
+func TestReadersDoNotCreateAStore(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nonexistent")
+	empty := t.TempDir()
+	for _, dir := range []string{missing, empty} {
+		for _, args := range [][]string{
+			{"gc", "--data", dir},
+			{"bundle", "list", "--data", dir},
+			{"verify", "--data", dir, "--repo", "a/b"},
+			{"update", "rollback", "--local", "--data", dir, "a/b"},
+		} {
+			_, _, err := runCtl(t, "", args...)
+			if err == nil || !strings.Contains(err.Error(), "no bundle store at "+dir) || !strings.Contains(err.Error(), "forgectl pull --data") {
+				t.Errorf("%v: %v, want no bundle store at %s with the fix", args, err, dir)
+			}
+		}
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("%s was created: %v", missing, err)
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Errorf("the empty directory now holds %d entries", len(ents))
 	}
 }

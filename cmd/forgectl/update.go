@@ -140,7 +140,7 @@ func updateCheck(cmd *cobra.Command, f *storeFlags, d *daemonFlags, o store.Pull
 		if err != nil {
 			return nil, err
 		}
-		s, err := f.open(true)
+		s, err := f.openExisting(true)
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +170,7 @@ func rollBack(cmd *cobra.Command, f *storeFlags, d *daemonFlags, args []string) 
 		if err != nil {
 			return "", store.State{}, err
 		}
-		s, err := f.open(false)
+		s, err := f.openExisting(false)
 		if err != nil {
 			return "", store.State{}, err
 		}

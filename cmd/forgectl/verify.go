@@ -74,7 +74,7 @@ out); only when no daemon answers on --socket does it read the store itself.`,
 		}
 		var report *verify.Report
 		if repo != "" {
-			s, oerr := f.open(false)
+			s, oerr := f.openExisting(false)
 			if oerr != nil {
 				return oerr
 			}

@@ -347,6 +347,34 @@ func (s *Store) dropBlobs(bad map[string]bool) error {
 	return atomicfile.SyncDir(s.path("blobs", "sha256"))
 }
 
+// repairSnapshot drops an installed snapshot that fails its check, so the
+// pull that follows installs it again: blobs of it that no longer hash to
+// their names are removed with every snapshot linking them (dropBlobs);
+// if every blob is intact (a file of the tree itself was replaced or
+// removed) only this snapshot is dropped and its blobs are linked again.
+// It takes the settle lock and then repository locks, so the caller holds
+// none.
+func (s *Store) repairSnapshot(repo, commit string, rec *installRecord) error {
+	release, err := s.lockSettle()
+	if err != nil {
+		return err
+	}
+	defer release()
+	blobs := map[string]bool{}
+	for _, e := range rec.Record.Files {
+		blobs[e.SHA256] = true
+	}
+	if bad := s.hashBlobs(blobs); len(bad) > 0 {
+		return s.dropBlobs(bad)
+	}
+	unlock, err := s.lockRepo(repo)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.dropCommits(repo, map[string]bool{commit: true})
+}
+
 // dropSnapshots uninstalls repo's snapshots that link a bad blob. The
 // served state changes first, so a dropped snapshot is never served: if
 // the served one is dropped, the previous one is served if it is still
@@ -370,6 +398,12 @@ func (s *Store) dropSnapshots(repo string, bad map[string]bool) error {
 			}
 		}
 	}
+	return s.dropCommits(repo, dropped)
+}
+
+// dropCommits uninstalls repo's snapshots at the dropped commits, the
+// served state first (see dropSnapshots). The caller holds repo's lock.
+func (s *Store) dropCommits(repo string, dropped map[string]bool) error {
 	if len(dropped) == 0 {
 		return nil
 	}

@@ -34,17 +34,20 @@ type PullOptions struct {
 
 // PullResult describes an installed snapshot.
 type PullResult struct {
-	Repo             string         `json:"repo"`
-	Commit           string         `json:"commit"`
-	Snapshot         string         `json:"snapshot"`
-	AlreadyInstalled bool           `json:"already_installed"`
-	Files            int            `json:"files"`
-	Bytes            int64          `json:"bytes"`
-	DownloadedFiles  int            `json:"downloaded_files"`
-	DownloadedBytes  int64          `json:"downloaded_bytes"` // body bytes received from the network
-	ResumedBytes     int64          `json:"resumed_bytes"`    // bytes reused from partial files
-	State            State          `json:"state"`
-	Report           *verify.Report `json:"report,omitempty"`
+	Repo             string `json:"repo"`
+	Commit           string `json:"commit"`
+	Snapshot         string `json:"snapshot"`
+	AlreadyInstalled bool   `json:"already_installed"`
+	// Repaired: the snapshot was installed but failed its check; what
+	// failed was dropped and downloaded again.
+	Repaired        bool           `json:"repaired,omitempty"`
+	Files           int            `json:"files"`
+	Bytes           int64          `json:"bytes"`
+	DownloadedFiles int            `json:"downloaded_files"`
+	DownloadedBytes int64          `json:"downloaded_bytes"` // body bytes received from the network
+	ResumedBytes    int64          `json:"resumed_bytes"`    // bytes reused from partial files
+	State           State          `json:"state"`
+	Report          *verify.Report `json:"report,omitempty"`
 }
 
 // ErrDiskFull is returned (wrapped) when the disk cannot hold a pull.
@@ -70,7 +73,7 @@ func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResu
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer func() { unlock() }() // the repair below takes the lock again
 
 	var commit string
 	if hub.IsCommit(o.Revision) {
@@ -88,9 +91,28 @@ func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResu
 	res := &PullResult{Repo: repo, Commit: commit, Snapshot: s.SnapshotDir(repo, commit)}
 
 	if rec, err := s.readRecord(repo, commit); err == nil && exists(res.Snapshot) && rec.Selection.covers(o.Selection) {
-		res.AlreadyInstalled = true
-		res.Files, res.Bytes = len(rec.Record.Files), rec.bytes()
-		return s.finish(res, o)
+		// "Already installed" is checked, not assumed (the fast record
+		// check: sizes, mtimes, inodes); a snapshot that fails it is
+		// repaired: what fails is dropped and downloaded again below.
+		rep, verr := s.verifyCommit(repo, commit, false)
+		if verr == nil && rep.Passed() {
+			res.AlreadyInstalled = true
+			res.Files, res.Bytes = len(rec.Record.Files), rec.bytes()
+			return s.finish(res, o)
+		}
+		why := verr
+		if why == nil {
+			why = rep.Err()
+		}
+		s.emit(Event{Kind: "repair", Repo: repo, Commit: commit, Message: fmt.Sprintf("the installed snapshot fails its check (%v); downloading what fails again", why)})
+		unlock()
+		if err := s.repairSnapshot(repo, commit, rec); err != nil {
+			return nil, fmt.Errorf("%s@%s: repairing the installed snapshot: %w", repo, commit, err)
+		}
+		if unlock, err = s.lockRepo(repo); err != nil {
+			return nil, err
+		}
+		res.Repaired = true
 	}
 	if s.Client == nil {
 		return nil, fmt.Errorf("offline: %s@%s is not installed (FORGE_OFFLINE is set, so nothing is downloaded)", repo, commit)

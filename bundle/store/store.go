@@ -56,7 +56,7 @@ type Store struct {
 // Event is one progress report of a pull, also printed as a JSON line by
 // `forgectl pull --json`.
 type Event struct {
-	Kind    string   `json:"event"` // lock_wait, resolved, plan, file_start, progress, file_done, retry, verify, installed
+	Kind    string   `json:"event"` // lock_wait, resolved, repair, plan, file_start, progress, file_done, retry, verify, installed
 	Repo    string   `json:"repo,omitempty"`
 	Commit  string   `json:"commit,omitempty"`
 	Path    string   `json:"path,omitempty"`

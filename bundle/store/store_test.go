@@ -585,3 +585,69 @@ func TestGCWaitsForPullsBlobs(t *testing.T) {
 		t.Fatalf("verify after gc: %v %v", err, rep.Err())
 	}
 }
+
+// An installed snapshot that fails its check is not "already installed":
+// the next pull repairs it, downloading again only what is damaged (a
+// blob changed in place), or nothing at all when only the tree lost a
+// file; afterwards it verifies in full and is served again.
+func TestPullRepairsADamagedSnapshot(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t)
+	ctx := context.Background()
+	if _, err := s.Pull(ctx, repo, PullOptions{Revision: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.SnapshotDir(repo, e.commit)
+	files, err := e.rel.Select(bundle.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := filepath.Join(snap, filepath.FromSlash(files[len(files)-1].Path))
+	for _, c := range []struct {
+		name     string
+		damage   func()
+		download int
+	}{
+		{"a blob changed in place", func() {
+			os.Chmod(damaged, 0o644)
+			f, err := os.OpenFile(damaged, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, 1)
+			f.ReadAt(b, 0)
+			b[0] ^= 0xff
+			f.WriteAt(b, 0)
+			f.Close()
+			future := time.Now().Add(time.Hour) // the record check sees the new mtime
+			os.Chtimes(damaged, future, future)
+		}, 1},
+		{"a file of the tree removed", func() {
+			os.Chmod(filepath.Dir(damaged), 0o755)
+			if err := os.Remove(damaged); err != nil {
+				t.Fatal(err)
+			}
+		}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.damage()
+			if rep, err := s.Verify(repo, false); err == nil && rep.Passed() {
+				t.Fatal("the damage was not detected by the fast check")
+			}
+			res, err := s.Pull(ctx, repo, PullOptions{Revision: "main"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.AlreadyInstalled || !res.Repaired || res.DownloadedFiles != c.download || res.State.Commit != e.commit {
+				t.Fatalf("pull of the damaged snapshot: %+v; want repaired, %d downloads, serving %s", res, c.download, e.commit)
+			}
+			if rep, err := s.Verify(repo, true); err != nil || !rep.Passed() {
+				t.Fatalf("full verify after the repair: %v %+v", err, rep)
+			}
+			again, err := s.Pull(ctx, repo, PullOptions{Revision: "main"})
+			if err != nil || !again.AlreadyInstalled || again.Repaired {
+				t.Fatalf("pull after the repair: %+v, %v; want already installed", again, err)
+			}
+		})
+	}
+}

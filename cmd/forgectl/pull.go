@@ -179,8 +179,11 @@ func servedHere(dir, backend, goos string, probe func(string) modelbackend.Bridg
 // the served revision, and which backend can serve it here.
 func pullSummary(res *store.PullResult, serving pullServing) string {
 	how := fmt.Sprintf("downloaded %s in %d files", units.Bytes(res.DownloadedBytes), res.DownloadedFiles)
-	if res.AlreadyInstalled {
-		how = "already installed"
+	switch {
+	case res.AlreadyInstalled:
+		how = "already installed (checked)"
+	case res.Repaired:
+		how = fmt.Sprintf("the installed snapshot failed its check and was repaired: downloaded %s in %d files", units.Bytes(res.DownloadedBytes), res.DownloadedFiles)
 	}
 	var installed string
 	switch res.State.Commit {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,15 +77,11 @@ type Server struct {
 	sched   *Scheduler
 	ops     *ops.Handlers
 
-	mu           sync.Mutex
-	conns        transport.Listener // accepts and counts connections
-	state        string
-	reason       string
-	stateChanged chan struct{}     // closed and replaced on every SetState
-	stateLog     []ops.StateRecord // the last stateLogSize changes, for subscribers that fell behind
-	stateSeq     uint64
-	stop         context.CancelFunc
+	mu    sync.Mutex
+	conns transport.Listener // accepts and counts connections
+	stop  context.CancelFunc
 
+	pub      *state.Published // the state subscribers see
 	sessions *state.Sessions
 	res      *Residency // nil: the backend is always loaded
 
@@ -128,7 +123,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		auth:     authorizer{daemonUID: uint32(os.Getuid()), adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
 		sched:    NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
 		sessions: state.NewSessions(),
-		state:    wire.StateReady, stateChanged: make(chan struct{}),
+		pub:      state.NewPublished(wire.StateReady),
 	}
 	s.ops = ops.New(view{s}, ops.Config{Limits: cfg.Limits, FrameTimeout: cfg.FrameTimeout, WriteTimeout: cfg.WriteTimeout,
 		SlowReaderTimeout: cfg.SlowReaderTimeout, EventQueue: cfg.EventQueue, DefaultMaxTokens: cfg.DefaultMaxTokens,
@@ -148,47 +143,12 @@ func (s *Server) SetBackend(b Backend) { s.backend.Store(&backendBox{b}) }
 
 // SetState records the daemon's state and notifies subscribers.
 func (s *Server) SetState(state, reason string) {
-	s.mu.Lock()
-	s.state, s.reason = state, reason
-	s.stateSeq++
-	s.stateLog = append(s.stateLog, ops.StateRecord{Seq: s.stateSeq, State: state, Reason: reason})
-	if len(s.stateLog) > stateLogSize {
-		s.stateLog = slices.Delete(s.stateLog, 0, len(s.stateLog)-stateLogSize)
-	}
-	close(s.stateChanged)
-	s.stateChanged = make(chan struct{})
-	s.mu.Unlock()
+	s.pub.Set(state, reason)
 	s.log.Info("state", "state", state, "reason", reason)
 }
 
-const stateLogSize = 256
-
-// statesSince returns the retained changes after seq (a subscriber more than
-// stateLogSize behind skips the oldest), the latest seq, and a channel
-// closed on the next change.
-func (s *Server) statesSince(seq uint64) ([]ops.StateRecord, uint64, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []ops.StateRecord
-	for _, r := range s.stateLog {
-		if r.Seq > seq {
-			out = append(out, r)
-		}
-	}
-	return out, s.stateSeq, s.stateChanged
-}
-
-// subscribeState is the current state, its seq and the change channel, read together.
-func (s *Server) subscribeState() (ops.StateRecord, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return ops.StateRecord{Seq: s.stateSeq, State: s.state, Reason: s.reason}, s.stateChanged
-}
-
 func (s *Server) currentState() (state, reason string, changed <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state, s.reason, s.stateChanged
+	return s.pub.Current()
 }
 
 // Serve accepts connections until ctx ends or an admin sends shutdown, then

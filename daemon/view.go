@@ -22,10 +22,10 @@ func (v view) MemoryFreed() { v.s.memoryFreed() }
 
 func (v view) CurrentState() (string, string, <-chan struct{}) { return v.s.currentState() }
 
-func (v view) SubscribeState() (ops.StateRecord, <-chan struct{}) { return v.s.subscribeState() }
+func (v view) SubscribeState() (state.Record, <-chan struct{}) { return v.s.pub.Subscribe() }
 
-func (v view) StatesSince(seq uint64) ([]ops.StateRecord, uint64, <-chan struct{}) {
-	return v.s.statesSince(seq)
+func (v view) StatesSince(seq uint64) ([]state.Record, uint64, <-chan struct{}) {
+	return v.s.pub.Since(seq)
 }
 
 func (v view) Capabilities() []string { return v.s.capabilities() }

@@ -25,8 +25,8 @@ type Daemon interface {
 	UseModel(ctx context.Context) (context.Context, func(), error)
 	MemoryFreed()
 	CurrentState() (state, reason string, changed <-chan struct{})
-	SubscribeState() (StateRecord, <-chan struct{})
-	StatesSince(seq uint64) ([]StateRecord, uint64, <-chan struct{})
+	SubscribeState() (state.Record, <-chan struct{})
+	StatesSince(seq uint64) ([]state.Record, uint64, <-chan struct{})
 	Capabilities() []string
 	ConfigValues() wire.ConfigValues
 	MemoryEstimate() (wire.Memory, bool)
@@ -42,13 +42,6 @@ type Daemon interface {
 type Authorizer interface {
 	IsAdmin(p transport.Peer) bool
 	MayUseApps(p transport.Peer) bool
-}
-
-// StateRecord is one change of the published state; subscribers replay the
-// ones they missed so that every transition reaches them.
-type StateRecord struct {
-	Seq           uint64
-	State, Reason string
 }
 
 // Config is what the handlers and each connection's transport use of the

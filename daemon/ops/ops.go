@@ -11,6 +11,7 @@ import (
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/backend"
+	"github.com/forgedaemon/forged/daemon/state"
 	"github.com/forgedaemon/forged/internal/version"
 )
 
@@ -273,7 +274,7 @@ func (c *conn) opSubscribe(ctx context.Context, req wire.Request) (any, error) {
 	}
 	start := time.Now()
 	now, changed := c.s.SubscribeState()
-	seq, pending := now.Seq, []StateRecord{now}
+	seq, pending := now.Seq, []state.Record{now}
 	for {
 		for _, r := range pending {
 			ev := wire.StateEvent{State: r.State, Reason: r.Reason, TMS: float64(time.Since(start).Microseconds()) / 1000}

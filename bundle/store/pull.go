@@ -30,6 +30,10 @@ type PullOptions struct {
 	// KeepCurrent installs the snapshot without serving it (the daemon
 	// switches later, when idle).
 	KeepCurrent bool
+	// VerifyFull checks an already installed snapshot by hashing every
+	// file instead of the fast record check (the daemon, re-installing a
+	// bundle that failed, wants damage the record cannot see found).
+	VerifyFull bool
 }
 
 // PullResult describes an installed snapshot.
@@ -94,7 +98,7 @@ func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResu
 		// "Already installed" is checked, not assumed (the fast record
 		// check: sizes, mtimes, inodes); a snapshot that fails it is
 		// repaired: what fails is dropped and downloaded again below.
-		rep, verr := s.verifyCommit(repo, commit, false)
+		rep, verr := s.verifyCommit(repo, commit, o.VerifyFull)
 		if verr == nil && rep.Passed() {
 			res.AlreadyInstalled = true
 			res.Files, res.Bytes = len(rec.Record.Files), rec.bytes()

@@ -651,3 +651,30 @@ func TestPullRepairsADamagedSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// Damage the record check cannot see (a byte changed in place, size, inode
+// and mtime kept) is found by a pull with VerifyFull and repaired; a plain
+// pull calls the snapshot installed.
+func TestPullVerifyFullRepairsInPlaceDamage(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t)
+	ctx := context.Background()
+	if _, err := s.Pull(ctx, repo, PullOptions{Revision: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := e.rel.Select(bundle.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	corruptInPlace(t, filepath.Join(s.SnapshotDir(repo, e.commit), filepath.FromSlash(files[len(files)-1].Path)))
+	if res, err := s.Pull(ctx, repo, PullOptions{Revision: "main"}); err != nil || !res.AlreadyInstalled {
+		t.Fatalf("plain pull: %+v, %v; the record check cannot see this damage", res, err)
+	}
+	res, err := s.Pull(ctx, repo, PullOptions{Revision: "main", VerifyFull: true})
+	if err != nil || !res.Repaired || res.DownloadedFiles != 1 {
+		t.Fatalf("full pull of the damaged snapshot: %+v, %v; want repaired by one download", res, err)
+	}
+	if rep, err := s.Verify(repo, true); err != nil || !rep.Passed() {
+		t.Fatalf("full verify after the repair: %v %+v", err, rep)
+	}
+}

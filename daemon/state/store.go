@@ -199,7 +199,9 @@ func (src *Store) Update(ctx context.Context, st *store.Store, op, rev string, p
 	if installing {
 		src.res.Machine().To(residency.Downloading, fmt.Sprintf("pulling %s@%s", repo, rev))
 	}
-	pr, err := st.Pull(ctx, repo, store.PullOptions{Revision: rev, Selection: src.b.Selection, KeepCurrent: !installing})
+	// A failed bundle is checked in full: damage its install record cannot
+	// see (a byte changed in place) is found and repaired by the pull.
+	pr, err := st.Pull(ctx, repo, store.PullOptions{Revision: rev, Selection: src.b.Selection, KeepCurrent: !installing, VerifyFull: installing})
 	if err != nil {
 		if installing {
 			src.res.Machine().Fail(fmt.Sprintf("pull %s@%s failed: %v", repo, rev, err))
@@ -214,7 +216,7 @@ func (src *Store) Update(ctx context.Context, st *store.Store, op, rev string, p
 			src.res.Machine().To(residency.Verifying, "verifying the installed "+src.name(pr.Commit))
 			if err := src.verifyServed(true)(); err != nil {
 				src.res.Machine().Fail(fmt.Sprintf("%s is installed but does not verify: %v", src.name(pr.Commit), err))
-				return nil, wire.Errorf(wire.CodeUnavailable, "%s: %s is installed but does not verify (roll back, or gc and pull again): %v", op, src.name(pr.Commit), err)
+				return nil, wire.Errorf(wire.CodeUnavailable, "%s: %s is installed but does not verify (roll back, or pull it again): %v", op, src.name(pr.Commit), err)
 			}
 		}
 		if err := src.res.Install(src.name(pr.Commit), src.loader(pr.Commit), "verified by pull"); err != nil {

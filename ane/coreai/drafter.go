@@ -481,7 +481,7 @@ func (d *Drafter) Propose(anchor, pos int) (speculative.Proposal, error) {
 	d.logits = slices.Grow(d.logits[:0], rows*V)[:rows*V]
 	for t := 0; t < rows; t++ {
 		o := lb.off(t, 0)
-		half.F16ToF32(d.logits[t*V:(t+1)*V], u16s(lb.data[o:o+2*V]))
+		half.F16ToF32(d.logits[t*V:(t+1)*V], half.View(lb.data[o:o+2*V]))
 	}
 	hb := d.bufs[draftEntry+"/hp"]
 	d.hp = slices.Grow(d.hp[:0], rows*rank)[:rows*rank]

@@ -56,13 +56,4 @@ func unsafePointer(addr uintptr) unsafe.Pointer {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&addr))
 }
 
-// u16s views b as little-endian uint16 values (the machines this runs on
-// are little-endian).
-func u16s(b []byte) []uint16 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/2)
-}
-
 func f16Float(h uint16) float32 { return half.F16Float(h) }

@@ -435,7 +435,7 @@ func (e *Engine) readLogits(rows int) {
 	e.logits = e.logits[:rows*e.m.vocab]
 	for t := 0; t < rows; t++ {
 		o := lg.off(t, 0)
-		half.F16ToF32(e.logits[t*e.m.vocab:(t+1)*e.m.vocab], u16s(lg.data[o:o+2*e.m.vocab]))
+		half.F16ToF32(e.logits[t*e.m.vocab:(t+1)*e.m.vocab], half.View(lg.data[o:o+2*e.m.vocab]))
 	}
 }
 
@@ -462,7 +462,7 @@ func (e *Engine) appendRows(kind string, k int) {
 					krow := kn.data[kn.off(g, t, 0) : kn.off(g, t, 0)+2*hd]
 					switch {
 					case e.m.kv == ane.KVKV8:
-						half.F16ToF32(vals, u16s(krow))
+						half.F16ToF32(vals, half.View(krow))
 						ks.putU16(QuantizeV8(codes, vals), g, p)
 						if e.m.keysT {
 							for d, b := range codeBytes {
@@ -483,7 +483,7 @@ func (e *Engine) appendRows(kind string, k int) {
 						copy(vb.data[vb.off(g, p, 0):], vrow)
 						continue
 					}
-					half.F16ToF32(vals, u16s(vrow))
+					half.F16ToF32(vals, half.View(vrow))
 					vs.putU16(QuantizeV8(codes, vals), g, p)
 					copy(vb.data[vb.off(g, p, 0):], codeBytes)
 				}

@@ -45,7 +45,7 @@ func smokeBundle(t *testing.T, taps []int, drafter bool) string {
 	data, row := make([]byte, V*H*2), make([]float32, H)
 	for id := 0; id < V; id++ {
 		emb.Row(id, row)
-		half.F32ToF16(u16s(data[id*H*2:(id+1)*H*2]), row)
+		half.F32ToF16(half.View(data[id*H*2:(id+1)*H*2]), row)
 	}
 	if err := tensor.WriteNPY(filepath.Join(b, "model", "embed_tokens_fp16.npy"), "<f2", []int{V, H}, data); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/kernels"
 	"github.com/forgedaemon/forged/ane/nn"
@@ -327,7 +328,7 @@ func OpenInputs(dir string) (*CheckpointInputs, error) {
 		err = fmt.Errorf("checkpoint %s: %s has dtype %s, want BF16", dir, embedName, t.DType)
 	}
 	if err == nil {
-		in.embed = &bf16Embedding{cfg.Vocab, cfg.Hidden, u16(t.Data)}
+		in.embed = &bf16Embedding{cfg.Vocab, cfg.Hidden, half.View(t.Data)}
 		in.norm, err = r.vector(normName, cfg.Hidden)
 	}
 	if err != nil {

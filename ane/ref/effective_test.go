@@ -110,7 +110,7 @@ func TestEffectiveTensorsOfACheckpoint(t *testing.T) {
 	for _, s := range table {
 		ct, _ := src.Tensor(s.Name)
 		want := make([]float32, s.Elements())
-		half.BF16ToF32(want, u16(ct.Data))
+		half.BF16ToF32(want, half.View(ct.Data))
 		if !slices.Equal(eff[s.Name], want) {
 			t.Fatalf("%s: effective values differ from the checkpoint's", s.Name)
 		}

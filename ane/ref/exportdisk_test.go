@@ -55,7 +55,7 @@ func TestOpenExportFromDisk(t *testing.T) {
 	emb, _ := src.Tensor(embedName)
 	f16 := make([]byte, len(emb.Data))
 	vals := make([]float32, len(emb.Data)/2)
-	half.BF16ToF32(vals, u16(emb.Data))
+	half.BF16ToF32(vals, half.View(emb.Data))
 	for i, v := range vals {
 		h := half.F16(v)
 		f16[2*i], f16[2*i+1] = byte(h), byte(h>>8)

@@ -117,7 +117,7 @@ func quickExport(cfg Config, src Source) (memFiles, error) {
 		if !ok || len(t.Shape) != 2 || t.DType != "BF16" {
 			return fmt.Errorf("quick export: %s missing or not a BF16 matrix", name)
 		}
-		quickQuantize(dst, key, format, u16(t.Data), t.Shape[0], t.Shape[1])
+		quickQuantize(dst, key, format, half.View(t.Data), t.Shape[0], t.Shape[1])
 		return nil
 	}
 	const mlpFmt, mixFmt, kvFmt = "vector 2x16 + pcs", "LUT4 per-tensor + pcs", "INT8 per-channel"

@@ -64,9 +64,9 @@ func (r *reader) floats(name string, t Tensor) ([]float32, error) {
 	out := make([]float32, n)
 	switch t.DType {
 	case "BF16":
-		half.BF16ToF32(out, u16(t.Data))
+		half.BF16ToF32(out, half.View(t.Data))
 	case "F16":
-		half.F16ToF32(out, u16(t.Data))
+		half.F16ToF32(out, half.View(t.Data))
 	case "F32":
 		copy(out, f32(t.Data))
 	default:
@@ -84,29 +84,13 @@ func (r *reader) dense(name string, rows, cols int) (kernels.Matrix, error) {
 	}
 	if t.DType == "BF16" {
 		r.bytes += int64(len(t.Data))
-		return kernels.NewBF16(rows, cols, u16(t.Data))
+		return kernels.NewBF16(rows, cols, half.View(t.Data))
 	}
 	w, err := r.floats(name, t)
 	if err != nil {
 		return nil, err
 	}
 	return kernels.NewF32(rows, cols, w)
-}
-
-// u16 views little-endian bytes as uint16 values, copying only when the
-// bytes are not 2-byte aligned. amd64 and arm64 are little-endian.
-func u16(b []byte) []uint16 {
-	if len(b) == 0 {
-		return nil
-	}
-	if uintptr(unsafe.Pointer(&b[0]))%2 == 0 {
-		return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
-	}
-	out := make([]uint16, len(b)/2)
-	for i := range out {
-		out[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
-	}
-	return out
 }
 
 func f32(b []byte) []float32 {

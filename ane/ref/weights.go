@@ -3,6 +3,7 @@ package ref
 import (
 	"fmt"
 
+	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/kernels"
 )
 
@@ -147,7 +148,7 @@ func loadWeights(cfg Config, base *reader, mats matrices, embed Embedding) (*Wei
 		if t.DType != "BF16" {
 			return nil, fmt.Errorf("%s: tensor %q has dtype %s, want BF16", base.where, embedName, t.DType)
 		}
-		w.embed = &bf16Embedding{cfg.Vocab, H, u16(t.Data)}
+		w.embed = &bf16Embedding{cfg.Vocab, H, half.View(t.Data)}
 	}
 	w.bytes = base.bytes + mats.bytes()
 	return w, nil

@@ -249,3 +249,18 @@ func BenchmarkF32ToF16(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/element")
 }
+
+// TestView reads little-endian pairs, aligned in place and unaligned by copy.
+func TestView(t *testing.T) {
+	buf := []byte{0, 0x34, 0x12, 0xcd, 0xab}
+	for _, b := range [][]byte{buf[1:], buf[:4]} {
+		got := View(b)
+		want := []uint16{uint16(b[0]) | uint16(b[1])<<8, uint16(b[2]) | uint16(b[3])<<8}
+		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("View(% x) = %x, want %x", b, got, want)
+		}
+	}
+	if View(nil) != nil {
+		t.Error("View(nil) is not nil")
+	}
+}

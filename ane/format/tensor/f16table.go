@@ -3,7 +3,6 @@ package tensor
 import (
 	"fmt"
 	"slices"
-	"unsafe"
 
 	"github.com/forgedaemon/forged/ane/format/half"
 )
@@ -26,7 +25,7 @@ func NewF16Table(rows, cols int, data []byte) (*F16Table, error) {
 	if rows <= 0 || cols <= 0 || len(data) != rows*cols*2 {
 		return nil, fmt.Errorf("FP16 table: %d bytes for %d×%d", len(data), rows, cols)
 	}
-	return &F16Table{rows: rows, cols: cols, w: u16s(data)}, nil
+	return &F16Table{rows: rows, cols: cols, w: half.View(data)}, nil
 }
 
 // OpenF16Table memory-maps an .npy file holding an FP16 table, checking its
@@ -70,19 +69,4 @@ func (t *F16Table) Close() error {
 		return nil
 	}
 	return t.npy.Close()
-}
-
-// u16s views little-endian bytes as uint16 values (in place when aligned).
-func u16s(b []byte) []uint16 {
-	if len(b) == 0 {
-		return nil
-	}
-	if uintptr(unsafe.Pointer(&b[0]))%2 == 0 {
-		return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
-	}
-	out := make([]uint16, len(b)/2)
-	for i := range out {
-		out[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
-	}
-	return out
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // qwen38Config is shaped like the real Qwen3.8-27B config.json
-// (../shared/reference/anemll-forge.md §2.1): HF layout with text_config,
+// (the published bundle anemll/anemll-forge-qwen3.8-27B, model/config.json): HF layout with text_config,
 // rope_parameters, a vision tower we ignore, and eos_token_id as an int.
 func qwen38Config() string {
 	var lt []string

@@ -76,3 +76,19 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("size bound: %v", err)
 	}
 }
+
+// FuzzDecode: any bytes decode or are refused, never a panic; a document
+// that decodes has no duplicate keys.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"a": 1}`, `{"a": 1, "a": 2}`, `{"a": {"b": [1, {"c": 1, "c": 2}]}}`, `[]`, `{"a": 1} x`, `"\u00e9"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v any
+		if err := Decode(data, &v, Options{MaxSize: 1 << 16}); err == nil {
+			if err := CheckDuplicateKeys(data); err != nil {
+				t.Fatalf("decoded a document with a duplicate key: %v", err)
+			}
+		}
+	})
+}

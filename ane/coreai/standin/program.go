@@ -13,6 +13,7 @@ import (
 	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/speculative/dflash"
+	"github.com/forgedaemon/forged/internal/strictjson"
 )
 
 // Files of a stand-in package directory, beside functions.txt (the
@@ -197,12 +198,22 @@ func ReadProgram(pkg string) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stand-in package %s: %w (not a stand-in package, or an incomplete one)", pkg, err)
 	}
-	var p Program
-	if err := json.Unmarshal(data, &p); err != nil {
+	p, err := ParseProgram(data)
+	if err != nil {
 		return nil, fmt.Errorf("stand-in package %s: %w", file, err)
 	}
+	return p, nil
+}
+
+// ParseProgram decodes a standin.json strictly (duplicate and unknown keys
+// are refused, internal/strictjson) and checks its format.
+func ParseProgram(data []byte) (*Program, error) {
+	var p Program
+	if err := strictjson.Decode(data, &p, strictjson.Options{DisallowUnknownFields: true, MaxSize: 1 << 20}); err != nil {
+		return nil, err
+	}
 	if p.Format != ProgramFormat {
-		return nil, fmt.Errorf("stand-in package %s: format %q, want %q", file, p.Format, ProgramFormat)
+		return nil, fmt.Errorf("format %q, want %q", p.Format, ProgramFormat)
 	}
 	return &p, nil
 }

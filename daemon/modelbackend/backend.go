@@ -251,8 +251,25 @@ func (b *Backend) Detokenize(ids []int) (string, error) {
 	return b.tok.Decode(ids), nil
 }
 
-// NewStreamDecoder implements daemon.Backend.
-func (b *Backend) NewStreamDecoder() daemon.StreamDecoder { return b.tok.NewStreamDecoder() }
+// NewStreamDecoder implements daemon.Backend. The text of special tokens
+// (the <|im_end|> that ends a turn, which the engine step that sampled it
+// reports) is not output, as servers decode with skip_special_tokens; the
+// chat markers <think> and <tool_call> are not special and stay.
+func (b *Backend) NewStreamDecoder() daemon.StreamDecoder {
+	return outputDecoder{b.tok.NewStreamDecoder(), b.tok}
+}
+
+type outputDecoder struct {
+	*tokenizer.StreamDecoder
+	tok *tokenizer.Tokenizer
+}
+
+func (d outputDecoder) Add(id int) string {
+	if d.tok.IsSpecial(id) {
+		return ""
+	}
+	return d.StreamDecoder.Add(id)
+}
 
 // RenderChat renders with the model's own template.
 func (b *Backend) RenderChat(p daemon.ChatPrompt) (string, error) {

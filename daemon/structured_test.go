@@ -2,15 +2,18 @@ package daemon_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
@@ -387,5 +390,79 @@ func TestChatToolRoundTrip(t *testing.T) {
 				t.Errorf("%s (session %v): the round trip renders differently from the reference\n got %q\nwant %q", tc.name, session, got, ref.Text)
 			}
 		}
+	}
+}
+
+// The parsed keys over raw frames (docs/PROTOCOL.md §5): token events add
+// reasoning, content, tool_calls and diagnostics only where they carry
+// something; the reply has content, reasoning, tool_calls and
+// finish_reason "tool_calls"; a call is {index, id, name, arguments} with
+// the arguments a map in the model's key order on the wire.
+func TestChatStructuredOutputOverRawFrames(t *testing.T) {
+	sb := scriptedModel(t, 4)
+	ts := startBackend(t, daemon.Config{}, sb)
+	r := dialRaw(t, ts.path)
+	r.hello()
+	sb.Script("<think>\nHm.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"unit\": \"c\", \"city\": \"Paris\"}}\n</tool_call>")
+	r.write(map[string]any{"id": 2, "op": "chat", "args": map[string]any{
+		"messages": []any{map[string]any{"role": "user", "content": "weather?"}}}})
+	eventKeys := map[string]bool{"text": true, "ids": true, "t_ms": true, "reasoning": true, "content": true, "tool_calls": true, "diagnostics": true}
+	var reasoning string
+	var calls []any
+	for {
+		body, err := r.readBody(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := decodeBody(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, isReply := m["ok"]; isReply {
+			res := result(t, m)
+			var keys []string
+			for k := range res {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			if want := []string{"content", "context", "finish_reason", "reasoning", "revision", "text", "tool_calls", "usage"}; !slices.Equal(keys, want) {
+				t.Errorf("reply keys %v, want %v", keys, want)
+			}
+			if res["finish_reason"] != "tool_calls" || res["reasoning"] != "Hm." || res["content"] != "" || len(res["tool_calls"].([]any)) != 1 {
+				t.Errorf("reply %v", res)
+			}
+			if i, j := bytes.Index(body, []byte("\xa4unit")), bytes.Index(body, []byte("\xa4city")); i < 0 || j < i {
+				t.Errorf("the reply's arguments are not in the model's order (unit at %d, city at %d)", i, j)
+			}
+			break
+		}
+		data := m["data"].(map[string]any)
+		for k, v := range data {
+			if !eventKeys[k] {
+				t.Errorf("token event key %q is not documented", k)
+			}
+			if s, ok := v.(string); ok && s == "" && k != "text" {
+				t.Errorf("token event key %q is present but empty", k)
+			}
+		}
+		if s, ok := data["reasoning"].(string); ok {
+			reasoning += s
+		}
+		if c, ok := data["tool_calls"].([]any); ok {
+			calls = append(calls, c...)
+			if i, j := bytes.Index(body, []byte("\xa4unit")), bytes.Index(body, []byte("\xa4city")); i < 0 || j < i {
+				t.Errorf("the event's arguments are not in the model's order (unit at %d, city at %d)", i, j)
+			}
+		}
+	}
+	if reasoning != "Hm." || len(calls) != 1 {
+		t.Fatalf("streamed reasoning %q and calls %v", reasoning, calls)
+	}
+	c := calls[0].(map[string]any)
+	if len(c) != 4 || asUint(c["index"]) != 0 || c["name"] != "get_weather" || !strings.HasPrefix(c["id"].(string), "call_") {
+		t.Errorf("tool call %v, want {index: 0, id: call_…, name: get_weather, arguments}", c)
+	}
+	if args := c["arguments"].(map[string]any); len(args) != 2 || args["unit"] != "c" || args["city"] != "Paris" {
+		t.Errorf("arguments %v", args)
 	}
 }

@@ -1,12 +1,10 @@
 package daemon_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -265,45 +263,27 @@ func TestChatToolCallCutByMaxTokens(t *testing.T) {
 		if start < 0 || strings.Contains(res.Text, "</tool_call>") || !strings.HasPrefix(script, res.Text) {
 			t.Fatalf("step %d: text %q is not the script cut inside the call", step, res.Text)
 		}
-		cut := res.Text[start:]
-		if res.Reasoning != "ok" || res.Content != cut {
-			t.Errorf("step %d: reasoning %q content %q, want \"ok\" and the cut call %q", step, res.Reasoning, res.Content, cut)
-		}
-		if len(res.Diagnostics) != 1 || res.Diagnostics[0].Kind != wire.DiagTruncatedToolCall || res.Diagnostics[0].Text != cut {
-			t.Errorf("step %d: diagnostics %v, want one truncated_tool_call holding %q", step, res.Diagnostics, cut)
-		}
+		checkTruncatedCall(t, fmt.Sprintf("step %d", step), res, res.Text[start:])
 	}
+	// A stop string inside the call cuts it the same way.
+	sb := scriptedModel(t, 2)
+	c := dialClient(t, sb)
+	sb.Script(script)
+	_, res := runChat(t, c, wire.ChatArgs{Messages: []wire.Message{{Role: "user", Content: "Weather?"}}, Stop: []string{"</tool_call>"}})
+	if res.FinishReason != wire.FinishStopString || len(res.ToolCalls) != 0 {
+		t.Fatalf("stop string: finish %q with calls %v, want stop_string and none", res.FinishReason, res.ToolCalls)
+	}
+	checkTruncatedCall(t, "stop string", res, strings.TrimSuffix(script[strings.Index(script, "<tool_call>"):], "</tool_call>"))
 }
 
-// renderLine is a line of a reference render file, kept raw.
-type renderLine struct {
-	Name           string          `json:"name"`
-	Messages       json.RawMessage `json:"messages"`
-	Tools          json.RawMessage `json:"tools"`
-	EnableThinking *bool           `json:"enable_thinking"`
-	Text           string          `json:"text"`
-}
-
-func readRender(t *testing.T, path, name string) renderLine {
+func checkTruncatedCall(t *testing.T, name string, res *wire.GenerationResult, cut string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	if res.Reasoning != "ok" || res.Content != cut {
+		t.Errorf("%s: reasoning %q content %q, want \"ok\" and the cut call %q", name, res.Reasoning, res.Content, cut)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var l renderLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatal(err)
-		}
-		if l.Name == name {
-			return l
-		}
+	if len(res.Diagnostics) != 1 || res.Diagnostics[0].Kind != wire.DiagTruncatedToolCall || res.Diagnostics[0].Text != cut {
+		t.Errorf("%s: diagnostics %v, want one truncated_tool_call holding %q", name, res.Diagnostics, cut)
 	}
-	t.Fatalf("no render %q in %s", name, path)
-	return renderLine{}
 }
 
 // A turn's tool calls and the tools' results, sent back in the next turn
@@ -317,7 +297,7 @@ func TestChatToolRoundTrip(t *testing.T) {
 	cases := []struct {
 		file, name, script string
 	}{
-		{refdata.Path(t, "qwen3", "chat_renders.jsonl"), "tool_call_and_response",
+		{"", "tool_call_and_response",
 			"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"},
 		// reasoning, then a call with a string and an integer
 		{chatRenders, "random_144", "<think>\nRésumé of 東京 ☕ — \"quoted\" \\ back\n</think>\n\n" +
@@ -327,7 +307,12 @@ func TestChatToolRoundTrip(t *testing.T) {
 			"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"},
 	}
 	for _, tc := range cases {
-		ref := readRender(t, tc.file, tc.name)
+		var ref renderCase
+		if tc.file == "" {
+			ref = referenceRender(t, tc.name)
+		} else {
+			ref = readRender(t, tc.file, tc.name)
+		}
 		var msgs []wire.Message
 		if err := json.Unmarshal(ref.Messages, &msgs); err != nil {
 			t.Fatal(err)

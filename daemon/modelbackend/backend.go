@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/forgedaemon/forged/ane"
@@ -251,21 +252,27 @@ func (b *Backend) Detokenize(ids []int) (string, error) {
 	return b.tok.Decode(ids), nil
 }
 
-// NewStreamDecoder implements daemon.Backend. The text of special tokens
-// (the <|im_end|> that ends a turn, which the engine step that sampled it
-// reports) is not output, as servers decode with skip_special_tokens; the
-// chat markers <think> and <tool_call> are not special and stay.
+// NewStreamDecoder implements daemon.Backend. A stop token (the <|im_end|>
+// that ends a turn, which the engine step that sampled it reports) shows no
+// text, as in ane/generate's own events.
 func (b *Backend) NewStreamDecoder() daemon.StreamDecoder {
-	return outputDecoder{b.tok.NewStreamDecoder(), b.tok}
+	var stops []int
+	if b.rt != nil {
+		stops = b.rt.stopTokens()
+	}
+	if stops == nil {
+		stops = generate.DefaultStopTokens(b.tok) // what the generator stops on without its own
+	}
+	return outputDecoder{b.tok.NewStreamDecoder(), stops}
 }
 
 type outputDecoder struct {
 	*tokenizer.StreamDecoder
-	tok *tokenizer.Tokenizer
+	stops []int
 }
 
 func (d outputDecoder) Add(id int) string {
-	if d.tok.IsSpecial(id) {
+	if slices.Contains(d.stops, id) {
 		return ""
 	}
 	return d.StreamDecoder.Add(id)

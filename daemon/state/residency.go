@@ -105,8 +105,11 @@ func NewResidency(host Host, opts ResidencyOptions) *Residency {
 	r.opts = opts
 	r.m = residency.NewMachine(opts.Bundle, opts.Initial, opts.Now)
 	r.m.OnTransition(func(t residency.Transition) {
-		host.Log.Info("residency", "bundle", t.Bundle, "from", t.From, "to", t.To, "reason", t.Reason)
+		// Logged as subscribers see it (a bundle that is ready to load is
+		// "unloaded", not "ready"), with the lifecycle state beside it.
+		from, _ := WireState(t.From, "")
 		state, reason := WireState(t.To, t.Reason)
+		host.Log.Info("residency", "bundle", t.Bundle, "from", from, "to", state, "lifecycle", string(t.From)+"->"+string(t.To), "reason", t.Reason)
 		host.SetState(state, reason)
 	})
 	host.SetBackend(backend.Unavailable{Reason: "the model is not loaded", Bundle: host.Backend().Model().Bundle})
@@ -483,6 +486,7 @@ func (r *Residency) Switch(ctx context.Context, name string, verify func() error
 	if err := r.Unload(false, "switching to "+name); err != nil {
 		return err
 	}
+	r.m.Rename(name) // the old revision's unload is logged under its own name
 	return r.Load(ctx, "switching to "+name)
 }
 
@@ -492,6 +496,7 @@ func (r *Residency) Install(name string, load func(context.Context) (backend.Bac
 	r.mu.Lock()
 	r.opts.Bundle, r.opts.Load = name, load
 	r.mu.Unlock()
+	r.m.Rename(name)
 	if st, _ := r.m.State(); st != residency.Verifying {
 		if err := r.m.To(residency.Verifying, verified); err != nil {
 			return err

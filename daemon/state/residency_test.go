@@ -18,8 +18,8 @@ type logRecords struct {
 }
 
 func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *logRecords) WithGroup(string) slog.Handler           { return l }
+func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecords) WithGroup(string) slog.Handler            { return l }
 func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
 	m := map[string]string{"msg": r.Message}
 	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
@@ -56,7 +56,9 @@ func testResidency(t *testing.T, log *logRecords) (*Residency, func() string) {
 		State:      func() string { mu.Lock(); defer mu.Unlock(); return published },
 		Sessions:   NewSessions(),
 	}
-	loader := func(context.Context) (backend.Backend, error) { return backend.Unavailable{Reason: "a loaded stand-in"}, nil }
+	loader := func(context.Context) (backend.Backend, error) {
+		return backend.Unavailable{Reason: "a loaded stand-in"}, nil
+	}
 	return NewResidency(host, ResidencyOptions{Bundle: "org/forge@rev-a", Load: loader}), host.State
 }
 

@@ -391,9 +391,10 @@ type ConfigValues struct {
 	PerCaller           uint64 `msgpack:"per_caller" json:"per_caller"`
 	AdminGroup          string `msgpack:"admin_group" json:"admin_group"`
 	Socket              string `msgpack:"socket" json:"socket"`
-	// KeepAliveMS is the residency keep-alive (-1: never unload); absent
-	// when the served model is always loaded.
-	KeepAliveMS int64 `msgpack:"keep_alive_ms,omitempty" json:"keep_alive_ms,omitempty"`
+	// KeepAliveMS is the residency keep-alive: 0 unloads as soon as the
+	// model is idle, -1 never; absent (nil) when the served model is
+	// always loaded.
+	KeepAliveMS *int64 `msgpack:"keep_alive_ms,omitempty" json:"keep_alive_ms,omitempty"`
 	// File is the config file the daemon follows; absent without --config.
 	File string `msgpack:"file,omitempty" json:"file,omitempty"`
 }

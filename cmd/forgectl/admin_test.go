@@ -418,7 +418,7 @@ func TestConfigGetKeepAliveName(t *testing.T) {
 			t.Errorf("keepAliveText(%d) = %q, want %q", c.ms, got, c.want)
 		}
 	}
-	v := &wire.ConfigValues{MaxFrame: 8, PerCaller: 3, KeepAliveMS: 300000}
+	v := &wire.ConfigValues{MaxFrame: 8, PerCaller: 3, KeepAliveMS: ptr(int64(300000))}
 	var out bytes.Buffer
 	if err := showConfig(&out, v, "", false); err != nil || !strings.Contains(out.String(), "keep_alive ") || strings.Contains(out.String(), "keep_alive_ms") ||
 		!strings.Contains(out.String(), "5m\n") {

@@ -20,8 +20,11 @@ type ResidencyOptions struct {
 	// Load loads the model; it is called on load, and by the first request
 	// after an unload.
 	Load func(ctx context.Context) (backend.Backend, error)
-	// KeepAlive unloads after this long without a request: 0 means the
-	// default (10 minutes), negative never.
+	// KeepAlive unloads after this long without a request: 0 as soon as
+	// the model is idle (at the first tick after its last request),
+	// negative never; residency.DefaultKeepAlive is the usual 10 minutes.
+	// One meaning everywhere: the config file's keep_alive, forged run
+	// --keep-alive, config.get's keep_alive_ms (docs/CONFIG.md).
 	KeepAlive time.Duration
 	Now       func() time.Time // nil: time.Now (tests inject a clock)
 	// Budget is the memory the model and its sessions may use, in bytes
@@ -93,12 +96,7 @@ func NewResidency(host Host, opts ResidencyOptions) *Residency {
 		opts.Now = time.Now
 	}
 	r := &Residency{host: host, opts: opts, uses: map[*use]struct{}{}, drafter: true}
-	switch {
-	case opts.KeepAlive == 0:
-		r.keep.Idle = residency.DefaultKeepAlive
-	case opts.KeepAlive > 0:
-		r.keep.Idle = opts.KeepAlive
-	}
+	r.keep.Idle = opts.KeepAlive
 	if opts.Initial == "" {
 		opts.Initial = residency.Ready
 	}
@@ -159,18 +157,16 @@ func WireState(s residency.State, reason string) (string, string) {
 	return wire.StateUnavailable, reason
 }
 
-// SetKeepAlive changes the keep-alive: 0 unloads at the first tick after
-// the model goes idle, negative never.
+// SetKeepAlive changes the keep-alive (as ResidencyOptions.KeepAlive: 0
+// unloads at the first tick after the model goes idle, negative never).
 func (r *Residency) SetKeepAlive(d time.Duration) {
-	if d == 0 {
-		d = time.Nanosecond // residency.KeepAlive reads 0 as never
-	}
 	r.mu.Lock()
 	r.keep.Idle = d
 	r.mu.Unlock()
 }
 
-// KeepAlive is the keep-alive in force (0 or less: never).
+// KeepAlive is the keep-alive in force (0: unload as soon as idle;
+// negative: never).
 func (r *Residency) KeepAlive() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()

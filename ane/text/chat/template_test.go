@@ -40,6 +40,18 @@ func TestRandomReferenceRenders(t *testing.T) {
 	checkRenders(t, tpl, filepath.Join("testdata", "qwen3_renders.jsonl"), 150, jinja.Options{JS: true})
 }
 
+// Conversations with floats in tool calls and schemas (300.0, 1.0, -0.0,
+// 1e-06, 1e16, 1e21), rendered by Python's Jinja2 in transformers'
+// environment (scripts/python-jinja2/render.py), match byte for byte in the
+// default mode: tojson prints json.dumps's forms.
+func TestPythonFloatRenders(t *testing.T) {
+	tpl, err := LoadTemplate(refdata.Path(t, "qwen3", "tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRenders(t, tpl, refdata.Path(t, "python-jinja2", "qwen3_float_renders.jsonl"), 2, jinja.Options{})
+}
+
 func checkRenders(t *testing.T, tpl *Template, path string, atLeast int, opts jinja.Options) {
 	t.Helper()
 	f, err := os.Open(path)

@@ -179,12 +179,18 @@ type SessionInfo struct {
 }
 
 // RequestInfo is one queued or running generation in a status result.
+// ID is the caller's own id, unique only on its connection; Seq numbers
+// requests across the daemon (unique for the daemon's life).
 type RequestInfo struct {
 	ID        uint64 `msgpack:"id" json:"id"`
+	Seq       uint64 `msgpack:"seq" json:"seq"`
 	UID       uint32 `msgpack:"uid" json:"uid"`
+	PID       int32  `msgpack:"pid,omitempty" json:"pid,omitempty"` // the caller's process; absent where the kernel does not say
 	Client    string `msgpack:"client" json:"client"`
 	Op        string `msgpack:"op" json:"op"`
+	Priority  string `msgpack:"priority" json:"priority"` // PriorityInteractive or PriorityBackground
 	State     string `msgpack:"state" json:"state"`
+	AgeMS     uint64 `msgpack:"age_ms" json:"age_ms"` // since the daemon received it
 	Generated uint64 `msgpack:"generated" json:"generated"`
 }
 

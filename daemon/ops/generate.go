@@ -169,11 +169,11 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 	if _, err := contextEntry(p.op, c.s.footprint(), model.ContextEntries, len(prompt), maxTokens); err != nil {
 		return nil, err
 	}
-	class := scheduler.Interactive
+	class, priority := scheduler.Interactive, wire.PriorityInteractive
 	switch p.priority {
 	case "", wire.PriorityInteractive:
 	case wire.PriorityBackground:
-		class = scheduler.Background
+		class, priority = scheduler.Background, wire.PriorityBackground
 	default:
 		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.priority must be \"interactive\" or \"background\", got %q", p.op, p.priority)
 	}
@@ -188,7 +188,7 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 		}
 	}
 
-	g := &generation{id: id, peer: c.peer, client: c.clientName(), op: p.op, session: p.session}
+	g := &generation{id: id, received: received, priority: priority, peer: c.peer, client: c.clientName(), op: p.op, session: p.session}
 	defer c.s.track(g)()
 	if err := c.admit(ctx, id, g, len(prompt), maxTokens, p.speculative == nil || *p.speculative, p.ifBusy == wire.IfBusyFail); err != nil {
 		return nil, err

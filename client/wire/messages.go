@@ -67,13 +67,15 @@ const (
 const (
 	EventToken = "token"
 	EventState = "state"
-	// EventQueued is sent while a generation waits for memory (its data is
-	// a QueuedEvent). It is not sent when memory is free.
+	// EventQueued is sent while a generation waits, for memory or for a
+	// generation slot (its data is a QueuedEvent), when it starts waiting
+	// and when its place changes. It is not sent to a request that runs at
+	// once.
 	EventQueued = "queued"
 )
 
 // QueuedEvent is the data of a queued event: why the generation waits and
-// its place in the memory queue (position 1 is next).
+// its place in that queue (position 1 is next).
 type QueuedEvent struct {
 	Reason   string `msgpack:"reason"`
 	Position uint64 `msgpack:"position"`

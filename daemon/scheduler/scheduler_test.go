@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,6 +110,86 @@ func equalInts(a, b []int) bool {
 		if a[i] != b[i] {
 			return false
 		}
+	}
+	return true
+}
+
+// A waiting request is told its place, and told again as the queue moves:
+// once all are queued, the places reported are exactly the grant order
+// (interactive first, callers in turn, a caller's own in FIFO order).
+func TestSchedulerReportsQueuePositions(t *testing.T) {
+	s := NewScheduler(1, 100, 10)
+	hold, err := s.Acquire(context.Background(), "holder", Interactive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := []struct {
+		caller string
+		class  int
+	}{
+		{"a", Background}, {"a", Interactive}, {"a", Interactive}, {"a", Interactive},
+		{"b", Interactive}, {"c", Interactive}, {"b", Interactive},
+	}
+	var mu sync.Mutex
+	last := make([]int, len(reqs))
+	seen := make([][]int, len(reqs))
+	order := make(chan int, len(reqs))
+	for i, r := range reqs {
+		go func() {
+			rel, err := s.AcquireQueued(context.Background(), r.caller, r.class, func(pos int) {
+				mu.Lock()
+				last[i] = pos
+				seen[i] = append(seen[i], pos)
+				mu.Unlock()
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			order <- i
+			rel()
+		}()
+		for q, _, _ := s.Counts(); q != i+1; q, _, _ = s.Counts() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	want := []int{7, 1, 4, 6, 2, 3, 5} // the grant order [1 4 5 2 6 3 0] as places
+	for {
+		mu.Lock()
+		done := equalInts(last, want)
+		got := append([]int(nil), last...)
+		mu.Unlock()
+		if done {
+			break
+		}
+		if slices.Contains(got, 0) || !isPermutation(got) {
+			time.Sleep(time.Millisecond) // a waiter has not looked at its place yet
+			continue
+		}
+		t.Fatalf("places %v, want %v", got, want)
+	}
+	hold()
+	for range reqs {
+		<-order
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, ps := range seen {
+		for j := 1; j < len(ps); j++ {
+			if ps[j] == ps[j-1] {
+				t.Errorf("request %d was told place %d twice in a row: %v", i, ps[j], ps)
+			}
+		}
+	}
+}
+
+func isPermutation(p []int) bool {
+	seen := map[int]bool{}
+	for _, v := range p {
+		if v < 1 || v > len(p) || seen[v] {
+			return false
+		}
+		seen[v] = true
 	}
 	return true
 }

@@ -59,31 +59,28 @@ func (o genOptions) chatArgs(args wire.ChatArgs) (wire.ChatArgs, error) {
 	if o.prompt != nil {
 		return args, errPromptOnChat
 	}
-	if o.maxTokens != nil {
-		args.MaxTokens = o.maxTokens
-	}
-	if o.sampling != nil {
-		args.Sampling = o.sampling
-	}
-	if o.speculative != nil {
-		args.Speculative = o.speculative
-	}
+	o.setShared(&args.MaxTokens, &args.Sampling, &args.Speculative)
 	return args, nil
 }
 
 // generateArgs is args with o applied.
 func (o genOptions) generateArgs(args wire.GenerateArgs) wire.GenerateArgs {
-	if o.maxTokens != nil {
-		args.MaxTokens = o.maxTokens
-	}
-	if o.sampling != nil {
-		args.Sampling = o.sampling
-	}
-	if o.speculative != nil {
-		args.Speculative = o.speculative
-	}
+	o.setShared(&args.MaxTokens, &args.Sampling, &args.Speculative)
 	if o.prompt != nil {
 		args.Prompt = o.prompt
 	}
 	return args
+}
+
+// setShared sets the fields chat and generate share to the options given.
+func (o genOptions) setShared(maxTokens **uint64, sampling **wire.Sampling, speculative **bool) {
+	if o.maxTokens != nil {
+		*maxTokens = o.maxTokens
+	}
+	if o.sampling != nil {
+		*sampling = o.sampling
+	}
+	if o.speculative != nil {
+		*speculative = o.speculative
+	}
 }

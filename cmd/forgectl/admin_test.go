@@ -434,4 +434,12 @@ func TestConfigGetKeepAliveName(t *testing.T) {
 	if err := showConfig(&out, v, "keep_alive", true); err != nil || out.String() != "\"5m\"\n" {
 		t.Errorf("config get keep_alive --json: %v %q", err, out.String())
 	}
+	// keep_alive 0s (unload as soon as idle) is a value, not an absence.
+	v.KeepAliveMS = ptr(int64(0))
+	for key, want := range map[string]string{"keep_alive": "0s\n", "keep_alive_ms": "0\n"} {
+		out.Reset()
+		if err := showConfig(&out, v, key, false); err != nil || out.String() != want {
+			t.Errorf("config get %s with keep_alive 0s: %v %q, want %q", key, err, out.String(), want)
+		}
+	}
 }

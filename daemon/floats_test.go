@@ -12,7 +12,7 @@ import (
 	"github.com/forgedaemon/forged/internal/refdata"
 )
 
-// pythonRender is one line of testdata/python-jinja2/qwen3_float_renders.jsonl:
+// pythonRender is one line of testdata/python-jinja2/qwen3_renders.jsonl:
 // a conversation rendered by Python's Jinja2 in transformers' environment.
 type pythonRender struct {
 	Name           string          `json:"name"`
@@ -24,7 +24,7 @@ type pythonRender struct {
 
 func pythonRenders(t *testing.T) []pythonRender {
 	t.Helper()
-	f, err := os.Open(refdata.Path(t, "python-jinja2", "qwen3_float_renders.jsonl"))
+	f, err := os.Open(refdata.Path(t, "python-jinja2", "qwen3_renders.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +39,8 @@ func pythonRenders(t *testing.T) []pythonRender {
 		}
 		out = append(out, r)
 	}
-	if len(out) < 2 {
-		t.Fatalf("%d Python renders, want 2", len(out))
+	if len(out) < 3 {
+		t.Fatalf("%d Python renders, want 3", len(out))
 	}
 	return out
 }

@@ -11,7 +11,7 @@ ensure_ascii=False, raise_exception. The JSON is parsed by Python's json
 module, so 300.0 stays a float and 300 an int, as in transformers.
 
   scripts/python-jinja2/render.py testdata/qwen3/tokenizer_config.json \
-      testdata/python-jinja2/float_cases.jsonl > testdata/python-jinja2/qwen3_float_renders.jsonl
+      testdata/python-jinja2/cases.jsonl > testdata/python-jinja2/qwen3_renders.jsonl
 """
 import json
 import sys

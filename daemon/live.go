@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"time"
+
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/state"
 )
@@ -49,10 +51,13 @@ func (s *Server) configValues() wire.ConfigValues {
 		AdminGroup: cfg.AdminGroup, Socket: cfg.SocketPath,
 	}
 	if r != nil {
-		v.KeepAliveMS = -1 // never
-		if k := r.KeepAlive(); k > 0 {
-			v.KeepAliveMS = k.Milliseconds()
+		ms := int64(-1) // never
+		if k := r.KeepAlive(); k >= 0 {
+			// Whole milliseconds, rounded up: only a keep-alive of 0
+			// (unload as soon as idle) reads 0.
+			ms = (k + time.Millisecond - 1).Milliseconds()
 		}
+		v.KeepAliveMS = &ms
 	}
 	if file != nil {
 		v.File = file.Watcher().Path()

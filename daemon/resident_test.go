@@ -52,7 +52,8 @@ type residencyRig struct {
 func newResidencyRig(t *testing.T, opts fakeengine.Options) *residencyRig {
 	rig := &residencyRig{ts: startServer(t, daemon.Config{}, opts), clock: &fakeClock{now: time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)}}
 	rig.r = rig.ts.EnableResidency(daemon.ResidencyOptions{
-		Bundle: "fake/instant@1",
+		Bundle:    "fake/instant@1",
+		KeepAlive: residency.DefaultKeepAlive,
 		Load: func(context.Context) (daemon.Backend, error) {
 			rig.loads.Add(1)
 			e := fakeengine.New(opts)

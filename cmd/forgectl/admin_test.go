@@ -418,7 +418,7 @@ func TestConfigGetKeepAliveName(t *testing.T) {
 			t.Errorf("keepAliveText(%d) = %q, want %q", c.ms, got, c.want)
 		}
 	}
-	v := &wire.ConfigValues{MaxFrame: 8, PerCaller: 3, KeepAliveMS: 300000}
+	v := &wire.ConfigValues{MaxFrame: 8, PerCaller: 3, KeepAliveMS: ptr(int64(300000))}
 	var out bytes.Buffer
 	if err := showConfig(&out, v, "", false); err != nil || !strings.Contains(out.String(), "keep_alive ") || strings.Contains(out.String(), "keep_alive_ms") ||
 		!strings.Contains(out.String(), "5m\n") {
@@ -433,5 +433,13 @@ func TestConfigGetKeepAliveName(t *testing.T) {
 	out.Reset()
 	if err := showConfig(&out, v, "keep_alive", true); err != nil || out.String() != "\"5m\"\n" {
 		t.Errorf("config get keep_alive --json: %v %q", err, out.String())
+	}
+	// keep_alive 0s (unload as soon as idle) is a value, not an absence.
+	v.KeepAliveMS = ptr(int64(0))
+	for key, want := range map[string]string{"keep_alive": "0s\n", "keep_alive_ms": "0\n"} {
+		out.Reset()
+		if err := showConfig(&out, v, key, false); err != nil || out.String() != want {
+			t.Errorf("config get %s with keep_alive 0s: %v %q, want %q", key, err, out.String(), want)
+		}
 	}
 }

@@ -242,8 +242,8 @@ func configRows(v *wire.ConfigValues) ([]configRow, error) {
 		if n, ok := fileKeys[k]; ok {
 			r.name = n
 		}
-		if k == "keep_alive_ms" {
-			r.value, _ = json.Marshal(keepAliveText(v.KeepAliveMS))
+		if k == "keep_alive_ms" && v.KeepAliveMS != nil {
+			r.value, _ = json.Marshal(keepAliveText(*v.KeepAliveMS))
 		}
 		rows = append(rows, r)
 	}
@@ -303,7 +303,7 @@ func showConfig(w io.Writer, v *wire.ConfigValues, key string, asJSON bool) erro
 	}
 	why := ""
 	if k := key; k == "keep_alive" || k == "keep_alive_ms" {
-		why = " (the daemon reports no keep-alive: its model is not under residency control, or the keep-alive is 0s)"
+		why = " (the daemon reports no keep-alive: its model is not under residency control)"
 	}
 	return fmt.Errorf("config.get has no key %q%s: it has %s (config set takes the file's keys, docs/CONFIG.md)", key, why, strings.Join(names, ", "))
 }

@@ -129,7 +129,7 @@ configuration stays in force. The installed services run forged run --config FIL
 	fl.IntVar(&f.perCaller, "per-caller", 4, "queued-or-running generations per caller")
 	fl.IntVar(&f.maxQueue, "max-queue", 256, "generations waiting in total before busy")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fl.DurationVar(&f.keepAlive, "keep-alive", residency.DefaultKeepAlive, "unload the model after this long without a request; negative: never (a file's keep_alive cannot say never: it is 0s or more, 0s unloading as soon as idle, docs/CONFIG.md); 0: the default")
+	fl.DurationVar(&f.keepAlive, "keep-alive", residency.DefaultKeepAlive, "unload the model after this long without a request; 0: as soon as it is idle; negative: never (a file's keep_alive cannot say never: it is 0s or more, docs/CONFIG.md)")
 	fl.StringVar(&f.memoryReserve, "memory-reserve", defaultReserve, "memory left to the system and other apps; requests that do not fit in the rest wait")
 	c.MarkFlagsMutuallyExclusive("model", "repo")
 	rootCmd.AddCommand(c)
@@ -226,7 +226,7 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		}()
 	}
 	tick := 10 * time.Second // keep-alive and pressure polling
-	if f.keepAlive > 0 && f.keepAlive/4 < tick {
+	if f.keepAlive >= 0 && f.keepAlive/4 < tick {
 		tick = max(f.keepAlive/4, 100*time.Millisecond)
 	}
 	go res.Run(ctx, tick, sysinfo.Host())
@@ -308,9 +308,7 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 	num("per-caller", &f.perCaller, c.Limits.PerCaller)
 	num("max-queue", &f.maxQueue, c.Limits.MaxQueue)
 	if !given("keep-alive") {
-		// keep_alive 0 in the file means "unload as soon as idle"; the
-		// flag's 0 would mean the default.
-		f.keepAlive = max(c.KeepAlive.D(), time.Nanosecond)
+		f.keepAlive = c.KeepAlive.D()
 	}
 	live, err := daemon.LiveFrom(c)
 	if err != nil {

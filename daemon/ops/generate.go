@@ -161,6 +161,10 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 
 var errStopString = errors.New("stop string reached")
 
+// slotWait is the reason of a queued event while a generation waits for a
+// generation slot (limits.slots are all running).
+const slotWait = "waiting for a generation slot (all are running)"
+
 // generate schedules and runs one generation, streaming token events.
 func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParams) (*wire.GenerationResult, error) {
 	received := time.Now()
@@ -179,11 +183,11 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 	if _, err := contextEntry(p.op, c.s.footprint(), model.ContextEntries, len(prompt), maxTokens); err != nil {
 		return nil, err
 	}
-	class := scheduler.Interactive
+	class, priority := scheduler.Interactive, wire.PriorityInteractive
 	switch p.priority {
 	case "", wire.PriorityInteractive:
 	case wire.PriorityBackground:
-		class = scheduler.Background
+		class, priority = scheduler.Background, wire.PriorityBackground
 	default:
 		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.priority must be \"interactive\" or \"background\", got %q", p.op, p.priority)
 	}
@@ -198,12 +202,16 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 		}
 	}
 
-	g := &generation{id: id, peer: c.peer, client: c.clientName(), op: p.op, session: p.session}
+	g := &generation{id: id, received: received, priority: priority, peer: c.peer, client: c.clientName(), op: p.op, session: p.session}
 	defer c.s.track(g)()
 	if err := c.admit(ctx, id, g, len(prompt), maxTokens, p.speculative == nil || *p.speculative, p.ifBusy == wire.IfBusyFail); err != nil {
 		return nil, err
 	}
-	release, err := c.s.sched.Acquire(ctx, callerKey(c.peer, g.client), class)
+	release, err := c.s.sched.AcquireQueued(ctx, callerKey(c.peer, g.client), class, func(pos int) {
+		// Best effort: a connection too slow for this event fails at the
+		// first token anyway.
+		_ = c.event(id, wire.EventQueued, wire.QueuedEvent{Reason: slotWait, Position: uint64(pos)})
+	})
 	if err != nil {
 		return nil, err
 	}

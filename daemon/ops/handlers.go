@@ -67,6 +67,7 @@ type Handlers struct {
 
 	mu   sync.Mutex
 	gens map[*generation]struct{}
+	seq  uint64 // the last generation's daemon-wide number (under mu)
 }
 
 // New builds the handlers over d.
@@ -99,7 +100,10 @@ func contextEntry(op string, f *residency.Footprint, ladder []int, prompt, maxTo
 
 // generation is a chat or generate request, tracked for status.
 type generation struct {
-	id        uint64
+	id        uint64 // the caller's, per connection
+	seq       uint64 // daemon-wide (Handlers.seq)
+	received  time.Time
+	priority  string
 	peer      transport.Peer
 	client    string
 	op        string
@@ -111,6 +115,8 @@ type generation struct {
 
 func (s *Handlers) track(g *generation) (untrack func()) {
 	s.mu.Lock()
+	s.seq++
+	g.seq = s.seq
 	s.gens[g] = struct{}{}
 	s.mu.Unlock()
 	return func() {

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime/debug"
@@ -167,9 +168,11 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 		if g.running.Load() {
 			st = "running"
 		}
-		res.Requests = append(res.Requests, wire.RequestInfo{ID: g.id, UID: g.peer.UID, Client: g.client, Op: g.op, State: st, Generated: g.generated.Load()})
+		res.Requests = append(res.Requests, wire.RequestInfo{ID: g.id, Seq: g.seq, UID: g.peer.UID, PID: g.peer.PID, Client: g.client,
+			Op: g.op, Priority: g.priority, State: st, AgeMS: uint64(time.Since(g.received).Milliseconds()), Generated: g.generated.Load()})
 	}
 	s.mu.Unlock()
+	slices.SortFunc(res.Requests, func(a, b wire.RequestInfo) int { return cmp.Compare(a.Seq, b.Seq) })
 	res.Sessions = append(res.Sessions, s.sessions.Infos()...)
 	slices.SortFunc(res.Sessions, func(a, b wire.SessionInfo) int { return compareSessionIDs(a.Session, b.Session) })
 	res.Memory.GoHeap = goHeapBytes()

@@ -30,6 +30,7 @@ type Scheduler struct {
 	queued    int
 	inflight  map[string]int // queued + running, per caller
 	classes   [numClasses]roundRobin
+	moved     chan struct{} // closed (and replaced) when the queue moves
 }
 
 type ticket struct {
@@ -48,7 +49,7 @@ type roundRobin struct {
 // NewScheduler builds a scheduler with slots concurrent runs, at most
 // maxQueue waiting requests and perCaller queued-or-running per caller.
 func NewScheduler(slots, maxQueue, perCaller int) *Scheduler {
-	s := &Scheduler{slots: max(slots, 1), maxQueue: maxQueue, perCaller: max(perCaller, 1), inflight: map[string]int{}}
+	s := &Scheduler{slots: max(slots, 1), maxQueue: maxQueue, perCaller: max(perCaller, 1), inflight: map[string]int{}, moved: make(chan struct{})}
 	for i := range s.classes {
 		s.classes[i].queues = map[string][]*ticket{}
 	}
@@ -68,6 +69,14 @@ func (s *Scheduler) SetLimits(slots, maxQueue, perCaller int) {
 // queue is full or the caller is at its cap, and ctx's error if ctx ends
 // first. release must be called exactly once after a successful Acquire.
 func (s *Scheduler) Acquire(ctx context.Context, caller string, class int) (release func(), err error) {
+	return s.AcquireQueued(ctx, caller, class, nil)
+}
+
+// AcquireQueued is Acquire that, when the request has to wait, calls
+// queued (if not nil) with its place in the queue (1: next to run) when it
+// joins and each time the place changes. queued runs on the caller's
+// goroutine, outside the scheduler's lock.
+func (s *Scheduler) AcquireQueued(ctx context.Context, caller string, class int, queued func(position int)) (release func(), err error) {
 	class = min(max(class, 0), numClasses-1)
 	s.mu.Lock()
 	if s.inflight[caller] >= s.perCaller {
@@ -88,12 +97,27 @@ func (s *Scheduler) Acquire(ctx context.Context, caller string, class int) (rele
 	s.classes[class].push(t)
 	s.queued++
 	s.inflight[caller]++
+	s.movedLocked()
 	s.mu.Unlock()
 
-	select {
-	case <-t.granted:
-		return s.releaser(caller), nil
-	case <-ctx.Done():
+	for shown := 0; ; {
+		s.mu.Lock()
+		moved, pos := s.moved, 0
+		if !t.done {
+			pos = s.positionLocked(t, class)
+		}
+		s.mu.Unlock()
+		if queued != nil && pos > 0 && pos != shown {
+			queued(pos)
+			shown = pos
+		}
+		select {
+		case <-t.granted:
+			return s.releaser(caller), nil
+		case <-moved:
+			continue
+		case <-ctx.Done():
+		}
 		s.mu.Lock()
 		if t.done { // granted while we were giving up: hand the slot back
 			s.mu.Unlock()
@@ -103,9 +127,16 @@ func (s *Scheduler) Acquire(ctx context.Context, caller string, class int) (rele
 		s.classes[class].remove(t)
 		s.queued--
 		s.dropInflight(caller)
+		s.movedLocked()
 		s.mu.Unlock()
 		return nil, context.Cause(ctx)
 	}
+}
+
+// movedLocked wakes the waiters to look at their places again.
+func (s *Scheduler) movedLocked() {
+	close(s.moved)
+	s.moved = make(chan struct{})
 }
 
 func (s *Scheduler) releaser(caller string) func() {
@@ -142,6 +173,37 @@ func (s *Scheduler) grantLocked() {
 		s.running++
 		t.done = true
 		close(t.granted)
+		s.movedLocked()
+	}
+}
+
+// positionLocked is t's place in the order the queue would be granted in:
+// every waiting ticket of a more urgent class, then its own class's round
+// robin from the caller whose turn is next (one ticket per caller a turn).
+func (s *Scheduler) positionLocked(t *ticket, class int) int {
+	pos := 0
+	for i := range class {
+		for _, q := range s.classes[i].queues {
+			pos += len(q)
+		}
+	}
+	r := &s.classes[class]
+	for depth := 0; ; depth++ {
+		more := false
+		for k := range r.order {
+			q := r.queues[r.order[(r.next+k)%len(r.order)]]
+			if depth >= len(q) {
+				continue
+			}
+			more = true
+			pos++
+			if q[depth] == t {
+				return pos
+			}
+		}
+		if !more {
+			return 0 // not waiting
+		}
 	}
 }
 

@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,16 @@ func grantOrder(t *testing.T, s *Scheduler, reqs []struct {
 	caller string
 	class  int
 }) []int {
+	return grantOrderWatched(t, s, reqs, nil, nil)
+}
+
+// grantOrderWatched is grantOrder that tells place(i, position) each
+// place request i is told while it waits, and calls queuedAll (if not nil)
+// once all are queued, before the slot is released.
+func grantOrderWatched(t *testing.T, s *Scheduler, reqs []struct {
+	caller string
+	class  int
+}, place func(i, position int), queuedAll func()) []int {
 	t.Helper()
 	hold, err := s.Acquire(context.Background(), "holder", Interactive)
 	if err != nil {
@@ -24,7 +36,11 @@ func grantOrder(t *testing.T, s *Scheduler, reqs []struct {
 	order := make(chan int, len(reqs))
 	for i, r := range reqs {
 		go func() {
-			rel, err := s.Acquire(context.Background(), r.caller, r.class)
+			var queued func(int)
+			if place != nil {
+				queued = func(pos int) { place(i, pos) }
+			}
+			rel, err := s.AcquireQueued(context.Background(), r.caller, r.class, queued)
 			if err != nil {
 				t.Error(err)
 				return
@@ -36,6 +52,9 @@ func grantOrder(t *testing.T, s *Scheduler, reqs []struct {
 		for q, _, _ := s.Counts(); q != i+1; q, _, _ = s.Counts() {
 			time.Sleep(time.Millisecond)
 		}
+	}
+	if queuedAll != nil {
+		queuedAll()
 	}
 	hold()
 	var got []int
@@ -108,6 +127,67 @@ func equalInts(a, b []int) bool {
 		if a[i] != b[i] {
 			return false
 		}
+	}
+	return true
+}
+
+// A waiting request is told its place, and told again as the queue moves:
+// once all are queued, the places reported are exactly the grant order
+// (interactive first, callers in turn, a caller's own in FIFO order).
+func TestSchedulerReportsQueuePositions(t *testing.T) {
+	reqs := []struct {
+		caller string
+		class  int
+	}{
+		{"a", Background}, {"a", Interactive}, {"a", Interactive}, {"a", Interactive},
+		{"b", Interactive}, {"c", Interactive}, {"b", Interactive},
+	}
+	var mu sync.Mutex
+	last := make([]int, len(reqs))
+	seen := make([][]int, len(reqs))
+	place := func(i, pos int) {
+		mu.Lock()
+		last[i] = pos
+		seen[i] = append(seen[i], pos)
+		mu.Unlock()
+	}
+	want := []int{7, 1, 4, 6, 2, 3, 5} // the grant order [1 4 5 2 6 3 0] as places
+	allQueued := func() {
+		for {
+			mu.Lock()
+			got := append([]int(nil), last...)
+			mu.Unlock()
+			if equalInts(got, want) {
+				return
+			}
+			if slices.Contains(got, 0) || !isPermutation(got) {
+				time.Sleep(time.Millisecond) // a waiter has not looked at its place yet
+				continue
+			}
+			t.Fatalf("places %v, want %v", got, want)
+		}
+	}
+	if got := grantOrderWatched(t, NewScheduler(1, 100, 10), reqs, place, allQueued); !equalInts(got, []int{1, 4, 5, 2, 6, 3, 0}) {
+		t.Fatalf("grant order %v", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, ps := range seen {
+		for j := 1; j < len(ps); j++ {
+			if ps[j] == ps[j-1] {
+				t.Errorf("request %d was told place %d twice in a row: %v", i, ps[j], ps)
+			}
+		}
+	}
+}
+
+func isPermutation(p []int) bool {
+	seen := map[int]bool{}
+	for _, v := range p {
+		if v < 1 || v > len(p) || seen[v] {
+			return false
+		}
+		seen[v] = true
 	}
 	return true
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/service"
 	"github.com/forgedaemon/forged/internal/sysinfo"
+	"github.com/forgedaemon/forged/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -286,7 +287,9 @@ func contextFit(budget uint64) (plain, drafter int) {
 	return plain, drafter
 }
 
-func gib(b uint64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+// recommendedRAM is the Mac the published figures were measured on (sold
+// as "32 GB", which is 32 GiB).
+const recommendedRAM = 32 << 30
 
 func ctxName(n int) string {
 	if n == 0 {
@@ -312,7 +315,7 @@ func (d *doctor) checkMemory(context.Context) doctorCheck {
 	budget := m.Budget()
 	limit := ""
 	if m.CgroupLimit != 0 {
-		limit = ", cgroup limit " + gib(m.CgroupLimit)
+		limit = ", cgroup limit " + units.Bytes(m.CgroupLimit)
 	}
 	if budget > reserve {
 		budget -= reserve
@@ -321,7 +324,7 @@ func (d *doctor) checkMemory(context.Context) doctorCheck {
 	}
 	plain, withDrafter := contextFit(budget)
 	c.Message = fmt.Sprintf("%s RAM (%s available%s); after the %s reserve, %s for the model; fits %s with the drafter, %s without",
-		gib(m.Total), gib(m.Available), limit, gib(reserve), gib(budget), ctxName(withDrafter), ctxName(plain))
+		units.Bytes(m.Total), units.Bytes(m.Available), limit, units.Bytes(reserve), units.Bytes(budget), ctxName(withDrafter), ctxName(plain))
 	if p, err := d.sys.Pressure(); err == nil {
 		c.Message += "; memory pressure " + p.Level.String()
 	}
@@ -331,10 +334,11 @@ func (d *doctor) checkMemory(context.Context) doctorCheck {
 	switch {
 	case plain == 0:
 		c.Status = checkFail
-		c.Fix = fmt.Sprintf("the smallest entry (8K) needs %.1f GiB plus the reserve: 32 GB is recommended; lower memory.reserve only if this machine runs little else", wiredByContext[0].gib)
+		c.Fix = fmt.Sprintf("the smallest entry (8K) needs %s plus the reserve: %s of RAM is recommended; lower memory.reserve only if this machine runs little else",
+			units.Bytes(uint64(wiredByContext[0].gib*(1<<30))), units.Bytes(recommendedRAM))
 	case withDrafter < 65536:
 		c.Status = checkWarn
-		c.Fix = "32 GB is recommended for 64K with the drafter; longer requests get context_exceeded, and the drafter is dropped first under pressure"
+		c.Fix = units.Bytes(recommendedRAM) + " of RAM is recommended for 64K with the drafter; longer requests get context_exceeded, and the drafter is dropped first under pressure"
 	default:
 		c.Status = checkOK
 	}
@@ -344,8 +348,8 @@ func (d *doctor) checkMemory(context.Context) doctorCheck {
 // Published sizes (anemll-forge §5.1): the paired bundle ~15 GB; the Core
 // AI compile cache 11–14 GB per cold compile.
 const (
-	bundleBytes       = 15e9
-	compileCacheBytes = 14e9
+	bundleBytes       uint64 = 15e9
+	compileCacheBytes uint64 = 14e9
 )
 
 func (d *doctor) installedCommit() string {
@@ -367,24 +371,24 @@ func (d *doctor) checkDisk(context.Context) doctorCheck {
 	var parts []string
 	if d.installedCommit() == "" {
 		need += bundleBytes
-		parts = append(parts, "the bundle (~15 GB)")
+		parts = append(parts, "the bundle (~"+units.Bytes(bundleBytes)+")")
 	}
 	if d.goos == "darwin" {
 		need += compileCacheBytes
-		parts = append(parts, "the Core AI compile cache (11-14 GB)")
+		parts = append(parts, "the Core AI compile cache (up to "+units.Bytes(compileCacheBytes)+")")
 	}
 	what := "nothing more (the bundle is installed)"
 	if len(parts) > 0 {
 		what = strings.Join(parts, " + ")
 	}
-	c.Message = fmt.Sprintf("%.1f GB free on the filesystem of %s; needs %s", float64(disk.Free)/1e9, d.dataDir, what)
+	c.Message = fmt.Sprintf("%s free on the filesystem of %s; needs %s", units.Bytes(disk.Free), d.dataDir, what)
 	switch {
 	case disk.Free < need && d.installedCommit() == "" && disk.Free < bundleBytes:
 		c.Status = checkFail
 		c.Fix = "free space on that disk, or point data_dir (--data) at a disk with room"
 	case disk.Free < need:
 		c.Status = checkWarn
-		c.Fix = "free space: the first load compiles the model into ~/Library/Caches and needs up to 14 GB"
+		c.Fix = "free space: the first load compiles the model into ~/Library/Caches and needs up to " + units.Bytes(compileCacheBytes)
 	default:
 		c.Status = checkOK
 	}

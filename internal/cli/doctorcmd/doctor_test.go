@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/forgedaemon/forged/internal/service"
 	"github.com/forgedaemon/forged/internal/synthbundle"
 	"github.com/forgedaemon/forged/internal/sysinfo"
+	"github.com/forgedaemon/forged/internal/units"
 )
 
 // testDoctor checks the real machine with paths in temporary directories and
@@ -52,6 +54,18 @@ func find(t *testing.T, r doctorReport, name string) doctorCheck {
 	}
 	t.Fatalf("no %s check in %+v", name, r)
 	return doctorCheck{}
+}
+
+// noDecimalUnits fails if a check shows a quantity in decimal units: every
+// byte count goes through internal/units (binary prefixes), one formatter.
+func noDecimalUnits(t *testing.T, checks []doctorCheck) {
+	t.Helper()
+	decimal := regexp.MustCompile(`\d\s*[KMGT]B\b`)
+	for _, c := range checks {
+		if m := decimal.FindString(c.Message + " " + c.Fix); m != "" {
+			t.Errorf("%s: %q in %q: byte counts are shown by internal/units", c.Name, m, c.Message+" | fix: "+c.Fix)
+		}
+	}
 }
 
 func wantCheck(t *testing.T, c doctorCheck, status string, msgParts ...string) {
@@ -88,12 +102,13 @@ func TestDoctorOnLinuxReportsReferenceBackendAndMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := find(t, r, "memory")
-	if !strings.HasPrefix(mem.Message, fmt.Sprintf("%.1f GiB RAM", float64(total)/(1<<30))) {
+	if !strings.HasPrefix(mem.Message, units.Bytes(total)+" RAM") {
 		t.Errorf("memory message %q does not start with the machine's %d bytes", mem.Message, total)
 	}
 	// Disk: the data directory does not exist yet; the filesystem above it is measured.
 	disk := find(t, r, "disk")
-	wantCheck(t, disk, disk.Status, d.dataDir, "the bundle (~15 GB)")
+	wantCheck(t, disk, disk.Status, d.dataDir, "the bundle (~14.0 GiB)")
+	noDecimalUnits(t, r.Checks)
 	// No daemon: the socket check fails, names the path and the fix (the
 	// service is not installed: install it, or run in the foreground).
 	sock := find(t, r, "socket")
@@ -503,9 +518,12 @@ func TestDoctorMacChecksOnFakeMachines(t *testing.T) {
 	}
 	wantCheck(t, d.checkBridge(context.Background()), checkFail, "libCoreAIBridge.dylib not found", "packaging/bridge/build.sh")
 	d.sys = &sysinfo.Static{DiskInfo: sysinfo.Disk{Free: 20e9}}
-	wantCheck(t, d.checkDisk(context.Background()), checkWarn, "20.0 GB free", "compile cache")
+	warn := d.checkDisk(context.Background())
+	wantCheck(t, warn, checkWarn, "18.6 GiB free", "compile cache (up to 13.0 GiB)", "needs up to 13.0 GiB")
 	d.sys = &sysinfo.Static{DiskInfo: sysinfo.Disk{Free: 5e9}}
-	wantCheck(t, d.checkDisk(context.Background()), checkFail, "5.0 GB free", "free space")
+	fail := d.checkDisk(context.Background())
+	wantCheck(t, fail, checkFail, "4.7 GiB free", "free space")
+	noDecimalUnits(t, []doctorCheck{warn, fail})
 }
 
 func TestDoctorInvalidConfig(t *testing.T) {

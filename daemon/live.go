@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/access"
 	"github.com/forgedaemon/forged/daemon/state"
 )
 
@@ -9,18 +10,14 @@ import (
 // without a restart.
 type LiveSettings = state.LiveSettings
 
-// ApplyLive switches to l. An admin group that does not resolve is an error
-// and nothing changes.
+// ApplyLive switches to l, whose names state.LiveFrom has resolved
+// (daemon/access), so nothing here can fail.
 func (s *Server) ApplyLive(l LiveSettings) error {
-	gid, err := resolveGroup(l.AdminGroup)
-	if err != nil {
-		return err
-	}
 	s.sched.SetLimits(l.Slots, l.MaxQueue, l.PerCaller)
 	s.mu.Lock()
 	s.cfg.Slots, s.cfg.MaxQueue, s.cfg.PerCaller = max(l.Slots, 1), max(l.MaxQueue, 1), max(l.PerCaller, 1)
-	s.cfg.AdminGroup, s.cfg.AllowedUIDs = l.AdminGroup, l.AllowedUIDs
-	s.auth.adminGID, s.auth.allowedUID = gid, l.AllowedUIDs
+	s.cfg.AdminGroup, s.cfg.AllowedUIDs = l.Access.AdminGroup, l.Access.AllowedUIDs
+	s.auth.Rules = l.Access
 	r := s.res
 	s.mu.Unlock()
 	if r != nil {
@@ -30,7 +27,7 @@ func (s *Server) ApplyLive(l LiveSettings) error {
 }
 
 // authz is the authorizer in force (ApplyLive may replace it).
-func (s *Server) authz() authorizer {
+func (s *Server) authz() access.Authorizer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.auth

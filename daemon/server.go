@@ -5,12 +5,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/access"
 	"github.com/forgedaemon/forged/daemon/ops"
 	"github.com/forgedaemon/forged/daemon/state"
 	"github.com/forgedaemon/forged/daemon/transport"
@@ -73,7 +73,7 @@ type Server struct {
 	cfg     Config
 	backend atomic.Pointer[backendBox]
 	log     *slog.Logger
-	auth    authorizer
+	auth    access.Authorizer
 	sched   *Scheduler
 	ops     *ops.Handlers
 
@@ -114,13 +114,13 @@ func (s *Server) useModel(ctx context.Context) (context.Context, func(), error) 
 // New builds a server. The initial state is ready.
 func New(b Backend, cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
-	gid, err := resolveGroup(cfg.AdminGroup)
+	gid, err := access.ResolveGroup(cfg.AdminGroup)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger,
-		auth:     authorizer{daemonUID: uint32(os.Getuid()), adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
+		auth:     access.New(access.Rules{AdminGroup: cfg.AdminGroup, AdminGID: gid, AllowedUIDs: cfg.AllowedUIDs}),
 		sched:    NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
 		sessions: state.NewSessions(),
 		pub:      state.NewPublished(wire.StateReady),

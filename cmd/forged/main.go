@@ -316,7 +316,7 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
-	f.allowedUIDs = live.AllowedUIDs
+	f.allowedUIDs = live.Access.AllowedUIDs
 	return nil
 }
 

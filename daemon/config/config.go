@@ -12,11 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -248,24 +246,6 @@ func validName(s string) bool {
 		}
 	}
 	return true
-}
-
-// AllowedUIDs resolves allowed_users to uids (an empty list means every local user).
-func (c *Config) AllowedUIDs() ([]int, error) {
-	var out []int
-	for i, name := range c.AllowedUsers {
-		if n, err := strconv.Atoi(name); err == nil {
-			out = append(out, n)
-			continue
-		}
-		u, err := user.Lookup(name)
-		if err != nil {
-			return nil, fmt.Errorf("allowed_users[%d]: %w", i, err)
-		}
-		n, _ := strconv.Atoi(u.Uid)
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 // RestartKeys are the keys a running daemon cannot apply without a restart.

@@ -14,7 +14,11 @@ func (c *conn) opSessionOpen(_ context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &wire.Empty{}); err != nil {
 		return nil, err
 	}
-	return wire.SessionResult{Session: c.s.sessions.Open(c.sessions)}, nil
+	id, err := c.s.sessions.Open(c.sessions)
+	if err != nil {
+		return nil, err
+	}
+	return wire.SessionResult{Session: id}, nil
 }
 
 func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) {
@@ -49,6 +53,8 @@ type genParams struct {
 	ifBusy         string
 	session        string
 	thinkingBudget int
+	tokens         int // max_tokens with the default applied (check)
+	class          int // scheduler class from priority (check)
 }
 
 func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
@@ -74,31 +80,29 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 	default:
 		return nil, wire.Errorf(wire.CodeBadRequest, "chat: args.thinking must be \"on\" or \"off\", got %q", a.Thinking)
 	}
-	ctx, done, err := c.s.UseModel(ctx)
+	p := genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
+		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session, thinkingBudget: int(a.ThinkingBudget)}
+	ctx, sess, ticket, done, err := c.admitFirst(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	sess, release, err := c.sessions.Claim(a.Session)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	var history []wire.Message
 	if sess != nil {
 		history = sess.History
 	}
 	conversation := append(append([]wire.Message(nil), history...), a.Messages...)
-	prompt, err := c.s.Backend().RenderChat(backend.ChatPrompt{Messages: conversation, Tools: a.Tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)})
+	ids, err := c.prepare(ctx, func() ([]int, error) {
+		prompt, err := c.s.Backend().RenderChat(backend.ChatPrompt{Messages: conversation, Tools: a.Tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)})
+		if err != nil {
+			return nil, err
+		}
+		return c.s.Backend().Tokenize(prompt)
+	})
 	if err != nil {
 		return nil, err
 	}
-	ids, err := c.s.Backend().Tokenize(prompt)
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.generate(ctx, req.ID, ids, genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
-		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session, thinkingBudget: int(a.ThinkingBudget)})
+	res, err := c.generate(ctx, req.ID, ids, p, ticket)
 	if err != nil {
 		return nil, err
 	}
@@ -121,24 +125,20 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 	if (a.Prompt == nil) == (len(a.IDs) == 0) {
 		return nil, wire.Errorf(wire.CodeBadRequest, "generate: exactly one of args.prompt and args.ids must be given")
 	}
-	ctx, done, err := c.s.UseModel(ctx)
+	p := genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
+		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session}
+	ctx, sess, ticket, done, err := c.admitFirst(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	sess, release, err := c.sessions.Claim(a.Session)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	ids := fromWireIDs(a.IDs)
 	if a.Prompt != nil {
-		if ids, err = c.s.Backend().Tokenize(*a.Prompt); err != nil {
+		if ids, err = c.prepare(ctx, func() ([]int, error) { return c.s.Backend().Tokenize(*a.Prompt) }); err != nil {
 			return nil, err
 		}
 	}
-	res, err := c.generate(ctx, req.ID, ids, genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
-		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session})
+	res, err := c.generate(ctx, req.ID, ids, p, ticket)
 	if err == nil && sess != nil {
 		c.sessions.Update(func() {
 			sess.Tokens = len(ids) + int(res.Usage.GeneratedTokens)
@@ -151,41 +151,19 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 
 var errStopString = errors.New("stop string reached")
 
-// generate schedules and runs one generation, streaming token events.
-func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParams) (*wire.GenerationResult, error) {
+// generate runs one admitted generation (admitFirst, prepare): the
+// context check, the memory admission, the wait for a slot, then the
+// engine, streaming token events.
+func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParams, ticket *scheduler.Ticket) (*wire.GenerationResult, error) {
 	received := time.Now()
 	served := c.s.Backend()
 	model := served.Model()
-	maxTokens := c.s.cfg.DefaultMaxTokens
-	if p.maxTokens != nil {
-		maxTokens = int(min(*p.maxTokens, 1<<30))
-	}
-	if maxTokens < 1 {
-		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.max_tokens must be at least 1", p.op)
-	}
+	maxTokens := p.tokens
 	if len(prompt) == 0 {
 		return nil, wire.Errorf(wire.CodeBadRequest, "%s: the prompt is empty", p.op)
 	}
 	if _, err := contextEntry(p.op, c.s.footprint(), model.ContextEntries, len(prompt), maxTokens); err != nil {
 		return nil, err
-	}
-	class := scheduler.Interactive
-	switch p.priority {
-	case "", wire.PriorityInteractive:
-	case wire.PriorityBackground:
-		class = scheduler.Background
-	default:
-		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.priority must be \"interactive\" or \"background\", got %q", p.op, p.priority)
-	}
-	switch p.ifBusy {
-	case "", wire.IfBusyWait, wire.IfBusyFail:
-	default:
-		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.if_busy must be \"wait\" or \"busy\", got %q", p.op, p.ifBusy)
-	}
-	for i, s := range p.stop {
-		if s == "" {
-			return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.stop[%d] is empty", p.op, i)
-		}
 	}
 
 	g := &generation{id: id, peer: c.peer, client: c.clientName(), op: p.op, session: p.session}
@@ -193,11 +171,9 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 	if err := c.admit(ctx, id, g, len(prompt), maxTokens, p.speculative == nil || *p.speculative, p.ifBusy == wire.IfBusyFail); err != nil {
 		return nil, err
 	}
-	release, err := c.s.sched.Acquire(ctx, callerKey(c.peer, g.client), class)
-	if err != nil {
+	if err := ticket.Wait(ctx); err != nil {
 		return nil, err
 	}
-	defer release()
 	g.running.Store(true)
 
 	genCtx, stopGen := context.WithCancel(ctx)

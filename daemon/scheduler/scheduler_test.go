@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,11 +15,11 @@ import (
 // grantOrder queues requests behind one held slot and records the order in
 // which they are granted as the slot is passed along.
 func grantOrder(t *testing.T, s *Scheduler, reqs []struct {
-	caller string
+	caller Caller
 	class  int
 }) []int {
 	t.Helper()
-	hold, err := s.Acquire(context.Background(), "holder", Interactive)
+	hold, err := s.Acquire(context.Background(), Caller{9, "holder"}, Interactive)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,13 +49,14 @@ func grantOrder(t *testing.T, s *Scheduler, reqs []struct {
 
 func TestSchedulerPriorityFIFOAndRoundRobin(t *testing.T) {
 	type r = struct {
-		caller string
+		caller Caller
 		class  int
 	}
-	s := NewScheduler(1, 100, 10)
+	s := NewScheduler(Limits{Slots: 1, MaxQueue: 100, PerCaller: 10, PerUID: 100})
+	a, b, c := Caller{1, "a"}, Caller{1, "b"}, Caller{1, "c"}
 	got := grantOrder(t, s, []r{
-		{"a", Background}, {"a", Interactive}, {"a", Interactive}, {"a", Interactive},
-		{"b", Interactive}, {"c", Interactive}, {"b", Interactive},
+		{a, Background}, {a, Interactive}, {a, Interactive}, {a, Interactive},
+		{b, Interactive}, {c, Interactive}, {b, Interactive},
 	})
 	// Interactive first; within it a, b, c take turns (a's three in FIFO
 	// order); background last.
@@ -64,26 +67,38 @@ func TestSchedulerPriorityFIFOAndRoundRobin(t *testing.T) {
 }
 
 func TestSchedulerBusyAndCancel(t *testing.T) {
-	s := NewScheduler(1, 2, 2)
-	hold, _ := s.Acquire(context.Background(), "x", Interactive)
+	s := NewScheduler(Limits{Slots: 1, MaxQueue: 2, PerCaller: 2, PerUID: 10})
+	hold, _ := s.Acquire(context.Background(), Caller{1, "x"}, Interactive)
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 2)
-	go func() { _, err := s.Acquire(ctx, "a", Interactive); errs <- err }()
-	go func() { _, err := s.Acquire(ctx, "b", Interactive); errs <- err }()
+	go func() { _, err := s.Acquire(ctx, Caller{1, "a"}, Interactive); errs <- err }()
+	go func() { _, err := s.Acquire(ctx, Caller{1, "b"}, Interactive); errs <- err }()
 	for q, _, _ := s.Counts(); q != 2; q, _, _ = s.Counts() {
 		time.Sleep(time.Millisecond)
 	}
-	_, err := s.Acquire(context.Background(), "c", Interactive)
+	_, err := s.Acquire(context.Background(), Caller{1, "c"}, Interactive)
 	var we *wire.Error
 	if !errors.As(err, &we) || we.Code != wire.CodeBusy || !strings.Contains(we.Message, "queue is full") {
 		t.Fatalf("full queue: %v", err)
 	}
 	// Per-caller cap: x holds one slot; with cap 2 one more is allowed, not two.
-	capped := NewScheduler(1, 10, 1)
-	h2, _ := capped.Acquire(context.Background(), "x", Interactive)
-	if _, err := capped.Acquire(context.Background(), "x", Interactive); !errors.As(err, &we) || !strings.Contains(we.Message, "per-caller") {
+	capped := NewScheduler(Limits{Slots: 1, MaxQueue: 10, PerCaller: 1, PerUID: 2})
+	h2, _ := capped.Acquire(context.Background(), Caller{1, "x"}, Interactive)
+	if _, err := capped.Acquire(context.Background(), Caller{1, "x"}, Interactive); !errors.As(err, &we) || !strings.Contains(we.Message, "per-caller") {
 		t.Fatalf("per-caller cap: %v", err)
 	}
+	// Per-uid cap: a second app of uid 1 may queue, a third may not.
+	t2, err := capped.Reserve(Caller{1, "y"}, Interactive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := capped.Reserve(Caller{1, "z"}, Interactive); !errors.As(err, &we) || !strings.Contains(we.Message, "per-uid") {
+		t.Fatalf("per-uid cap: %v", err)
+	}
+	if _, err := capped.Reserve(Caller{2, "z"}, Interactive); err != nil {
+		t.Fatalf("another uid is not bound by uid 1's cap: %v", err)
+	}
+	t2.Release()
 	h2()
 	cancel()
 	for range 2 {
@@ -110,4 +125,173 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// waitingTickets counts tickets in the rings (waiting for a slot).
+func (s *Scheduler) waitingTickets() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for i := range s.classes {
+		for _, apps := range s.classes[i].items {
+			for _, q := range apps.items {
+				n += len(q)
+			}
+		}
+	}
+	return n
+}
+
+// 100 app names from one uid cannot take the queue from another uid's app:
+// the other uid's requests displace the first uid's newest (answered busy)
+// and are granted every other slot. Before, the queue was one global pool
+// keyed by uid + name, so the second uid got busy.
+func TestSchedulerSharesPerUIDThenApp(t *testing.T) {
+	s := NewScheduler(Limits{Slots: 1, MaxQueue: 64, PerCaller: 4, PerUID: 1000})
+	hold, err := s.Acquire(context.Background(), Caller{0, "holder"}, Interactive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var greedy []*Ticket
+	busy := 0
+	for i := range 100 {
+		tk, err := s.Reserve(Caller{1501, fmt.Sprintf("app%d", i)}, Interactive)
+		if err != nil {
+			busy++
+			continue
+		}
+		greedy = append(greedy, tk)
+	}
+	if len(greedy) != 64 || busy != 36 {
+		t.Fatalf("uid 1501 reserved %d (busy %d), want the whole queue of 64", len(greedy), busy)
+	}
+	var other []*Ticket
+	for i := range 10 {
+		tk, err := s.Reserve(Caller{1502, "editor"}, Interactive)
+		if i >= 4 { // past the per-caller limit of 4
+			if err == nil {
+				t.Fatal("per-caller limit not applied to uid 1502")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("uid 1502's request %d refused while uid 1501 holds the whole queue: %v", i, err)
+		}
+		other = append(other, tk)
+	}
+	grants := make(chan Caller, 100)
+	errs := make(chan error, 100)
+	var wg sync.WaitGroup
+	for _, tk := range append(greedy, other...) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer tk.Release()
+			if err := tk.Wait(context.Background()); err != nil {
+				errs <- err
+				return
+			}
+			grants <- tk.caller
+		}()
+	}
+	for s.waitingTickets()+len(errs) < len(greedy)+len(other) {
+		time.Sleep(time.Millisecond)
+	}
+	if len(errs) != 4 {
+		t.Fatalf("%d of uid 1501's requests were displaced, want 4 (one per uid 1502 request)", len(errs))
+	}
+	for range 4 {
+		var we *wire.Error
+		if err := <-errs; !errors.As(err, &we) || we.Code != wire.CodeBusy {
+			t.Fatalf("a displaced request: %v, want busy", err)
+		}
+	}
+	hold()
+	wg.Wait()
+	close(grants)
+	var order []uint32
+	for c := range grants {
+		order = append(order, c.UID)
+	}
+	// Round robin across uids: uid 1502's 4 requests are among the first 8 grants.
+	n := 0
+	for _, u := range order[:8] {
+		if u == 1502 {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Fatalf("uid 1502 got %d of the first 8 slots, want 4 (grant order %v)", n, order[:8])
+	}
+}
+
+// Within one uid the same share holds between its app names.
+func TestSchedulerSharesPerAppWithinUID(t *testing.T) {
+	s := NewScheduler(Limits{Slots: 1, MaxQueue: 4, PerCaller: 10, PerUID: 10})
+	hold, _ := s.Acquire(context.Background(), Caller{0, "holder"}, Interactive)
+	defer hold()
+	var a []*Ticket
+	for range 4 {
+		tk, err := s.Reserve(Caller{7, "a"}, Interactive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a = append(a, tk)
+	}
+	b, err := s.Reserve(Caller{7, "b"}, Interactive)
+	if err != nil {
+		t.Fatalf("app b of uid 7 refused while app a holds the whole queue: %v", err)
+	}
+	if err := a[3].Wait(context.Background()); err == nil {
+		t.Fatal("app a's newest request was not displaced")
+	}
+	b2, err := s.Reserve(Caller{7, "b"}, Interactive) // 1 against 3: b takes a second place
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(Caller{7, "b"}, Interactive); err == nil {
+		t.Fatal("app b displaced again at 2 queued against app a's 2 (the share)")
+	}
+	if q, _, _ := s.Counts(); q != 4 {
+		t.Fatalf("queued %d, want 4", q)
+	}
+	for _, tk := range append(a, b, b2) {
+		tk.Release()
+	}
+	if q, _, _ := s.Counts(); q != 0 {
+		t.Fatalf("queued %d after releasing all, want 0", q)
+	}
+}
+
+// The gate lets one preparation per uid run at a time; another uid does
+// not wait, and a cancelled waiter leaves.
+func TestGateOnePerUID(t *testing.T) {
+	var g Gate
+	leave, err := g.Enter(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := g.Enter(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := g.Enter(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second preparation of uid 1 entered while the first runs: %v", err)
+	}
+	entered := make(chan func())
+	go func() {
+		l, _ := g.Enter(context.Background(), 1)
+		entered <- l
+	}()
+	leave()
+	(<-entered)()
+	g.mu.Lock()
+	n := len(g.uid)
+	g.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d gate entries left after everyone left", n)
+	}
 }

@@ -27,7 +27,8 @@ import (
 // everything that shapes the server or the served bundle when it starts).
 var LiveKeys = []string{
 	"keep_alive", "admin_group", "allowed_users", "log_level",
-	"limits.slots", "limits.max_queue", "limits.per_caller",
+	"limits.slots", "limits.max_queue", "limits.per_caller", "limits.per_uid",
+	"limits.sessions_per_connection", "limits.sessions_per_uid",
 	"update.auto", "update.interval", "update.jitter", "update.window", "update.bandwidth_limit",
 }
 
@@ -43,8 +44,9 @@ type ConfigHooks struct {
 // a config file edit or config.set applies them at once. Everything else
 // (socket, data directory, frame limits, the served bundle) needs a restart.
 type LiveSettings struct {
-	Slots, MaxQueue, PerCaller int
-	Access                     access.Rules // admin_group and allowed_users, resolved
+	Slots, MaxQueue, PerCaller, PerUID int
+	Sessions                           SessionLimits
+	Access                             access.Rules // admin_group and allowed_users, resolved
 	// KeepAlive is the residency keep-alive: 0 unloads at the first tick
 	// after the model goes idle, negative never (ignored without residency).
 	KeepAlive time.Duration
@@ -59,8 +61,9 @@ func LiveFrom(c *config.Config) (LiveSettings, error) {
 		return LiveSettings{}, err
 	}
 	return LiveSettings{
-		Slots: c.Limits.Slots, MaxQueue: c.Limits.MaxQueue, PerCaller: c.Limits.PerCaller,
-		Access: rules, KeepAlive: c.KeepAlive.D(),
+		Slots: c.Limits.Slots, MaxQueue: c.Limits.MaxQueue, PerCaller: c.Limits.PerCaller, PerUID: c.Limits.PerUID,
+		Sessions: SessionLimits{PerConnection: c.Limits.SessionsPerConnection, PerUID: c.Limits.SessionsPerUID},
+		Access:   rules, KeepAlive: c.KeepAlive.D(),
 	}, nil
 }
 

@@ -198,6 +198,9 @@ func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParam
 		if err := c.event(id, wire.EventToken, ev); err != nil {
 			return err
 		}
+		if err := ticket.Yield(ctx); err != nil { // between steps: another caller's waiting request runs first
+			return err
+		}
 		if hit {
 			stopped = true
 			return errStopString

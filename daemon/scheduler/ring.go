@@ -1,21 +1,36 @@
 package scheduler
 
-// ring is a turn order over keys: a key joining waits a full turn (it is
-// inserted just before the key whose turn is next).
+// ring is a turn order over keys. A key that arrives with work goes ahead
+// of the keys already waiting (after other arrivals since the last turn,
+// as fq_codel serves new flows first): one uid's backlog never delays
+// another uid's first step by more than a turn. A key that yields its
+// turn (Ticket.Yield) instead waits a full round.
 type ring[K comparable, V any] struct {
 	order []K
 	next  int
+	fresh int // keys inserted ahead since the last turn
 	items map[K]V
 }
 
 func newRing[K comparable, V any]() ring[K, V] { return ring[K, V]{items: map[K]V{}} }
 
-func (r *ring[K, V]) join(k K, v V) {
-	r.order = append(r.order, k)
-	copy(r.order[r.next+1:], r.order[r.next:])
-	r.order[r.next] = k
-	r.next = (r.next + 1) % len(r.order)
+// join adds k: ahead of the waiting keys, or (yielded) behind them all.
+func (r *ring[K, V]) join(k K, v V, yielded bool) {
 	r.items[k] = v
+	if r.next > len(r.order) {
+		r.next = 0
+	}
+	at := r.next
+	if !yielded {
+		at = min(r.next+r.fresh, len(r.order))
+		r.fresh++
+	}
+	r.order = append(r.order, k)
+	copy(r.order[at+1:], r.order[at:])
+	r.order[at] = k
+	if yielded { // just before the key whose turn is next: last in the round
+		r.next = (r.next + 1) % len(r.order)
+	}
 }
 
 // current is the key whose turn it is.
@@ -34,6 +49,7 @@ func (r *ring[K, V]) current() (K, V, bool) {
 
 // advance passes the turn to the next key.
 func (r *ring[K, V]) advance() {
+	r.fresh = 0
 	if len(r.order) > 0 {
 		r.next = (r.next + 1) % len(r.order)
 	}
@@ -41,6 +57,7 @@ func (r *ring[K, V]) advance() {
 
 // drop removes k; the turn stays with the key after it.
 func (r *ring[K, V]) drop(k K) {
+	r.fresh = 0
 	delete(r.items, k)
 	for i, x := range r.order {
 		if x == k {
@@ -62,17 +79,17 @@ type appRing = ring[string, []*Ticket]
 // uidRing is one priority class: uids in turn, then their apps.
 type uidRing struct{ ring[uint32, *appRing] }
 
-func (r *uidRing) push(t *Ticket) {
+func (r *uidRing) push(t *Ticket, yielded bool) {
 	apps, ok := r.items[t.caller.UID]
 	if !ok {
 		a := newRing[string, []*Ticket]()
 		apps = &a
-		r.join(t.caller.UID, apps)
+		r.join(t.caller.UID, apps, yielded)
 	}
 	if q, ok := apps.items[t.caller.App]; ok {
 		apps.items[t.caller.App] = append(q, t)
 	} else {
-		apps.join(t.caller.App, []*Ticket{t})
+		apps.join(t.caller.App, []*Ticket{t}, yielded)
 	}
 }
 

@@ -77,7 +77,8 @@ const (
 	reserved = iota
 	waiting  // in the ring
 	running
-	gone // evicted, cancelled or released
+	paused // running, gave its slot away (Yield) and is in the ring for it
+	gone   // evicted, cancelled or released
 )
 
 // NewScheduler builds a scheduler with the limits l.
@@ -202,17 +203,64 @@ func (t *Ticket) Wait(ctx context.Context) error {
 			return nil
 		}
 		t.state = waiting
-		s.classes[t.class].push(t)
+		s.classes[t.class].push(t, false)
 	}
+	granted := t.granted // Yield replaces it later, under mu
 	s.mu.Unlock()
 	select {
-	case <-t.granted:
+	case <-granted:
 		return nil
 	case <-t.evicted:
 		return t.displaced()
 	case <-ctx.Done():
 		return context.Cause(ctx) // Release hands back a slot granted meanwhile
 	}
+}
+
+// Yield is called by a running request between two steps of its work:
+// when a request of another caller of the same or a higher priority waits
+// for a slot, the slot goes to it (round robin) and Yield waits for the
+// slot to come back; otherwise it returns at once. So a long generation
+// does not hold a slot while another uid's interactive request waits for
+// its first token: slots are shared step by step, not request by request.
+// The yielding request keeps its memory (it was admitted) and cannot be
+// displaced. ctx's cause if ctx ends while waiting (Release still applies).
+func (t *Ticket) Yield(ctx context.Context) error {
+	s := t.s
+	s.mu.Lock()
+	if t.state != running || !s.othersWaitingLocked(t) {
+		s.mu.Unlock()
+		return nil
+	}
+	s.running--
+	t.state = paused
+	t.granted = make(chan struct{})
+	granted := t.granted
+	s.classes[t.class].push(t, true)
+	s.grantLocked()
+	s.mu.Unlock()
+	select {
+	case <-granted:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// othersWaitingLocked reports whether a caller other than t's waits in
+// t's class or a higher one.
+func (s *Scheduler) othersWaitingLocked(t *Ticket) bool {
+	for i := 0; i <= t.class; i++ {
+		for uid, apps := range s.classes[i].items {
+			if uid != t.caller.UID || len(apps.order) > 1 {
+				return true
+			}
+			if _, self := apps.items[t.caller.App]; !self {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (t *Ticket) displaced() error {
@@ -230,6 +278,8 @@ func (t *Ticket) Release() {
 			return
 		case running:
 			s.running--
+		case paused:
+			s.classes[t.class].remove(t)
 		default:
 			s.dequeueLocked(t)
 		}
@@ -297,8 +347,13 @@ func (s *Scheduler) grantLocked() {
 		if t == nil {
 			return
 		}
-		t.state = reserved // so dequeueLocked does not look for it in the ring
-		s.startLocked(t)
+		if t.state == paused {
+			s.running++
+			t.state = running
+		} else {
+			t.state = reserved // so dequeueLocked does not look for it in the ring
+			s.startLocked(t)
+		}
 		close(t.granted)
 	}
 }

@@ -295,3 +295,122 @@ func TestGateOnePerUID(t *testing.T) {
 		t.Fatalf("%d gate entries left after everyone left", n)
 	}
 }
+
+// A running request yields its slot between steps to another caller's
+// waiting request and gets it back after; with only its own caller
+// waiting, Yield keeps the slot; a request cancelled while yielded
+// releases cleanly.
+func TestSchedulerYield(t *testing.T) {
+	s := NewScheduler(Limits{Slots: 1, MaxQueue: 8, PerCaller: 4, PerUID: 8})
+	bg := context.Background()
+	long, err := s.Reserve(Caller{1501, "flood"}, Interactive)
+	if err != nil || long.Wait(bg) != nil {
+		t.Fatal(err)
+	}
+	same, _ := s.Reserve(Caller{1501, "flood"}, Interactive)
+	go same.Wait(bg)
+	for s.waitingTickets() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := long.Yield(bg); err != nil {
+		t.Fatal(err)
+	}
+	if long.state != running {
+		t.Fatal("yielded to a request of its own caller (FIFO per caller is kept)")
+	}
+	same.Release()
+
+	other, _ := s.Reserve(Caller{1502, "editor"}, Interactive)
+	got := make(chan struct{})
+	go func() { other.Wait(bg); close(got) }()
+	for s.waitingTickets() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	back := make(chan error)
+	go func() { back <- long.Yield(bg) }()
+	<-got // the other uid runs now
+	if _, n, _ := s.Counts(); n != 1 {
+		t.Fatalf("running %d while one yielded, want 1", n)
+	}
+	other.Release()
+	if err := <-back; err != nil {
+		t.Fatal(err)
+	}
+	if _, n, _ := s.Counts(); n != 1 || long.state != running {
+		t.Fatalf("the yielded request did not get its slot back (running %d)", n)
+	}
+
+	// Cancelled while yielded.
+	third, _ := s.Reserve(Caller{1502, "editor"}, Interactive)
+	go third.Wait(bg)
+	for s.waitingTickets() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if err := long.Yield(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled yield: %v", err)
+	}
+	long.Release()
+	third.Release()
+	if q, n, _ := s.Counts(); q != 0 || n != 0 || s.waitingTickets() != 0 {
+		t.Fatalf("after all released: queued %d running %d waiting %d", q, n, s.waitingTickets())
+	}
+}
+
+// A uid arriving while another uid's requests take turns step by step is
+// granted the next step, ahead of that backlog (not after a full round of
+// it): its first token waits for one step, whatever the backlog.
+func TestSchedulerArrivalGoesFirst(t *testing.T) {
+	s := NewScheduler(Limits{Slots: 1, MaxQueue: 16, PerCaller: 4, PerUID: 16})
+	bg := context.Background()
+	a, _ := s.Reserve(Caller{1501, "a"}, Interactive)
+	a.Wait(bg)
+	var flood []*Ticket
+	for _, app := range []string{"b", "c", "d"} {
+		tk, _ := s.Reserve(Caller{1501, app}, Interactive)
+		flood = append(flood, tk)
+		go tk.Wait(bg)
+	}
+	for s.waitingTickets() != 3 {
+		time.Sleep(time.Millisecond)
+	}
+	go a.Yield(bg) // a step of the backlog
+	for s.waitingTickets() != 3 {
+		time.Sleep(time.Millisecond)
+	}
+	v, _ := s.Reserve(Caller{1502, "editor"}, Interactive)
+	granted := make(chan struct{})
+	go func() { v.Wait(bg); close(granted) }()
+	for s.waitingTickets() != 4 {
+		time.Sleep(time.Millisecond)
+	}
+	// Whoever runs now yields at its next step: the slot goes to uid 1502.
+	var runner *Ticket
+	s.mu.Lock()
+	for _, tk := range append(flood, a) {
+		if tk.state == running {
+			runner = tk
+		}
+	}
+	s.mu.Unlock()
+	go runner.Yield(bg)
+	for {
+		s.mu.Lock()
+		var now *Ticket
+		for _, tk := range append(flood, a, v) {
+			if tk.state == running {
+				now = tk
+			}
+		}
+		s.mu.Unlock()
+		if now != nil && now != runner {
+			if now != v {
+				t.Fatalf("the step went to the backlog (%s), not to the arriving uid 1502", now.caller)
+			}
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	<-granted
+}

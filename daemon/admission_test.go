@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
@@ -154,4 +155,62 @@ func tally(codes []string) map[string]int {
 		m[c]++
 	}
 	return m
+}
+
+// 100 app names from one uid fill the whole queue; a second, real uid
+// (65534, kernel credentials) still gets its requests through, not busy,
+// and each is served in its uid's turn. Before, the queue was one pool
+// keyed by uid + name: the second uid got busy.
+func TestFairSharePerUIDRealUID(t *testing.T) {
+	if os.Getenv("FORGED_TEST_FAIR_SOCKET") != "" {
+		return // the child side runs in TestFairChild
+	}
+	if os.Getuid() != 0 {
+		t.Skip("needs root to start a process as another uid")
+	}
+	ts := startServer(t, daemon.Config{MaxQueue: 64, PerCaller: 4, PerUID: 1000}, fakeengine.Options{TokenDelay: 2 * time.Millisecond})
+	var flood []*rawConn
+	for i := range 100 {
+		r := dialRaw(t, ts.path)
+		result(t, r.call(1, "hello", map[string]any{"protocol": 1, "client": fmt.Sprintf("name%d", i)}))
+		for j := range 4 {
+			r.write(map[string]any{"id": uint64(10 + j), "op": "generate", "args": map[string]any{"ids": []int{1}, "max_tokens": 60000}}) // never ends in the test
+		}
+		flood = append(flood, r)
+	}
+	waitFor(t, func() bool { return asUint(status(t, ts.path)["queued"]) == 64 })
+	out := runAsNobody(t, "TestFairChild", "FORGED_TEST_FAIR_SOCKET="+ts.path)
+	if !strings.Contains(out, "FAIR-CHECKED") {
+		t.Fatalf("child did not run its checks:\n%s", out)
+	}
+	for _, r := range flood {
+		r.nc.Close()
+	}
+}
+
+// TestFairChild is the second uid of TestFairSharePerUIDRealUID.
+func TestFairChild(t *testing.T) {
+	sock := os.Getenv("FORGED_TEST_FAIR_SOCKET")
+	if sock == "" {
+		t.Skip("run by TestFairSharePerUIDRealUID")
+	}
+	r := dialRaw(t, sock)
+	result(t, r.call(1, "hello", map[string]any{"protocol": 1, "client": "editor"}))
+	for j := range 4 {
+		r.write(map[string]any{"id": uint64(10 + j), "op": "generate", "args": map[string]any{"ids": []int{1}, "max_tokens": 5}})
+	}
+	for done := 0; done < 4; {
+		m, err := r.tryRead(60 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, isEvent := m["event"]; isEvent {
+			continue
+		}
+		if m["ok"] != true {
+			t.Fatalf("uid %d's request %v with the queue full of another uid's: %v", os.Getuid(), m["id"], m)
+		}
+		done++
+	}
+	println("FAIR-CHECKED")
 }

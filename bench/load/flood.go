@@ -62,13 +62,16 @@ func flood(f flags) error {
 	}
 sessions:
 	for _, c := range conns {
-		for range capSessConn + 1 { // one past the cap: the refusal is counted
+		for i := range capSessConn + 1 { // one past the cap: the refusal is counted
 			if n.Sessions >= capSessUID+1 {
 				break sessions
 			}
 			if _, err := c.OpenSession(ctx); err != nil {
 				n.SessionRefused++
 				refused("session", err)
+				if i == 0 {
+					break sessions // refused on a fresh connection: the uid's cap
+				}
 				break
 			}
 			n.Sessions++

@@ -209,8 +209,11 @@ type StatusResult struct {
 	Running     uint64        `msgpack:"running" json:"running"`
 	Slots       uint64        `msgpack:"slots" json:"slots"`
 	Sessions    []SessionInfo `msgpack:"sessions" json:"sessions"`
-	Requests    []RequestInfo `msgpack:"requests" json:"requests"`
-	Memory      Memory        `msgpack:"memory" json:"memory"`
+	// SessionsTotal counts every open session; Sessions lists at most
+	// 1024 of them, the caller's uid's first.
+	SessionsTotal uint64        `msgpack:"sessions_total" json:"sessions_total"`
+	Requests      []RequestInfo `msgpack:"requests" json:"requests"`
+	Memory        Memory        `msgpack:"memory" json:"memory"`
 	// MemoryEstimate is the memory model's account of the same things
 	// (weights from the manifest, KV from the cache format × rows in
 	// use), next to the measured Memory; absent without a memory model.
@@ -477,6 +480,9 @@ type ConfigValues struct {
 	Slots               uint64 `msgpack:"slots" json:"slots"`
 	MaxQueue            uint64 `msgpack:"max_queue" json:"max_queue"`
 	PerCaller           uint64 `msgpack:"per_caller" json:"per_caller"`
+	PerUID              uint64 `msgpack:"per_uid" json:"per_uid"`
+	SessionsPerConn     uint64 `msgpack:"sessions_per_connection" json:"sessions_per_connection"`
+	SessionsPerUID      uint64 `msgpack:"sessions_per_uid" json:"sessions_per_uid"`
 	AdminGroup          string `msgpack:"admin_group" json:"admin_group"`
 	Socket              string `msgpack:"socket" json:"socket"`
 	// KeepAliveMS is the residency keep-alive: 0 unloads as soon as the

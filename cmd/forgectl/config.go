@@ -210,11 +210,14 @@ func fromJSON(v any) (any, error) {
 // docs/CONFIG.md) of the settings config.get reports under the protocol's
 // names. Settings the file does not hold keep the protocol's name.
 var fileKeys = map[string]string{
-	"keep_alive_ms": "keep_alive",
-	"max_frame":     "limits.max_frame",
-	"slots":         "limits.slots",
-	"max_queue":     "limits.max_queue",
-	"per_caller":    "limits.per_caller",
+	"keep_alive_ms":           "keep_alive",
+	"max_frame":               "limits.max_frame",
+	"slots":                   "limits.slots",
+	"max_queue":               "limits.max_queue",
+	"per_caller":              "limits.per_caller",
+	"per_uid":                 "limits.per_uid",
+	"sessions_per_connection": "limits.sessions_per_connection",
+	"sessions_per_uid":        "limits.sessions_per_uid",
 }
 
 // configRow is one setting as config get shows it.

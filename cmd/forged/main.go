@@ -67,6 +67,7 @@ type runFlags struct {
 	socket, data, model, repo, revision, adminGroup, logLevel string
 	tokenizerOnly                                             bool
 	maxFrame, slots, perCaller, maxQueue                      int
+	perUID, sessionsPerConn, sessionsPerUID                   int
 	frameTimeout                                              time.Duration
 	keepAlive                                                 time.Duration
 	memoryReserve                                             string
@@ -126,7 +127,10 @@ configuration stays in force. The installed services run forged run --config FIL
 	fl.IntVar(&f.maxFrame, "max-frame", wire.DefaultLimits.MaxFrame, "largest request frame in bytes")
 	fl.DurationVar(&f.frameTimeout, "frame-timeout", 10*time.Second, "a started frame must complete within this")
 	fl.IntVar(&f.slots, "slots", 1, "generations run at once")
-	fl.IntVar(&f.perCaller, "per-caller", 4, "queued-or-running generations per caller")
+	fl.IntVar(&f.perCaller, "per-caller", 4, "queued-or-running generations per caller (uid + app name)")
+	fl.IntVar(&f.perUID, "per-uid", 16, "queued-or-running generations per uid, over all its app names")
+	fl.IntVar(&f.sessionsPerConn, "sessions-per-connection", daemon.DefaultSessionsPerConnection, "open sessions per connection")
+	fl.IntVar(&f.sessionsPerUID, "sessions-per-uid", daemon.DefaultSessionsPerUID, "open sessions per uid")
 	fl.IntVar(&f.maxQueue, "max-queue", 256, "generations waiting in total before busy")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.DurationVar(&f.keepAlive, "keep-alive", residency.DefaultKeepAlive, "unload the model after this long without a request; 0: as soon as it is idle; negative: never (a file's keep_alive cannot say never: it is 0s or more, docs/CONFIG.md)")
@@ -181,7 +185,8 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	waiting := daemon.Unavailable{Reason: "the model is loading", Bundle: wire.Bundle{Repo: f.repo}}
 	srv, err := daemon.New(waiting, daemon.Config{
 		Limits: wire.Limits{MaxFrame: f.maxFrame}, FrameTimeout: f.frameTimeout, Slots: f.slots,
-		PerCaller: f.perCaller, MaxQueue: f.maxQueue, AdminGroup: f.adminGroup, AllowedUIDs: f.allowedUIDs,
+		PerCaller: f.perCaller, PerUID: f.perUID, MaxQueue: f.maxQueue, AdminGroup: f.adminGroup, AllowedUIDs: f.allowedUIDs,
+		Sessions:   daemon.SessionLimits{PerConnection: f.sessionsPerConn, PerUID: f.sessionsPerUID},
 		SocketPath: f.socket, Logger: log,
 	})
 	if err != nil {
@@ -306,6 +311,9 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 	num("max-frame", &f.maxFrame, c.Limits.MaxFrame)
 	num("slots", &f.slots, c.Limits.Slots)
 	num("per-caller", &f.perCaller, c.Limits.PerCaller)
+	num("per-uid", &f.perUID, c.Limits.PerUID)
+	num("sessions-per-connection", &f.sessionsPerConn, c.Limits.SessionsPerConnection)
+	num("sessions-per-uid", &f.sessionsPerUID, c.Limits.SessionsPerUID)
 	num("max-queue", &f.maxQueue, c.Limits.MaxQueue)
 	if !given("keep-alive") {
 		f.keepAlive = c.KeepAlive.D()
@@ -314,7 +322,7 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
-	f.allowedUIDs = live.AllowedUIDs
+	f.allowedUIDs = live.Access.AllowedUIDs
 	return nil
 }
 

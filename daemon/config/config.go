@@ -12,11 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -60,8 +58,12 @@ type Memory struct {
 type Limits struct {
 	MaxFrame  int `json:"max_frame"`
 	PerCaller int `json:"per_caller"`
-	MaxQueue  int `json:"max_queue"`
-	Slots     int `json:"slots"`
+	PerUID    int `json:"per_uid"`
+	// SessionsPerConnection and SessionsPerUID cap open sessions.
+	SessionsPerConnection int `json:"sessions_per_connection"`
+	SessionsPerUID        int `json:"sessions_per_uid"`
+	MaxQueue              int `json:"max_queue"`
+	Slots                 int `json:"slots"`
 }
 
 // Context caps the context ladder.
@@ -103,10 +105,11 @@ func Default() *Config {
 		Memory:       Memory{Reserve: 4 << 30},
 		KeepAlive:    Duration(10 * time.Minute),
 		AllowedUsers: []string{}, // written as [], never null
-		Limits:       Limits{MaxFrame: 1 << 20, PerCaller: 4, MaxQueue: 256, Slots: 1},
-		Drafter:      DrafterAuto,
-		Backend:      BackendAuto,
-		LogLevel:     "info",
+		Limits: Limits{MaxFrame: 1 << 20, PerCaller: 4, PerUID: 16, MaxQueue: 256, Slots: 1,
+			SessionsPerConnection: 64, SessionsPerUID: 256},
+		Drafter:  DrafterAuto,
+		Backend:  BackendAuto,
+		LogLevel: "info",
 	}
 }
 
@@ -210,6 +213,15 @@ func (c *Config) Validate() error {
 	if c.Limits.PerCaller < 1 {
 		bad("limits.per_caller", "must be at least 1, got %d", c.Limits.PerCaller)
 	}
+	if c.Limits.PerUID < 1 {
+		bad("limits.per_uid", "must be at least 1, got %d", c.Limits.PerUID)
+	}
+	if c.Limits.SessionsPerConnection < 1 {
+		bad("limits.sessions_per_connection", "must be at least 1, got %d", c.Limits.SessionsPerConnection)
+	}
+	if c.Limits.SessionsPerUID < 1 {
+		bad("limits.sessions_per_uid", "must be at least 1, got %d", c.Limits.SessionsPerUID)
+	}
 	if c.Limits.MaxQueue < 1 {
 		bad("limits.max_queue", "must be at least 1, got %d", c.Limits.MaxQueue)
 	}
@@ -248,24 +260,6 @@ func validName(s string) bool {
 		}
 	}
 	return true
-}
-
-// AllowedUIDs resolves allowed_users to uids (an empty list means every local user).
-func (c *Config) AllowedUIDs() ([]int, error) {
-	var out []int
-	for i, name := range c.AllowedUsers {
-		if n, err := strconv.Atoi(name); err == nil {
-			out = append(out, n)
-			continue
-		}
-		u, err := user.Lookup(name)
-		if err != nil {
-			return nil, fmt.Errorf("allowed_users[%d]: %w", i, err)
-		}
-		n, _ := strconv.Atoi(u.Uid)
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 // RestartKeys are the keys a running daemon cannot apply without a restart.

@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -62,6 +61,7 @@ type Handlers struct {
 	cfg      Config
 	log      *slog.Logger
 	sched    *scheduler.Scheduler
+	gate     scheduler.Gate // one preparation (render, tokenize) per uid at a time
 	sessions *state.Sessions
 	started  time.Time
 
@@ -126,4 +126,8 @@ func (s *Handlers) track(g *generation) (untrack func()) {
 	}
 }
 
-func callerKey(p transport.Peer, client string) string { return fmt.Sprintf("%d/%s", p.UID, client) }
+// callerKey is who asks, for fairness: the kernel's uid first, then the
+// app name from hello.
+func callerKey(p transport.Peer, client string) scheduler.Caller {
+	return scheduler.Caller{UID: p.UID, App: client}
+}

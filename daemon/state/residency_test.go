@@ -54,7 +54,7 @@ func testResidency(t *testing.T, log *logRecords) (*Residency, func() string) {
 		SetBackend: func(nb backend.Backend) { mu.Lock(); b = nb; mu.Unlock() },
 		SetState:   func(s, _ string) { mu.Lock(); published = s; mu.Unlock() },
 		State:      func() string { mu.Lock(); defer mu.Unlock(); return published },
-		Sessions:   NewSessions(),
+		Sessions:   NewSessions(SessionLimits{}),
 	}
 	loader := func(context.Context) (backend.Backend, error) {
 		return backend.Unavailable{Reason: "a loaded stand-in"}, nil

@@ -107,10 +107,8 @@ func OpenBoot(root string, bootID func() (string, error)) (*Store, error) {
 	if root == "" {
 		return nil, errors.New("store: empty data directory")
 	}
-	for _, d := range []string{"blobs/sha256", "snapshots", "records", "refs", "current", "partial", "pending", "locks"} {
-		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o755); err != nil {
-			return nil, fmt.Errorf("store: %w", err)
-		}
+	if err := secure(root); err != nil {
+		return nil, err
 	}
 	s := &Store{Root: root, Workers: 4, FreeSpace: freeSpace, MarginBytes: 256 << 20, MarginPercent: 2, BootID: bootID}
 	if err := s.settle(); err != nil {

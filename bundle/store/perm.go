@@ -13,7 +13,7 @@ import (
 )
 
 // storeDirs are the store's top-level directories (the layout in store.go).
-var storeDirs = []string{"blobs", "blobs/sha256", "snapshots", "records", "refs", "current", "partial", "pending", "locks"}
+var storeDirs = []string{"blobs", "blobs/sha256", "snapshots", "records", "refs", "current", "partial", "pending", "locks", "leases"}
 
 // flatDirs hold only files the store names itself: their directory is
 // checked, their entries are not walked.

@@ -13,6 +13,7 @@
 //	<root>/pending/<owner>+<name>+<commit>+<ns>.json  blobs not yet fsynced (pending.go)
 //	<root>/locks/<owner>/<name>.lock       per-repository flock
 //	<root>/locks/settle.lock               settling pending markers
+//	<root>/leases/<owner>/<name>/<pid>-<ns>.json  commits a running process serves (lease.go)
 package store
 
 import (

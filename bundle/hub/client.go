@@ -50,6 +50,9 @@ type Client struct {
 	// "makes progress" forever). MinRate 0 turns the rule off.
 	MinRate    int64
 	RateWindow time.Duration
+	// MinRateFunc, if set, gives the minimum for each request instead of
+	// MinRate (a client behind a bandwidth limiter lowers it to its share).
+	MinRateFunc func() int64
 	// Streams is the number of parallel ranged requests for one large
 	// file (1 = a single stream). They fetch PartSize/Streams segments.
 	Streams   int

@@ -317,10 +317,14 @@ type rateWatch struct {
 }
 
 func (c *Client) watchRate(cancel context.CancelFunc) *rateWatch {
-	if c.MinRate <= 0 || c.RateWindow <= 0 {
+	rate := c.MinRate
+	if c.MinRateFunc != nil {
+		rate = c.MinRateFunc()
+	}
+	if rate <= 0 || c.RateWindow <= 0 {
 		return nil
 	}
-	r := &rateWatch{min: int64(float64(c.MinRate) * c.RateWindow.Seconds()), window: c.RateWindow}
+	r := &rateWatch{min: int64(float64(rate) * c.RateWindow.Seconds()), window: c.RateWindow}
 	r.slow.Store(-1)
 	r.timer = time.AfterFunc(r.window, func() {
 		if n := r.bytes.Swap(0); n < r.min {
@@ -356,7 +360,7 @@ func (r *rateWatch) failure() error {
 		return nil
 	}
 	rate := int64(float64(n) / r.window.Seconds())
-	return &finalError{fmt.Errorf("too slow: %s in %v (%s/s), below the minimum of %s/s (the hub or the network is dripping; see min_download_rate)",
+	return &finalError{fmt.Errorf("too slow: %s in %v (%s/s), below the minimum of %s/s (the hub or the network is dripping; the rule is the config keys download.min_rate and download.rate_window)",
 		units.Bytes(n), r.window, units.Bytes(rate), units.Bytes(int64(float64(r.min)/r.window.Seconds())))}
 }
 

@@ -68,8 +68,9 @@ func (s *Store) Lease(repo string) (*Lease, error) {
 }
 
 // Set makes commits the leased ones (a switch holds the old and the new
-// one until it is done). Each must be installed: a commit gc removed
-// before the lease covered it is an error, and nothing changes.
+// one until it is done). Only installed commits can be leased: those that
+// are not (gc or a repair removed them before the lease covered them) are
+// left out and named in the error; the others are leased all the same.
 func (l *Lease) Set(commits ...string) error {
 	unlock, err := l.s.lockRepo(l.repo)
 	if err != nil {
@@ -81,13 +82,14 @@ func (l *Lease) Set(commits ...string) error {
 	if l.f == nil {
 		return errors.New("store: lease already released")
 	}
-	var keep []string
+	var keep, missing []string
 	for _, c := range commits {
-		if c == "" || slices.Contains(keep, c) {
+		if c == "" || slices.Contains(keep, c) || slices.Contains(missing, c) {
 			continue
 		}
 		if !exists(l.s.SnapshotDir(l.repo, c)) {
-			return fmt.Errorf("%s@%s is no longer installed in %s", l.repo, c, l.s.Root)
+			missing = append(missing, c)
+			continue
 		}
 		keep = append(keep, c)
 	}
@@ -96,6 +98,9 @@ func (l *Lease) Set(commits ...string) error {
 	if err := l.write(); err != nil {
 		l.commits = prev
 		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s@%s is no longer installed in %s", l.repo, strings.Join(missing, ", "), l.s.Root)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -26,8 +27,12 @@ func TestLeaseKeepsServedCommitFromGC(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Set(served); err != nil {
-				t.Fatal(err)
+			gone := strings.Repeat("0", 40)
+			if err := l.Set(gone, served); err == nil || !strings.Contains(err.Error(), gone) {
+				t.Fatalf("leasing a commit that is not installed: %v, want an error naming it", err)
+			}
+			if got := l.Commits(); len(got) != 1 || got[0] != served {
+				t.Fatalf("leased %v, want the installed %s all the same", got, served)
 			}
 			// Another writer (its own Store, its own lock descriptors) pulls
 			// two more revisions and runs gc.

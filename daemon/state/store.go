@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -141,6 +142,17 @@ func (src *Store) Served() string {
 	return src.served
 }
 
+// leaseFor leases target, and also the others that are still installed
+// (the revision a switch leaves, which running generations finish on).
+// Only target missing is an error: gc or a repair removed it.
+func (src *Store) leaseFor(target string, others ...string) error {
+	err := src.lease.Set(append([]string{target}, others...)...)
+	if err != nil && !slices.Contains(src.lease.Commits(), target) {
+		return err
+	}
+	return nil
+}
+
 // serve records commit as the served one, in the lease too.
 func (src *Store) serve(commit string) {
 	src.lmu.Lock()
@@ -263,7 +275,7 @@ func (src *Store) Update(ctx context.Context, st *store.Store, op, rev string, p
 		Bytes: uint64(pr.Bytes), DownloadedBytes: uint64(pr.DownloadedBytes)}
 	switch {
 	case installing:
-		if err := src.lease.Set(served, pr.Commit); err != nil {
+		if err := src.leaseFor(pr.Commit); err != nil { // nothing is served: only the new one
 			src.res.Machine().Fail(err.Error())
 			return nil, wire.Errorf(wire.CodeUnavailable, "%s: %v", op, err)
 		}
@@ -282,7 +294,7 @@ func (src *Store) Update(ctx context.Context, st *store.Store, op, rev string, p
 	case pr.Commit != served:
 		// Both revisions are leased while the switch runs: running
 		// generations finish on the old one.
-		if err := src.lease.Set(served, pr.Commit); err != nil {
+		if err := src.leaseFor(pr.Commit, served); err != nil {
 			return nil, wire.Errorf(wire.CodeUnavailable, "%s: %v", op, err)
 		}
 		if _, err := src.b.Store.Activate(repo, pr.Commit); err != nil {
@@ -317,7 +329,7 @@ func (src *Store) Rollback(ctx context.Context) (*wire.PullResult, error) {
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeNotFound, "update.rollback: %v", err)
 	}
-	if err = src.lease.Set(served, st.Commit); err == nil {
+	if err = src.leaseFor(st.Commit, served); err == nil {
 		if state, _ := src.res.State(); state == residency.Failed || state == residency.Absent {
 			// The served revision is broken: check the previous one first.
 			if err = src.verifyCommit(st.Commit, false)(); err == nil {

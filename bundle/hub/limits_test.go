@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,36 +22,9 @@ func TestFetchResumesFromWhatIsOnDisk(t *testing.T) {
 	fx := newFixture(t)
 	const p = "coreai/chunk.bin"
 	d := fx.download(t, p)
-	crash := filepath.Join(t.TempDir(), "crash")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var got atomic.Int64
-	var crashedAt int64
-	var once sync.Once
-	d.Progress = func(n int64) {
-		if got.Add(n) >= 3<<20+1<<19 {
-			once.Do(func() {
-				crashedAt = got.Load()
-				// The files as a kill -9 at this moment leaves them.
-				copyFile(t, d.Partial, crash)
-				if _, err := os.Stat(d.Partial + ".state"); err == nil {
-					copyFile(t, d.Partial+".state", crash+".state")
-				}
-				cancel()
-			})
-		}
-	}
 	c := fx.client()
 	c.PartSize = 64 << 20 // larger than the file: no part checkpoint is ever reached
-	if _, err := c.Fetch(ctx, d); !errors.Is(err, context.Canceled) {
-		t.Fatalf("expected cancellation, got %v", err)
-	}
-	os.Remove(d.Partial + ".state")
-	copyFile(t, crash, d.Partial)
-	if _, err := os.Stat(crash + ".state"); err == nil {
-		copyFile(t, crash+".state", d.Partial+".state")
-	}
-	d.Progress = nil
+	crashedAt := crashFetch(t, c, d, 3<<20+1<<19)
 	fx.hub.ResetCounters()
 	res := fx.fetchOK(t, c, d)
 	served := fx.hub.BytesServed(p)

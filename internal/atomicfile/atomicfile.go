@@ -44,15 +44,7 @@ func SyncDir(dir string) error {
 // after the rename means the new file is in place but may not survive a
 // crash.
 func Write(path string, data []byte, perm os.FileMode) error {
-	f, err := Create(path, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Abort()
-		return err
-	}
-	return f.Commit()
+	return write(path, data, perm, true)
 }
 
 // Replace is Write without the fsyncs, for files whose loss costs only
@@ -60,6 +52,10 @@ func Write(path string, data []byte, perm os.FileMode) error {
 // complete new one, and on any error no temporary file remains, but after
 // a power loss the file may be the old one or missing.
 func Replace(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, false)
+}
+
+func write(path string, data []byte, perm os.FileMode, durable bool) error {
 	f, err := Create(path, perm)
 	if err != nil {
 		return err
@@ -68,7 +64,7 @@ func Replace(path string, data []byte, perm os.FileMode) error {
 		f.Abort()
 		return err
 	}
-	return f.commit(false)
+	return f.commit(durable)
 }
 
 // RemoveTemporaries removes the temporary files Create made for path that

@@ -67,41 +67,20 @@ func testHessian(t *testing.T, n int) {
 	}
 }
 
-// orderBLAS is a BLAS whose Dgemm sums each entry's dot product in an
-// order that depends on where the entry lands: ascending in k on and above
-// the diagonal of C, descending below it. A real BLAS may do the same (its
-// kernels split C into tiles and sum each tile its own way), so XᵀX from it
-// is not exactly symmetric; the Hessian must not depend on that.
+// orderBLAS is a BLAS whose Dgemm gives the entries below the diagonal of
+// C in the last bit differently from those above it, as a real BLAS may
+// (OpenBLAS on an AVX-512 EPYC sums a kernel tile in an order that depends
+// on where it lands), so XᵀX from it is not exactly symmetric; the Hessian
+// must not depend on that.
 type orderBLAS struct{ blas.Impl }
 
 func (orderBLAS) Name() string { return "order-dependent" }
 
-func (orderBLAS) Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	at := func(i, p int) float64 {
-		if transA {
-			return a[p*lda+i]
-		}
-		return a[i*lda+p]
-	}
-	bt := func(p, j int) float64 {
-		if transB {
-			return b[j*ldb+p]
-		}
-		return b[p*ldb+j]
-	}
-	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			var s float64
-			if i <= j {
-				for p := 0; p < k; p++ {
-					s += at(i, p) * bt(p, j)
-				}
-			} else {
-				for p := k - 1; p >= 0; p-- {
-					s += at(i, p) * bt(p, j)
-				}
-			}
-			c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+func (o orderBLAS) Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	o.Impl.Dgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	for i := 1; i < m; i++ {
+		for j := 0; j < min(i, n); j++ {
+			c[i*ldc+j] = math.Nextafter(c[i*ldc+j], math.Inf(1))
 		}
 	}
 }

@@ -222,7 +222,7 @@ func TestFetchResumesFromCheckpointAcrossProcesses(t *testing.T) {
 			d := fx.download(t, p)
 			c := fx.client()
 			c.Streams = streams
-			crashedAt := crashFetch(t, c, d, 3<<20+1<<19)
+			crashedAt := crashFetch(t, fx, c, d, 3<<20+1<<19)
 			res := fx.fetchOK(t, c, d)
 			again := crashedAt - res.ResumedFrom
 			t.Logf("crashed after receiving %d bytes, resumed from %d: %d bytes fetched twice", crashedAt, res.ResumedFrom, again)
@@ -240,11 +240,13 @@ func TestFetchResumesFromCheckpointAcrossProcesses(t *testing.T) {
 }
 
 // crashFetch runs a first "process" that dies once it has received at
-// least n bytes of d: the partial file and its checkpoint are copied at
-// that moment, as a kill -9 would leave them (no final checkpoint), and put
-// back in place for a second process. It returns the bytes received then.
-func crashFetch(t *testing.T, c *Client, d Download, n int64) int64 {
+// least n bytes of d (the hub stalls at offset n, so the download cannot
+// finish first): the partial file and its checkpoint are copied at that
+// moment, as a kill -9 would leave them (no final checkpoint), and put back
+// in place for a second process. It returns the bytes received then.
+func crashFetch(t *testing.T, fx *fixture, c *Client, d Download, n int64) int64 {
 	t.Helper()
+	fx.hub.Inject(hubtest.Fault{Kind: hubtest.Stall, Path: d.Path, N: n, Times: 1})
 	crash := filepath.Join(t.TempDir(), "crash")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

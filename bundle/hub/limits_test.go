@@ -24,7 +24,7 @@ func TestFetchResumesFromWhatIsOnDisk(t *testing.T) {
 	d := fx.download(t, p)
 	c := fx.client()
 	c.PartSize = 64 << 20 // larger than the file: no part checkpoint is ever reached
-	crashedAt := crashFetch(t, c, d, 3<<20+1<<19)
+	crashedAt := crashFetch(t, fx, c, d, 3<<20+1<<19)
 	fx.hub.ResetCounters()
 	res := fx.fetchOK(t, c, d)
 	served := fx.hub.BytesServed(p)

@@ -2,7 +2,9 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -177,18 +179,23 @@ func TestSecondWriterKeepsServedRevision(t *testing.T) {
 		t.Fatalf("serving %q %v, want %s", rev, err, a)
 	}
 	b, c := rig.publish(2), rig.publish(3)
-	rig.pull(b)
-	rig.pull(c)
-	gc, err := rig.store().GC(false)
-	if err != nil {
-		t.Fatal(err)
+	// The second writer is another process, as forgectl is: pull B, pull C, gc.
+	self, _ := os.Executable()
+	cmd := exec.Command(self, "-test.run=^TestSecondWriterChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "FORGED_TEST_SECOND_WRITER="+strings.Join([]string{rig.root, rig.hub.URL, b, c}, " "))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SECOND-WRITER-DONE") {
+		t.Fatalf("second writer: %v\n%s", err, out)
+	}
+	if cur, _ := rig.store().Current(servedRepo); cur.Commit != c || cur.Previous != b {
+		t.Fatalf("store's current after the second writer: %+v, want %s after %s", cur, c, b)
 	}
 	snapA := rig.store().SnapshotDir(servedRepo, a)
 	if _, err := os.Stat(snapA); err != nil {
-		t.Fatalf("gc %v removed the served revision %s: %v", gc.Snapshots, a, err)
+		t.Fatalf("gc removed the served revision %s: %v\n%s", a, err, out)
 	}
-	if len(gc.Snapshots) != 0 {
-		t.Fatalf("gc removed %v; current %s and previous %s are kept, and the served %s", gc.Snapshots, c, b, a)
+	if st, err := rig.c.Status(ctx); err != nil || st.State != "ready" || st.Bundle.Revision != a {
+		t.Fatalf("status after the second writer: %+v %v, want ready serving %s", st, err, a)
 	}
 	time.Sleep(200 * time.Millisecond) // let the watch see gc's traffic, if any
 	if err := rig.c.Admin(ctx, wire.OpUnload, map[string]any{"force": true}, nil); err != nil {
@@ -214,4 +221,30 @@ func TestSecondWriterKeepsServedRevision(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestSecondWriterChild is the second writer of TestSecondWriterKeepsServedRevision.
+func TestSecondWriterChild(t *testing.T) {
+	args := strings.Fields(os.Getenv("FORGED_TEST_SECOND_WRITER"))
+	if len(args) != 4 {
+		t.Skip("run by TestSecondWriterKeepsServedRevision")
+	}
+	st, err := store.Open(args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Client, st.MarginBytes = hub.New(args[1], ""), 1<<20
+	for _, commit := range args[2:] {
+		if _, err := st.Pull(context.Background(), servedRepo, store.PullOptions{Revision: commit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gc, err := st.GC(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gc.Snapshots) != 0 {
+		t.Fatalf("gc removed %v: current and previous are kept, and the revision the daemon serves", gc.Snapshots)
+	}
+	fmt.Println("SECOND-WRITER-DONE")
 }

@@ -132,7 +132,8 @@ func checkAncestors(p string) error {
 
 // checkOwned refuses fi (at p) unless this uid or root owns it and, for a
 // directory, neither group nor others may write it (an ancestor may, with
-// the sticky bit).
+// the sticky bit). A group-writable ancestor is refused even when the group
+// is this process's own: on macOS every user's primary group is staff.
 func checkOwned(p string, fi os.FileInfo, ancestor bool) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {

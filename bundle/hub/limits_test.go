@@ -89,6 +89,7 @@ func TestFetchFailsBelowMinimumRate(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "KiB/s") || !strings.Contains(err.Error(), "minimum") {
 		t.Fatalf("err = %v, want a too-slow error naming %s and the rate", err, p)
 	}
+	t.Log(err)
 	gets := 0
 	for _, r := range fx.hub.Requests() {
 		if r.Listener == "cdn" {

@@ -285,7 +285,7 @@ func TestGCSaysItWaitsForAPull(t *testing.T) {
 	if _, err := store.Open(data); err != nil { // an (empty) store: gc refuses a directory that is none
 		t.Fatal(err)
 	}
-	lock, err := os.OpenFile(filepath.Join(data, "locks", "blobs.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := os.OpenFile(filepath.Join(data, "locks", "blobs.lock"), os.O_RDWR|os.O_CREATE, 0o600) // as the store makes it: a 0644 one is replaced
 	if err != nil {
 		t.Fatal(err)
 	}

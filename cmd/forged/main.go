@@ -76,6 +76,7 @@ type runFlags struct {
 	backend                                                   string // auto, coreai or ref (--repo)
 	contextMax                                                int    // config context.max: 0 = the whole ladder
 	allowedUIDs                                               []uint32
+	download                                                  config.Download // the slow-drip rule of downloads
 	// changed reports whether a flag was given on the command line (it
 	// then wins over the config file); nil: none was.
 	changed func(name string) bool
@@ -269,6 +270,18 @@ func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int6
 		s.Client = hub.New(hub.EndpointFromEnv(""), hub.TokenFromEnv())
 		bg.Client = hub.New(hub.EndpointFromEnv(""), hub.TokenFromEnv())
 		bg.Client.HTTP.Transport = updater.NewLimiter(bandwidth).Transport(bg.Client.HTTP.Transport)
+		if f.download.RateWindow > 0 { // from the config file (else hub's defaults, the same)
+			s.Client.MinRate, s.Client.RateWindow = int64(f.download.MinRate), f.download.RateWindow.D()
+			bg.Client.MinRate, bg.Client.RateWindow = s.Client.MinRate, s.Client.RateWindow
+		}
+		// Under update.bandwidth_limit each background request gets a share
+		// of the limit: the minimum is at most half of that share.
+		bg.Client.MinRateFunc = func() int64 {
+			if limit := bandwidth(); limit > 0 {
+				return min(bg.Client.MinRate, limit/int64(2*max(bg.Workers, 1)*max(bg.Client.Streams, 1)))
+			}
+			return bg.Client.MinRate
+		}
 	}
 	res, err = srv.ServeStore(ctx, daemon.Bundles{
 		Store: s, Background: bg, Repo: f.repo, Revision: f.revision,
@@ -303,7 +316,7 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 	if !given("model") && !given("repo") && f.model == "" && f.repo == "" {
 		f.repo, f.revision = c.Repo, c.Revision
 	}
-	f.drafter, f.contextMax = c.Drafter, c.Context.Max
+	f.drafter, f.contextMax, f.download = c.Drafter, c.Context.Max, c.Download
 	str("backend", &f.backend, c.Backend)
 	str("admin-group", &f.adminGroup, c.AdminGroup)
 	str("log-level", &f.logLevel, c.LogLevel)

@@ -29,6 +29,7 @@ type Config struct {
 	Repo         string   `json:"repo"`
 	Revision     string   `json:"revision"`
 	Update       Update   `json:"update"`
+	Download     Download `json:"download"`
 	Memory       Memory   `json:"memory"`
 	KeepAlive    Duration `json:"keep_alive"`
 	AdminGroup   string   `json:"admin_group"`
@@ -47,6 +48,13 @@ type Update struct {
 	Jitter    Duration `json:"jitter"`
 	Window    Window   `json:"window"`
 	Bandwidth ByteSize `json:"bandwidth_limit"` // bytes per second; 0 = unlimited
+}
+
+// Download is the slow-drip rule of every download (bundle/hub): a request
+// bringing less than MinRate bytes a second over a RateWindow fails.
+type Download struct {
+	MinRate    ByteSize `json:"min_rate"` // bytes per second; 0 = no rule
+	RateWindow Duration `json:"rate_window"`
 }
 
 // Memory is the memory budget policy.
@@ -102,6 +110,7 @@ func Default() *Config {
 			Interval: Duration(6 * time.Hour),
 			Jitter:   Duration(30 * time.Minute),
 		},
+		Download:     Download{MinRate: 32 << 10, RateWindow: Duration(time.Minute)},
 		Memory:       Memory{Reserve: 4 << 30},
 		KeepAlive:    Duration(10 * time.Minute),
 		AllowedUsers: []string{}, // written as [], never null
@@ -192,6 +201,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Update.Bandwidth != 0 && c.Update.Bandwidth < 64<<10 {
 		bad("update.bandwidth_limit", "must be 0 (unlimited) or at least 64KiB per second, got %s", c.Update.Bandwidth)
+	}
+	if c.Download.MinRate > 1<<30 {
+		bad("download.min_rate", "must be 0 (no rule) or a rate up to 1GiB per second, got %s", c.Download.MinRate)
+	}
+	if c.Download.RateWindow < Duration(time.Second) || c.Download.RateWindow > Duration(time.Hour) {
+		bad("download.rate_window", "must be between 1s and 1h, got %q", c.Download.RateWindow)
 	}
 	if c.KeepAlive < 0 {
 		bad("keep_alive", "must not be negative, got %q (use 0 to unload as soon as idle)", c.KeepAlive)

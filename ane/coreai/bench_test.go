@@ -18,8 +18,9 @@ import (
 	"github.com/forgedaemon/forged/bundle"
 )
 
-// Published figures the host overhead is set against (anemll-forge §5.3,
-// M6, V8, faster graph): a verify call at 8K and the published runtime's
+// Published figures the host overhead is set against (measured on an
+// M6, V8, faster graph, in github.com/Anemll/anemll-forge docs/SPECULATIVE_DECODING.md and
+// COREAI_PORT_NOTES.md): a verify call at 8K and the published runtime's
 // host time per cycle.
 const (
 	publishedVerify8KMS = 91.5
@@ -87,8 +88,9 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// Published drafter figure (anemll-forge §5.3): drafter time per cycle,
-// including the 3 ms gap the runtime leaves after each verify.
+// Published drafter figure (Anemll/anemll-forge docs/SPECULATIVE_DECODING.md):
+// drafter time per cycle, including the 3 ms gap the runtime leaves after each
+// verify.
 const publishedDrafterMS = 16.7
 
 // BenchmarkDrafterHost27B measures the drafter driver's host work per

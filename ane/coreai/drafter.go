@@ -18,7 +18,7 @@ import (
 	"github.com/forgedaemon/forged/bundle"
 )
 
-// Entries of the drafter package (anemll-forge §2.2).
+// Entries of the drafter package (Anemll/anemll-forge coreai/dflash2_coreai_build.py).
 const (
 	draftEntry = "draft"
 	ctxEntry   = "ctx64"
@@ -60,7 +60,8 @@ type DrafterModel struct {
 	closed   bool
 }
 
-// Drafter is the host side of the DFlash2 drafter on Core AI (§3.5), one
+// Drafter is the host side of the DFlash2 drafter on Core AI (`CoreAIDrafter` in
+// Anemll/anemll-forge scripts/dflash2_coreai_drafter.py), one
 // session of a DrafterModel: it owns the ring of keys and values (W slots
 // by position, bridge buffers bound as the draft entry's kc{i}/vc{i}),
 // projects committed target rows into it through ctx64 in RP-row blocks,

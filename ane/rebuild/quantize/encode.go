@@ -9,7 +9,8 @@ import (
 	"github.com/forgedaemon/forged/ane/kernels"
 )
 
-// Encoded is one quantized matrix in the export layout (§4.1, §4.4).
+// Encoded is one quantized matrix in the export layout (encode() and pack() in
+// Anemll/anemll-forge scripts/qwen3_lut_common.py).
 type Encoded struct {
 	Format string
 	// LUT is the codebook as fp16 bits, shape LUTShape = (K, cd).

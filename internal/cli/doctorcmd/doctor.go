@@ -260,8 +260,8 @@ func (d *doctor) checkChip(context.Context) doctorCheck {
 	return c
 }
 
-// Published wired memory of the target above idle (anemll-forge §5.2, M6,
-// mode 2), per context entry, and the drafter's share. Read as GiB, the
+// Published wired memory of the target above idle (Anemll/anemll-forge
+// COREAI_PORT_NOTES.md, M6, mode 2), per context entry, and the drafter's share. Read as GiB, the
 // larger reading of "GB", so the estimate errs on the safe side.
 var (
 	wiredByContext = []struct {
@@ -341,7 +341,7 @@ func (d *doctor) checkMemory(context.Context) doctorCheck {
 	return c
 }
 
-// Published sizes (anemll-forge §5.1): the paired bundle ~15 GB; the Core
+// Published sizes (Anemll/anemll-forge README.md): the paired bundle ~15 GB; the Core
 // AI compile cache 11–14 GB per cold compile.
 const (
 	bundleBytes       = 15e9

@@ -1,4 +1,4 @@
-package coreai
+package smoke
 
 import (
 	"os"
@@ -9,7 +9,6 @@ import (
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/tensor"
-	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/speculative"
 	"github.com/forgedaemon/forged/ane/text/tokenizer"
 )
@@ -19,14 +18,14 @@ import (
 // drafter is set, drafter/ (the synthetic drafter's stand-in package).
 // taps are the runtime's (nil: testTaps).
 func smokeBundle(t *testing.T, taps []int, drafter bool) string {
-	dir, cfg, w := tiny(t)
+	dir, cfg, w := standintest.Tiny(t)
 	b := t.TempDir()
 	for _, d := range []string{"coreai", "drafter"} {
 		if err := os.MkdirAll(filepath.Join(b, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	writeRuntimeIn(t, filepath.Join(b, "coreai"), bundleSpec{taps: taps})
+	standintest.WriteRuntimeIn(t, filepath.Join(b, "coreai"), standintest.Spec{Taps: taps})
 	if drafter {
 		standintest.DrafterDir(t, filepath.Join(b, "drafter"))
 	}
@@ -53,30 +52,7 @@ func smokeBundle(t *testing.T, taps []int, drafter bool) string {
 	return b
 }
 
-// refGreedy decodes n tokens greedily with ane/ref's plain path.
-func refGreedy(t *testing.T, prompt []int, n int) []int {
-	dir, _, _ := tiny(t)
-	m, err := ref.Open(dir, ref.Options{Numerics: standintest.GraphNumerics, Ladder: testCtxs, Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	s := m.NewSession()
-	defer s.Close()
-	lg, err := s.Feed(prompt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for len(out) < n {
-		id := standintest.Argmax(lg)
-		out = append(out, id)
-		if lg, err = s.Feed([]int{id}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
+var refGreedy = standintest.RefGreedy
 
 // replay proposes a known continuation, wrong at every third position.
 type replay struct {
@@ -106,15 +82,15 @@ func (r *replay) Propose(anchor, pos int) (speculative.Proposal, error) {
 }
 
 func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
-	bridge := testBridge(t)
+	bridge := standintest.Bridge(t)
 	b := smokeBundle(t, nil, false)
 	tok, err := tokenizer.Load(filepath.Join(b, "model", "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	prompt := tok.Encode("The capital of France is")
-	want := refGreedy(t, prompt, 16)
-	_, cfg, _ := tiny(t)
+	want := standintest.RefGreedy(t, prompt, 16)
+	_, cfg, _ := standintest.Tiny(t)
 	rp := &replay{trace: append(slices.Clone(prompt), want...), width: 3 * cfg.HiddenSize}
 	for _, c := range []struct {
 		name    string
@@ -143,21 +119,21 @@ func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 		t.Fatalf("replay drafts: %d accepted over %d verify calls", rep.DraftsAccepted, rep.VerifyCalls)
 	}
 	_, err = Smoke(b, SmokeOptions{Bridge: bridge, Tokens: 65})
-	wantErr(t, err, "65 tokens, want 2..64")
+	standintest.WantErr(t, err, "65 tokens, want 2..64")
 }
 
 // A bundle with a drafter package is smoke-tested with the DFlash2
 // drafter on Core AI, and still gives ane/ref's greedy tokens; a drafter
 // that taps other layers than the runtime is refused, not bypassed.
 func TestSmokeUsesTheBundlesDrafter(t *testing.T) {
-	bridge := testBridge(t)
+	bridge := standintest.Bridge(t)
 	_, dw := standintest.SynthDrafter(t)
 	b := smokeBundle(t, dw.Config.DFlash.TargetLayerIDs, true)
 	tok, err := tokenizer.Load(filepath.Join(b, "model", "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := refGreedy(t, tok.Encode("The capital of France is"), 16)
+	want := standintest.RefGreedy(t, tok.Encode("The capital of France is"), 16)
 	rep, err := Smoke(b, SmokeOptions{Bridge: bridge})
 	if err != nil {
 		t.Fatal(err)
@@ -168,5 +144,5 @@ func TestSmokeUsesTheBundlesDrafter(t *testing.T) {
 	t.Logf("dflash2: %d verify calls, %d/%d drafts accepted (test bridge)", rep.VerifyCalls, rep.DraftsAccepted, rep.DraftsProposed)
 	mismatched := smokeBundle(t, nil, true) // runtime taps 0, 1, 3
 	_, err = Smoke(mismatched, SmokeOptions{Bridge: bridge})
-	wantErr(t, err, "the drafter reads target layers [0 1 2 3], the Core AI runtime taps [0 1 3]")
+	standintest.WantErr(t, err, "the drafter reads target layers [0 1 2 3], the Core AI runtime taps [0 1 3]")
 }

@@ -46,7 +46,7 @@ func newCoreAICmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	var bundleDir, kv string
-	var opts smoke.SmokeOptions
+	var opts smoke.Options
 	smokeCmd.Flags().StringVar(&bundleDir, "bundle", "", "bundle directory (holding coreai/ and model/)")
 	smokeCmd.Flags().StringVar(&opts.Bridge, "bridge", "", "path of libCoreAIBridge.dylib (default: the first found of $FORGE_BRIDGE, <bin>/../lib/forged, the Homebrew and /usr/local paths, build/)")
 	smokeCmd.Flags().StringVar(&opts.Prompt, "prompt", "", "raw prompt (default \"The capital of France is\")")
@@ -63,7 +63,7 @@ func newCoreAICmd() *cobra.Command {
 			return fmt.Errorf("coreai smoke: %w", err)
 		}
 		opts.Bridge, opts.KV = bridge, ane.KVFormat(kv)
-		rep, err := smoke.Smoke(bundleDir, opts)
+		rep, err := smoke.Run(bundleDir, opts)
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func bridgePath(flag string) (string, error) {
 }
 
 // printSmoke prints a smoke test report (coreai smoke, verify --smoke).
-func printSmoke(w io.Writer, rep smoke.SmokeReport) {
+func printSmoke(w io.Writer, rep smoke.Report) {
 	fmt.Fprintf(w, "bridge: %s\nload: %.2fs  generation: %.2fs  %.1f tok/s\n"+
 		"prompt %d tokens, generated %d in %d verify calls, %d/%d %s drafts accepted (%.0f%%)\ntext: %q\n",
 		rep.Bridge, rep.LoadSeconds, rep.GenerationSeconds, rep.TokensPerSecond, rep.PromptTokens,

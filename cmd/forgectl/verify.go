@@ -27,7 +27,7 @@ size and SHA-256, the layout rules and the drafter pairing. --repo checks the
 served snapshot of an installed repository (trusting the install record for
 unchanged files unless --full); --bundle checks any bundle directory (always
 hashing). It never runs the model unless --smoke is given: then, after a
-PASS, the Core AI hardware smoke test (smoke.Smoke, as forgectl coreai
+PASS, the Core AI hardware smoke test (smoke.Run, as forgectl coreai
 smoke) runs on the bundle; that needs macOS on Apple silicon and the
 bridge dylib, and elsewhere --smoke fails before anything is read.
 
@@ -89,7 +89,7 @@ out); only when no daemon answers on --socket does it read the store itself.`,
 		if err != nil {
 			return err
 		}
-		var smokeRep *smoke.SmokeReport
+		var smokeRep *smoke.Report
 		if withSmoke && report.Passed() {
 			if smokeRep, err = runSmoke(dir, bridge, opts.Ctx); err != nil {
 				return err
@@ -147,7 +147,7 @@ func verifyServed(cmd *cobra.Command, cl *client.Client, socket, repo string, fu
 // test's report under "smoke" when --smoke ran.
 type verifyOutput struct {
 	*verify.Report
-	Smoke *smoke.SmokeReport `json:"smoke,omitempty"`
+	Smoke *smoke.Report `json:"smoke,omitempty"`
 }
 
 // smokeSupported says, before any work, whether the Core AI smoke test can
@@ -159,13 +159,13 @@ func smokeSupported(goos string) error {
 	return fmt.Errorf("verify --smoke: the Core AI smoke test needs macOS on Apple silicon and the bridge dylib %s; this is %s (run verify without --smoke for the integrity checks)", cai.BridgeName, goos)
 }
 
-// runSmoke runs smoke.Smoke on a bundle that passed integrity.
-func runSmoke(dir, bridgeFlag string, ctx int) (*smoke.SmokeReport, error) {
+// runSmoke runs smoke.Run on a bundle that passed integrity.
+func runSmoke(dir, bridgeFlag string, ctx int) (*smoke.Report, error) {
 	bridge, err := bridgePath(bridgeFlag)
 	if err != nil {
 		return nil, fmt.Errorf("verify --smoke: %w", err)
 	}
-	rep, err := smoke.Smoke(dir, smoke.SmokeOptions{Bridge: bridge, Ctx: ctx})
+	rep, err := smoke.Run(dir, smoke.Options{Bridge: bridge, Ctx: ctx})
 	if err != nil {
 		return nil, fmt.Errorf("verify --smoke: %w", err)
 	}

@@ -28,7 +28,7 @@ const CoreAICycleCost = 1.3
 type coreaiRuntime struct {
 	model    *coreai.Model
 	emb      *tensor.F16Table // the embedding table, memory-mapped
-	drafter  *draft.DrafterModel
+	drafter  *draft.Model
 	lookup   bool
 	drafting string
 	stops    []int
@@ -81,7 +81,7 @@ func (r *coreaiRuntime) openDrafter(dir, modelDir, bridge string, emb coreai.Emb
 		refuse(err)
 		return
 	}
-	d, err := draft.LoadDrafter(ddir, draft.DrafterOptions{Bridge: bridge, Embedding: emb})
+	d, err := draft.Load(ddir, draft.Options{Bridge: bridge, Embedding: emb})
 	if err != nil {
 		refuse(err)
 		return

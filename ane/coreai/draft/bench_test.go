@@ -70,7 +70,7 @@ func BenchmarkDrafterHost27B(b *testing.B) {
 		b.Fatal(err)
 	}
 	standintest.Handle(b, pkg, func(string, map[string][]byte) error { return nil })
-	d, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: zeroEmbedding{RowCount: cfg.VocabSize, ColCount: cfg.HiddenSize}, CacheDir: b.TempDir()})
+	d, err := Open(dir, Options{Bridge: bridge, Embedding: zeroEmbedding{RowCount: cfg.VocabSize, ColCount: cfg.HiddenSize}, CacheDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

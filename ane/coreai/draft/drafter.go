@@ -33,22 +33,22 @@ type Embedding interface {
 	Cols() int
 }
 
-// DrafterOptions configure OpenDrafter.
-type DrafterOptions struct {
+// Options configure Open.
+type Options struct {
 	Bridge string // bridge library path
 	// Embedding is the target's token embedding table: the draft entry
 	// takes the anchor's row from the host.
 	Embedding Embedding
 	Compute   cai.Compute
-	Chip      cai.Chip // 0 = DetectChip (as Options.Chip)
+	Chip      cai.Chip // 0 = DetectChip (as coreai.Options.Chip)
 	CacheDir  string   // "" = paths.CoreAICache()
 }
 
-// DrafterModel is a loaded DFlash2 drafter: the package and its draft and
+// Model is a loaded DFlash2 drafter: the package and its draft and
 // ctx64 functions, the selector codebooks, the config and the sidecar,
 // shared by its sessions. NewSession allocates one session's ring and
-// buffers. Like Model, Close closes the live sessions first.
-type DrafterModel struct {
+// buffers. Like coreai.Model, Close closes the live sessions first.
+type Model struct {
 	lib       *cai.Library
 	pkg       *cai.Loaded
 	cfg       *hfconfig.Drafter
@@ -71,7 +71,7 @@ type DrafterModel struct {
 
 // Drafter is the host side of the DFlash2 drafter on Core AI (`CoreAIDrafter` in
 // Anemll/anemll-forge scripts/dflash2_coreai_drafter.py), one
-// session of a DrafterModel: it owns the ring of keys and values (W slots
+// session of a Model: it owns the ring of keys and values (W slots
 // by position, bridge buffers bound as the draft entry's kc{i}/vc{i}),
 // projects committed target rows into it through ctx64 in RP-row blocks,
 // sends the ≤ R remaining rows with each draft call, and walks the
@@ -79,8 +79,8 @@ type DrafterModel struct {
 // and Reset like ane/speculative/dflash.Drafter, whose Ring and Selector it shares.
 // Its methods serialize on the drafter.
 type Drafter struct {
-	dm        *DrafterModel
-	own       bool // opened with OpenDrafter: Close closes the model too
+	dm        *Model
+	own       bool // opened with Open: Close closes the model too
 	mu        sync.Mutex
 	cfg       *hfconfig.Drafter
 	sel       *dflash.Selector
@@ -99,13 +99,13 @@ type Drafter struct {
 	closed         bool
 }
 
-// LoadDrafter loads a drafter directory (bundle.DrafterModel and its
+// Load loads a drafter directory (bundle.DrafterModel and its
 // sidecar, config.json, selector.safetensors) through the bridge and
 // checks the entries' descriptions against the config and sidecar. It
 // allocates nothing per session: NewSession does.
-func LoadDrafter(dir string, opts DrafterOptions) (*DrafterModel, error) {
+func Load(dir string, opts Options) (*Model, error) {
 	if opts.Embedding == nil {
-		return nil, errors.New("coreai drafter: DrafterOptions.Embedding is required")
+		return nil, errors.New("coreai drafter: Options.Embedding is required")
 	}
 	cfg, err := hfconfig.LoadDrafter(dir)
 	if err != nil {
@@ -141,10 +141,10 @@ func LoadDrafter(dir string, opts DrafterOptions) (*DrafterModel, error) {
 	if fs == 0 {
 		fs = 1
 	}
-	dm := &DrafterModel{lib: lib, cfg: cfg, sel: sel, emb: opts.Embedding, inv: cai.RoPEInv(cfg.RopeTheta, cfg.HeadDim),
+	dm := &Model{lib: lib, cfg: cfg, sel: sel, emb: opts.Embedding, inv: cai.RoPEInv(cfg.RopeTheta, cfg.HeadDim),
 		featScale: fs, W: meta.W, R: meta.R, RP: meta.RP, T: cfg.DFlash.BlockSize, F: cfg.FeatureSize(cfg.HiddenSize),
 		sessions: map[*Drafter]struct{}{}}
-	fail := func(err error) (*DrafterModel, error) { dm.Close(); return nil, err }
+	fail := func(err error) (*Model, error) { dm.Close(); return nil, err }
 	if dm.pkg, err = cai.LoadFrom(lib, dir, bundle.DrafterModel, "", lo); err != nil {
 		return fail(err)
 	}
@@ -161,10 +161,10 @@ func LoadDrafter(dir string, opts DrafterOptions) (*DrafterModel, error) {
 	return dm, nil
 }
 
-// OpenDrafter loads a drafter directory (LoadDrafter) and opens one
+// Open loads a drafter directory (Load) and opens one
 // session (NewSession); closing the drafter also closes its model.
-func OpenDrafter(dir string, opts DrafterOptions) (*Drafter, error) {
-	dm, err := LoadDrafter(dir, opts)
+func Open(dir string, opts Options) (*Drafter, error) {
+	dm, err := Load(dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func OpenDrafter(dir string, opts DrafterOptions) (*Drafter, error) {
 
 // NewSession allocates one drafter session: the ring and every input and
 // output buffer, with both entries bound once.
-func (dm *DrafterModel) NewSession() (*Drafter, error) {
+func (dm *Model) NewSession() (*Drafter, error) {
 	d := &Drafter{dm: dm, cfg: dm.cfg, sel: dm.sel, emb: dm.emb, inv: dm.inv, featScale: dm.featScale,
 		W: dm.W, R: dm.R, RP: dm.RP, T: dm.T, F: dm.F, bufs: map[string]*cai.Buffer{}, plans: map[string][]*cai.Binding{}}
 	d.ring = dflash.NewRing(d.W, d.F)
@@ -200,7 +200,7 @@ func (dm *DrafterModel) NewSession() (*Drafter, error) {
 }
 
 // Close closes every live session and releases the functions and package.
-func (dm *DrafterModel) Close() error {
+func (dm *Model) Close() error {
 	dm.smu.Lock()
 	if dm.closed {
 		dm.smu.Unlock()
@@ -221,14 +221,14 @@ func (dm *DrafterModel) Close() error {
 }
 
 // Config is the drafter's config.json.
-func (dm *DrafterModel) Config() *hfconfig.Drafter { return dm.cfg }
+func (dm *Model) Config() *hfconfig.Drafter { return dm.cfg }
 
 // Info describes the drafter package that was loaded.
-func (dm *DrafterModel) Info() cai.PackageInfo { return dm.pkg.Info }
+func (dm *Model) Info() cai.PackageInfo { return dm.pkg.Info }
 
 // Memory is what the drafter model holds once: the package on disk and
 // the selector codebooks, as weights.
-func (dm *DrafterModel) Memory() ane.MemoryReport {
+func (dm *Model) Memory() ane.MemoryReport {
 	r := ane.MemoryReport{Weights: dm.sel.Bytes()}
 	if dm.pkg != nil {
 		r.Weights += dm.pkg.Bytes
@@ -238,10 +238,10 @@ func (dm *DrafterModel) Memory() ane.MemoryReport {
 
 // AllocatedBytes is the drafter model's weights as Memory counts them;
 // each session's buffers are its Drafter.AllocatedBytes.
-func (dm *DrafterModel) AllocatedBytes() int64 { return dm.Memory().Weights }
+func (dm *Model) AllocatedBytes() int64 { return dm.Memory().Weights }
 
 // Sessions is the number of live drafter sessions.
-func (dm *DrafterModel) Sessions() int {
+func (dm *Model) Sessions() int {
 	dm.smu.Lock()
 	defer dm.smu.Unlock()
 	return len(dm.sessions)
@@ -249,7 +249,7 @@ func (dm *DrafterModel) Sessions() int {
 
 // wantShapes lists the tensors of an entry the host fills or reads, with
 // the shapes the config and sidecar imply.
-func (d *DrafterModel) wantShapes(entry string) map[string][]int64 {
+func (d *Model) wantShapes(entry string) map[string][]int64 {
 	c := d.cfg
 	hd, nkv, rows := int64(c.HeadDim), int64(c.NumKeyValueHeads), int64(d.RP)
 	w := map[string][]int64{}
@@ -275,7 +275,7 @@ func (d *DrafterModel) wantShapes(entry string) map[string][]int64 {
 
 // checkDesc refuses an entry whose description does not match the config
 // and sidecar, naming the tensor, before any buffer is allocated.
-func (d *DrafterModel) checkDesc(f *cai.Function) error {
+func (d *Model) checkDesc(f *cai.Function) error {
 	for name, shape := range d.wantShapes(f.Desc.Name) {
 		t, ok := f.Desc.Find(name)
 		if !ok {
@@ -330,19 +330,19 @@ func (d *Drafter) allocateAll() error {
 
 // Bridge calls of the drafter's sessions, under the drafter model's mutex.
 
-func (dm *DrafterModel) newBuffer(t cai.TensorDesc) (*cai.Buffer, error) {
+func (dm *Model) newBuffer(t cai.TensorDesc) (*cai.Buffer, error) {
 	dm.mu.Lock()
 	defer dm.mu.Unlock()
 	return dm.lib.NewBufferFor(t)
 }
 
-func (dm *DrafterModel) bind(f *cai.Function, in, out map[string]*cai.Buffer) (*cai.Binding, error) {
+func (dm *Model) bind(f *cai.Function, in, out map[string]*cai.Buffer) (*cai.Binding, error) {
 	dm.mu.Lock()
 	defer dm.mu.Unlock()
 	return f.Bind(in, out, nil)
 }
 
-func (dm *DrafterModel) run(plan []*cai.Binding) error {
+func (dm *Model) run(plan []*cai.Binding) error {
 	dm.mu.Lock()
 	defer dm.mu.Unlock()
 	return dm.lib.Run(plan, nil)
@@ -643,7 +643,7 @@ func (d *Drafter) AllocatedBytes() int64 {
 }
 
 // Model is the loaded drafter this session belongs to.
-func (d *Drafter) Model() *DrafterModel { return d.dm }
+func (d *Drafter) Model() *Model { return d.dm }
 
 func (d *Drafter) checkOpen() error {
 	if d.closed {
@@ -653,7 +653,7 @@ func (d *Drafter) checkOpen() error {
 }
 
 // Close releases the session's bindings and buffers; a drafter from
-// OpenDrafter also closes its model (functions and package).
+// Open also closes its model (functions and package).
 func (d *Drafter) Close() error {
 	d.mu.Lock()
 	d.closeLocked()

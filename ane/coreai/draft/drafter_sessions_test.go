@@ -59,7 +59,7 @@ func drafterStep(d *Drafter, s dstep, out *[][]float32) error {
 	return nil
 }
 
-func drafterAlone(t *testing.T, dm *DrafterModel, steps []dstep) [][]float32 {
+func drafterAlone(t *testing.T, dm *Model, steps []dstep) [][]float32 {
 	t.Helper()
 	d, err := dm.NewSession()
 	if err != nil {
@@ -75,24 +75,24 @@ func drafterAlone(t *testing.T, dm *DrafterModel, steps []dstep) [][]float32 {
 	return out
 }
 
-// Two drafter sessions of one DrafterModel, interleaved call by call,
+// Two drafter sessions of one Model, interleaved call by call,
 // propose exactly what each proposes alone. A parked drafter session
 // holds no bridge buffer or binding, keeps no context, and afterwards
 // proposes exactly what a fresh session proposes. A failed draft or
-// ctx64 run names the package and the entry. Closing the DrafterModel
+// ctx64 run names the package and the entry. Closing the Model
 // closes its sessions and returns every bridge object.
 func TestDrafterSessionsShareModel(t *testing.T) {
 	bridge := standintest.Bridge(t)
 	dir := writeDrafterDir(t, t.TempDir(), drafterEdits{})
 	before := standin.Live()
-	dm, err := LoadDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
+	dm, err := Load(dir, Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dm.Close()
 	loaded := standin.Live()
 	if loaded[2] != before[2] || loaded[3] != before[3] {
-		t.Fatalf("LoadDrafter allocated session objects: %v → %v", before, loaded)
+		t.Fatalf("Load allocated session objects: %v → %v", before, loaded)
 	}
 	s1, s2 := draftScript(1, dm.F, 90), draftScript(2, dm.F, 90)
 	d1, err := dm.NewSession()
@@ -169,7 +169,7 @@ func TestDrafterSessionsShareModel(t *testing.T) {
 
 	dm.Close()
 	if standin.Live() != before {
-		t.Fatalf("DrafterModel.Close left bridge objects: %v → %v", before, standin.Live())
+		t.Fatalf("Model.Close left bridge objects: %v → %v", before, standin.Live())
 	}
 	_, err = d2.Propose(1, 2000)
 	standintest.WantErr(t, err, "closed")
@@ -185,15 +185,15 @@ func TestDrafterSessionsShareModel(t *testing.T) {
 // file, its drafter session released (it keeps no context) — resumes by
 // itself on the next cycle, and the speculative tokens still equal
 // ane/ref's plain greedy ones; the drafter keeps proposing after the
-// resume. Target and drafter come from Load and LoadDrafter (shared
+// resume. Target and drafter come from Load and Load (shared
 // models), not Open.
 func TestParkedSpeculationMatchesGreedy(t *testing.T) {
 	bridge := standintest.Bridge(t)
 	_, dw := standintest.SynthDrafter(t)
 	m := loadTiny(t, standintest.Spec{Taps: dw.Config.DFlash.TargetLayerIDs})
 	e := newSession(t, m)
-	dm, err := LoadDrafter(writeDrafterDir(t, t.TempDir(), drafterEdits{}),
-		DrafterOptions{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
+	dm, err := Load(writeDrafterDir(t, t.TempDir(), drafterEdits{}),
+		Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func openDrafter(t *testing.T, edit drafterEdits) (*Drafter, error) {
 	t.Helper()
 	bridge := standintest.Bridge(t)
 	dir := writeDrafterDir(t, t.TempDir(), edit)
-	d, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
+	d, err := Open(dir, Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 	if err == nil {
 		t.Cleanup(func() { d.Close() })
 	}
@@ -336,14 +336,14 @@ func TestOpenDrafterRefuses(t *testing.T) {
 	bridge := standintest.Bridge(t)
 	emb := standintest.TinyEmbedding(t)
 	dir := writeDrafterDir(t, t.TempDir(), drafterEdits{})
-	_, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: narrow{emb}})
+	_, err := Open(dir, Options{Bridge: bridge, Embedding: narrow{emb}})
 	standintest.WantErr(t, err, "the drafter needs vocab_size")
 	if err := os.RemoveAll(filepath.Join(dir, bundle.DrafterModel)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: emb, CacheDir: t.TempDir()})
+	_, err = Open(dir, Options{Bridge: bridge, Embedding: emb, CacheDir: t.TempDir()})
 	standintest.WantErr(t, err, bundle.DrafterModel)
-	_, err = OpenDrafter(t.TempDir(), DrafterOptions{Bridge: bridge, Embedding: emb})
+	_, err = Open(t.TempDir(), Options{Bridge: bridge, Embedding: emb})
 	standintest.WantErr(t, err, "config.json")
 }
 

@@ -19,8 +19,8 @@ import (
 	"github.com/forgedaemon/forged/bundle"
 )
 
-// SmokeOptions configure Smoke.
-type SmokeOptions struct {
+// Options configure Run.
+type Options struct {
 	Bridge string // bridge dylib (required)
 	Prompt string // raw prompt, no chat template (default "The capital of France is")
 	Tokens int    // greedy tokens to generate, 2..64 (default 16)
@@ -33,13 +33,13 @@ type SmokeOptions struct {
 
 // Drafters the smoke report names.
 const (
-	SmokeDFlash2 = "dflash2" // the bundle's drafter package, driven by draft.Drafter
-	SmokeLookup  = "lookup"  // prompt lookup: the bundle has no drafter
-	SmokeCustom  = "custom"  // SmokeOptions.Drafter
+	DFlash2 = "dflash2" // the bundle's drafter package, driven by draft.Drafter
+	Lookup  = "lookup"  // prompt lookup: the bundle has no drafter
+	Custom  = "custom"  // Options.Drafter
 )
 
-// SmokeReport is what the hardware smoke test measured.
-type SmokeReport struct {
+// Report is what the hardware smoke test measured.
+type Report struct {
 	Bridge            string  `json:"bridge_release"`
 	Drafter           string  `json:"drafter"`
 	LoadSeconds       float64 `json:"load_seconds"`
@@ -56,13 +56,13 @@ type SmokeReport struct {
 	FiniteLogits      bool    `json:"finite_logits"`
 }
 
-// Smoke loads the bundle's Core AI runtime (bundleDir/coreai, the
+// Run loads the bundle's Core AI runtime (bundleDir/coreai, the
 // embedding and tokenizer from bundleDir/model) and the bundle's DFlash2
 // drafter, feeds the raw prompt and decodes greedily with speculation,
 // checking every logits row is finite — the published quick-test. On Linux
 // it runs against the test bridge only.
-func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
-	var rep SmokeReport
+func Run(bundleDir string, opts Options) (Report, error) {
+	var rep Report
 	if opts.Prompt == "" {
 		opts.Prompt = "The capital of France is"
 	}
@@ -164,18 +164,18 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 // bundle has one (release.json's drafter path, else drafter/); a drafter
 // that is present but cannot be opened, or whose taps are not the
 // runtime's, fails the smoke test rather than falling back.
-func smokeDrafter(bundleDir string, opts SmokeOptions, emb coreai.Embedding, taps, prompt []int) (speculative.Drafter, string, error) {
+func smokeDrafter(bundleDir string, opts Options, emb coreai.Embedding, taps, prompt []int) (speculative.Drafter, string, error) {
 	if opts.Drafter != nil {
-		return opts.Drafter, SmokeCustom, nil
+		return opts.Drafter, Custom, nil
 	}
 	dir := filepath.Join(bundleDir, "drafter")
 	if r, err := bundle.LoadRelease(bundleDir); err == nil && r.Drafter != nil {
 		dir = filepath.Join(bundleDir, filepath.FromSlash(r.Drafter.Path))
 	}
 	if _, err := os.Stat(filepath.Join(dir, bundle.DrafterModel)); err != nil {
-		return speculative.NewLookupDrafter(prompt), SmokeLookup, nil
+		return speculative.NewLookupDrafter(prompt), Lookup, nil
 	}
-	d, err := draft.OpenDrafter(dir, draft.DrafterOptions{Bridge: opts.Bridge, Embedding: emb})
+	d, err := draft.Open(dir, draft.Options{Bridge: opts.Bridge, Embedding: emb})
 	if err != nil {
 		return nil, "", fmt.Errorf("smoke: drafter: %w", err)
 	}
@@ -183,7 +183,7 @@ func smokeDrafter(bundleDir string, opts SmokeOptions, emb coreai.Embedding, tap
 		d.Close()
 		return nil, "", fmt.Errorf("smoke: the drafter reads target layers %v, the Core AI runtime taps %v", want, taps)
 	}
-	return d, SmokeDFlash2, nil
+	return d, DFlash2, nil
 }
 
 // finiteTarget fails a verify whose logits hold NaN or ±Inf.

@@ -96,7 +96,7 @@ func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 		name    string
 		drafter speculative.Drafter
 	}{{"lookup", nil}, {"replay", rp}} {
-		rep, err := Smoke(b, SmokeOptions{Bridge: bridge, Drafter: c.drafter})
+		rep, err := Run(b, Options{Bridge: bridge, Drafter: c.drafter})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -104,7 +104,7 @@ func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 			t.Fatalf("%s: speculative tokens %v, reference greedy %v", c.name, rep.Tokens, want)
 		}
 		if !rep.FiniteLogits || rep.GeneratedTokens != 16 || rep.PromptTokens != len(prompt) || rep.Text != tok.Decode(want) ||
-			rep.Drafter != map[string]string{"lookup": SmokeLookup, "replay": SmokeCustom}[c.name] {
+			rep.Drafter != map[string]string{"lookup": Lookup, "replay": Custom}[c.name] {
 			t.Fatalf("%s: report %+v", c.name, rep)
 		}
 		t.Logf("%s: %d verify calls, %d/%d drafts accepted, load %.3fs, %.1f tok/s (test bridge)", c.name,
@@ -114,11 +114,11 @@ func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 		t.Fatalf("the drafter saw features of %d positions, the prompt has %d", rp.seen, len(prompt))
 	}
 	// The replay drafter is right two times in three: most cycles accept drafts.
-	rep, _ := Smoke(b, SmokeOptions{Bridge: bridge, Drafter: &replay{trace: rp.trace, width: rp.width}})
+	rep, _ := Run(b, Options{Bridge: bridge, Drafter: &replay{trace: rp.trace, width: rp.width}})
 	if rep.DraftsAccepted == 0 || rep.VerifyCalls >= 16 {
 		t.Fatalf("replay drafts: %d accepted over %d verify calls", rep.DraftsAccepted, rep.VerifyCalls)
 	}
-	_, err = Smoke(b, SmokeOptions{Bridge: bridge, Tokens: 65})
+	_, err = Run(b, Options{Bridge: bridge, Tokens: 65})
 	standintest.WantErr(t, err, "65 tokens, want 2..64")
 }
 
@@ -134,15 +134,15 @@ func TestSmokeUsesTheBundlesDrafter(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := standintest.RefGreedy(t, tok.Encode("The capital of France is"), 16)
-	rep, err := Smoke(b, SmokeOptions{Bridge: bridge})
+	rep, err := Run(b, Options{Bridge: bridge})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Drafter != SmokeDFlash2 || !slices.Equal(rep.Tokens, want) || rep.DraftsProposed == 0 {
+	if rep.Drafter != DFlash2 || !slices.Equal(rep.Tokens, want) || rep.DraftsProposed == 0 {
 		t.Fatalf("report %+v, want the dflash2 drafter and tokens %v", rep, want)
 	}
 	t.Logf("dflash2: %d verify calls, %d/%d drafts accepted (test bridge)", rep.VerifyCalls, rep.DraftsAccepted, rep.DraftsProposed)
 	mismatched := smokeBundle(t, nil, true) // runtime taps 0, 1, 3
-	_, err = Smoke(mismatched, SmokeOptions{Bridge: bridge})
+	_, err = Run(mismatched, Options{Bridge: bridge})
 	standintest.WantErr(t, err, "the drafter reads target layers [0 1 2 3], the Core AI runtime taps [0 1 3]")
 }

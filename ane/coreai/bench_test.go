@@ -10,10 +10,9 @@ import (
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 )
 
-// Published figures the host overhead is set against (measured on an
-// M6, V8, faster graph, in github.com/Anemll/anemll-forge docs/SPECULATIVE_DECODING.md and
-// COREAI_PORT_NOTES.md): a verify call at 8K and the published runtime's
-// host time per cycle.
+// Published figures the host overhead is set against (measured on an M6,
+// V8, faster graph, in github.com/Anemll/anemll-forge docs/verifier_len.md):
+// a verify call at 8K and the published runtime's host time per cycle.
 const (
 	publishedVerify8KMS = 91.5
 	publishedHostMS     = 1.8

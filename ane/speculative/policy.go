@@ -47,7 +47,7 @@ type Config struct {
 type Auto struct {
 	// CycleCost defaults to 1.18, the ANE: its verify has a fixed T = 8 shape
 	// and the drafter costs about 0.18 of it (16.7 ms incl. the 3 ms gap vs
-	// 91.5 ms, Anemll/anemll-forge docs/SPECULATIVE_DECODING.md). A CPU
+	// 91.5 ms, Anemll/anemll-forge docs/verifier_len.md). A CPU
 	// backend, whose verify cost grows with rows, must say so here.
 	CycleCost float64
 	// MinAccepted defaults to BreakEven(CycleCost, 1) + 0.1 (0.28 on the

@@ -19,7 +19,7 @@ type zeroEmbedding = standintest.ZeroEmbedding
 
 var cpuTime = standintest.CPUTime
 
-// Published drafter figure (Anemll/anemll-forge docs/SPECULATIVE_DECODING.md):
+// Published drafter figure (Anemll/anemll-forge docs/verifier_len.md):
 // drafter time per cycle, including the 3 ms gap the runtime leaves after each
 // verify.
 const publishedDrafterMS = 16.7

@@ -37,12 +37,7 @@ func loadTiny(t *testing.T, spec bundleSpec) *Model {
 
 func newSession(t *testing.T, m *Model) *Engine {
 	t.Helper()
-	e, err := m.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return standintest.Session(t, m.NewSession)
 }
 
 // op is one step of a conversation.

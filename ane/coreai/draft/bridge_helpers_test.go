@@ -46,10 +46,5 @@ func loadTiny(t *testing.T, spec standintest.Spec) *coreai.Model {
 
 func newSession(t *testing.T, m *coreai.Model) *coreai.Engine {
 	t.Helper()
-	e, err := m.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return standintest.Session(t, m.NewSession)
 }

@@ -95,3 +95,14 @@ func RefGreedy(t *testing.T, prompt []int, n int) []int {
 	}
 	return out
 }
+
+// Session opens a session with open and closes it when the test ends.
+func Session[S interface{ Close() error }](t *testing.T, open func() (S, error)) S {
+	t.Helper()
+	s, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}

@@ -1,7 +1,7 @@
 package daemon_test
 
 // Conformance tests written from docs/PROTOCOL.md with raw frames and
-// msgpack; section numbers refer to that document.
+// msgpack; every "§N" below is section N of docs/PROTOCOL.md.
 
 import (
 	"bytes"

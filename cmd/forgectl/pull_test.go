@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle/hubtest"
 	"github.com/forgedaemon/forged/bundle/store"
@@ -482,7 +482,7 @@ func TestPullOnMacFollowsTheBackend(t *testing.T) {
 		t.Fatalf("Mac with a bridge: %+v (export present: %v)", r, hasExport(r.Result.Snapshot))
 	}
 
-	pretendHost(t, "darwin", modelbackend.Bridge{Tried: []string{"/a/libCoreAIBridge.dylib"}, Err: coreai.ErrBridgeNotFound})
+	pretendHost(t, "darwin", modelbackend.Bridge{Tried: []string{"/a/libCoreAIBridge.dylib"}, Err: cai.ErrBridgeNotFound})
 	r = pull("--config", cfg)
 	if r.Backend != "" || !strings.Contains(r.Warning, "packaging/bridge/build.sh") || !strings.Contains(r.Warning, "looked in /a/libCoreAIBridge.dylib") {
 		t.Fatalf("Mac without a bridge: %+v", r)

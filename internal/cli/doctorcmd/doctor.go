@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
@@ -71,7 +71,7 @@ type doctor struct {
 	repoGiven  bool   // --repo was given: check it even if the daemon serves another
 	backend    string // the configured backend: auto, coreai or ref
 	service    func(ctx context.Context) (service.Status, error)
-	bridges    []string                              // candidate bridge dylib paths, in order (coreai.BridgeCandidates)
+	bridges    []string                              // candidate bridge dylib paths, in order (cai.BridgeCandidates)
 	probe      func(path string) modelbackend.Bridge // opens a found bridge (modelbackend.ProbeBridge)
 
 	// What earlier checks learned, for the later ones.
@@ -141,7 +141,7 @@ func newDoctor(configPath string) *doctor {
 	}
 	d.socket, d.dataDir, d.repo, d.backend = base.Socket, base.DataDir, base.Repo, base.Backend
 	d.service = cli.ServiceStatus
-	d.bridges = coreai.BridgeCandidates()
+	d.bridges = cai.BridgeCandidates()
 	d.probe = modelbackend.ProbeBridge
 	return d
 }
@@ -240,14 +240,14 @@ func (d *doctor) checkChip(context.Context) doctorCheck {
 		c.Status, c.Message = checkOK, chip.Brand+": no Neural Engine; backend: reference (pure Go on the CPU, for development and tests)"
 		return c
 	}
-	gen, err := coreai.ParseChip(os.Getenv("COREAI_ARCH"), "", chip.Brand, chip.Model)
+	gen, err := cai.ParseChip(os.Getenv("COREAI_ARCH"), "", chip.Brand, chip.Model)
 	if err != nil {
 		c.Status, c.Message = checkWarn, err.Error()
 		c.Fix = "set COREAI_ARCH (e.g. h18) to the chip's ANE architecture"
 		return c
 	}
 	desc := fmt.Sprintf("%s (%s), %s, %s", chip.Brand, chip.Model, gen, chip.NeuralEngine)
-	mode, err := coreai.CompileMode(gen)
+	mode, err := cai.CompileMode(gen)
 	if err != nil {
 		c.Status, c.Message = checkFail, desc+": "+err.Error()
 		c.Fix = "the published bundle runs on M5 or later; use a newer Mac"
@@ -261,8 +261,8 @@ func (d *doctor) checkChip(context.Context) doctorCheck {
 	return c
 }
 
-// Published wired memory of the target above idle (anemll-forge §5.2, M6,
-// mode 2), per context entry, and the drafter's share. Read as GiB, the
+// Published wired memory of the target above idle (Anemll/anemll-forge
+// COREAI_PORT_NOTES.md, M6, mode 2), per context entry, and the drafter's share. Read as GiB, the
 // larger reading of "GB", so the estimate errs on the safe side.
 var (
 	wiredByContext = []struct {
@@ -345,7 +345,7 @@ func (d *doctor) checkMemory(context.Context) doctorCheck {
 	return c
 }
 
-// Published sizes (anemll-forge §5.1): the paired bundle ~15 GB; the Core
+// Published sizes (Anemll/anemll-forge README.md): the paired bundle ~15 GB; the Core
 // AI compile cache 11–14 GB per cold compile.
 const (
 	bundleBytes       uint64 = 15e9
@@ -401,7 +401,7 @@ func (d *doctor) probeBridge() modelbackend.Bridge {
 		return *d.bridge
 	}
 	var br modelbackend.Bridge
-	p, tried, err := coreai.FindBridgeIn(d.bridges)
+	p, tried, err := cai.FindBridgeIn(d.bridges)
 	if err != nil {
 		br = modelbackend.Bridge{Tried: tried, Err: err}
 	} else {
@@ -426,13 +426,13 @@ func (d *doctor) checkBridge(context.Context) doctorCheck {
 	c := doctorCheck{Name: "bridge"}
 	br := d.probeBridge()
 	needed := d.bridgeNeeded()
-	install := "build it with packaging/bridge/build.sh (Xcode 27) and install it beside forged (<bin>/../lib/forged/" + coreai.BridgeName + ", docs/COREAI.md) or export " + coreai.BridgeEnv + "=PATH"
+	install := "build it with packaging/bridge/build.sh (Xcode 27) and install it beside forged (<bin>/../lib/forged/" + cai.BridgeName + ", docs/COREAI.md) or export " + cai.BridgeEnv + "=PATH"
 	if d.goos != "darwin" {
-		install = "on " + d.goos + " only the stand-in bridge (ane/coreai/standin, built with cc) runs: point " + coreai.BridgeEnv + " at it, or set backend auto"
+		install = "on " + d.goos + " only the stand-in bridge (ane/coreai/standin, built with cc) runs: point " + cai.BridgeEnv + " at it, or set backend auto"
 	}
 	switch {
 	case br.Path == "":
-		c.Message = fmt.Sprintf("%s not found (looked in %s)", coreai.BridgeName, strings.Join(br.Tried, ", "))
+		c.Message = fmt.Sprintf("%s not found (looked in %s)", cai.BridgeName, strings.Join(br.Tried, ", "))
 		if !needed {
 			c.Status = checkOK
 			c.Message = "not needed: " + capitalized(d.goos) + " serves export/ with the reference engine (" + c.Message + ")"
@@ -444,7 +444,7 @@ func (d *doctor) checkBridge(context.Context) doctorCheck {
 		c.Message = fmt.Sprintf("found %s, but it cannot be used: %v", br.Path, br.Err)
 		fix := "install the bridge built with this forged: packaging/bridge/build.sh, then docs/COREAI.md says where it goes"
 		if d.goos != "darwin" {
-			fix = "point " + coreai.BridgeEnv + " at the stand-in bridge built from this tree (ane/coreai/standin), or unset it"
+			fix = "point " + cai.BridgeEnv + " at the stand-in bridge built from this tree (ane/coreai/standin), or unset it"
 		}
 		if !needed {
 			c.Status, c.Message, c.Fix = checkWarn, c.Message+"; not needed here: "+capitalized(d.goos)+" serves export/ with the reference engine", fix
@@ -457,14 +457,14 @@ func (d *doctor) checkBridge(context.Context) doctorCheck {
 	for i, p := range br.Tried {
 		if p == br.Path {
 			where = fmt.Sprintf("%s (candidate %d of %d", br.Path, i+1, len(d.bridges))
-			if i == 0 && os.Getenv(coreai.BridgeEnv) == br.Path {
-				where += ", $" + coreai.BridgeEnv
+			if i == 0 && os.Getenv(cai.BridgeEnv) == br.Path {
+				where += ", $" + cai.BridgeEnv
 			}
 			where += ")"
 		}
 	}
 	c.Status = checkOK
-	c.Message = fmt.Sprintf("found %s; it loads: ABI version %d (this build needs %d), %s", where, coreai.ABIVersion, coreai.ABIVersion, br.Release)
+	c.Message = fmt.Sprintf("found %s; it loads: ABI version %d (this build needs %d), %s", where, cai.ABIVersion, cai.ABIVersion, br.Release)
 	if isStandIn(br.Release) {
 		c.Message += "; this is the Linux stand-in bridge: it runs the Core AI packages' functions on the CPU (tests), not Core AI or the ANE"
 		if d.goos == "darwin" {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
@@ -338,8 +338,8 @@ func TestDoctorBridgeRuntimesAndBackendTable(t *testing.T) {
 	const repo = "anemll/doctor-table"
 	snaps := stageSnapshots(t, repo)
 	standinOK, wrong, okPath, wrongPath := standInBridges(t)
-	absentPath := filepath.Join(t.TempDir(), "lib", "forged", coreai.BridgeName)
-	realPath := "/usr/local/lib/forged/" + coreai.BridgeName
+	absentPath := filepath.Join(t.TempDir(), "lib", "forged", cai.BridgeName)
+	realPath := "/usr/local/lib/forged/" + cai.BridgeName
 	bridges := map[string]struct {
 		br     modelbackend.Bridge
 		paths  []string
@@ -347,7 +347,7 @@ func TestDoctorBridgeRuntimesAndBackendTable(t *testing.T) {
 	}{
 		"stand-in": {standinOK, []string{absentPath, okPath}, true},
 		"real":     {modelbackend.Bridge{Path: realPath, Tried: []string{realPath}, Release: "CoreAIBridge 1 (Core AI 27.0)"}, []string{realPath}, true},
-		"absent":   {modelbackend.Bridge{Tried: []string{absentPath}, Err: fmt.Errorf("%w: not found", coreai.ErrBridgeNotFound)}, []string{absentPath}, false},
+		"absent":   {modelbackend.Bridge{Tried: []string{absentPath}, Err: fmt.Errorf("%w: not found", cai.ErrBridgeNotFound)}, []string{absentPath}, false},
 		"wrongABI": {wrong, []string{wrongPath}, false},
 	}
 	type want struct {
@@ -357,11 +357,11 @@ func TestDoctorBridgeRuntimesAndBackendTable(t *testing.T) {
 	bridgeWant := map[string]want{
 		"darwin/stand-in": {checkWarn, []string{"found " + okPath + " (candidate 2 of 2)", "ABI version 1 (this build needs 1)", "Linux stand-in bridge", "not Core AI", "packaging/bridge/build.sh"}},
 		"darwin/real":     {checkOK, []string{"found " + realPath + " (candidate 1 of 1)", "it loads: ABI version 1 (this build needs 1), CoreAIBridge 1 (Core AI 27.0)"}},
-		"darwin/absent":   {checkFail, []string{coreai.BridgeName + " not found (looked in " + absentPath + ")", "packaging/bridge/build.sh", coreai.BridgeEnv}},
+		"darwin/absent":   {checkFail, []string{cai.BridgeName + " not found (looked in " + absentPath + ")", "packaging/bridge/build.sh", cai.BridgeEnv}},
 		"darwin/wrongABI": {checkFail, []string{"found " + wrongPath + ", but it cannot be used", "has ABI version 2, this build needs 1", "packaging/bridge/build.sh"}},
 		"linux/stand-in":  {checkOK, []string{"found " + okPath, "Linux stand-in bridge", "backend auto does not use it on linux"}},
 		"linux/absent":    {checkOK, []string{"not needed: Linux serves export/ with the reference engine", "looked in " + absentPath}},
-		"linux/wrongABI":  {checkWarn, []string{"has ABI version 2, this build needs 1", "not needed here", coreai.BridgeEnv}},
+		"linux/wrongABI":  {checkWarn, []string{"has ABI version 2, this build needs 1", "not needed here", cai.BridgeEnv}},
 	}
 	runtimesWant := map[string]want{
 		"coreai":  {checkOK, []string{"carries coreai/ (the Core AI packages, for the ANE) and no export/"}},
@@ -448,13 +448,13 @@ func TestDoctorForcedBackend(t *testing.T) {
 	snaps := stageSnapshots(t, repo)
 	d := testDoctor(t)
 	d.goos, d.repo, d.dataDir, d.backend = "linux", repo, snaps["coreai"], wire.BackendCoreAI
-	d.bridges = []string{filepath.Join(t.TempDir(), coreai.BridgeName)}
-	wantCheck(t, d.checkBridge(context.Background()), checkFail, "not found", "only the stand-in bridge", coreai.BridgeEnv)
+	d.bridges = []string{filepath.Join(t.TempDir(), cai.BridgeName)}
+	wantCheck(t, d.checkBridge(context.Background()), checkFail, "not found", "only the stand-in bridge", cai.BridgeEnv)
 	wantCheck(t, d.checkBackend(context.Background()), checkFail, "backend coreai: nothing on this machine can serve", "no Core AI bridge was found")
 
 	d = testDoctor(t)
 	d.goos, d.repo, d.dataDir, d.backend = "darwin", repo, snaps["coreai"], wire.BackendRef
-	d.bridges = []string{filepath.Join(t.TempDir(), coreai.BridgeName)}
+	d.bridges = []string{filepath.Join(t.TempDir(), cai.BridgeName)}
 	wantCheck(t, d.checkBridge(context.Background()), checkOK, "not needed")
 	wantCheck(t, d.checkBackend(context.Background()), checkFail, "backend ref: the snapshot has no export/", "--include-export")
 	d.dataDir = snaps["both"]

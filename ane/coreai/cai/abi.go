@@ -1,4 +1,4 @@
-package coreai
+package cai
 
 import (
 	"encoding/json"
@@ -181,7 +181,7 @@ func growCall(f func(out *byte, cap int64) int64) string {
 }
 
 // Package is a loaded model package (cai_model_load). (The shared,
-// multi-session runtime is Model, in engine.go.)
+// multi-session runtime is coreai.Model.)
 type Package struct {
 	lib    *Library
 	path   string

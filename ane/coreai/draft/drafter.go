@@ -1,4 +1,4 @@
-package coreai
+package draft
 
 import (
 	"encoding/binary"
@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
@@ -18,30 +19,38 @@ import (
 	"github.com/forgedaemon/forged/bundle"
 )
 
-// Entries of the drafter package (anemll-forge §2.2).
+// Entries of the drafter package (Anemll/anemll-forge coreai/dflash2_coreai_build.py).
 const (
 	draftEntry = "draft"
 	ctxEntry   = "ctx64"
 )
 
-// DrafterOptions configure OpenDrafter.
-type DrafterOptions struct {
+// Embedding supplies the anchor's embedding row: the target's table (a
+// coreai.Embedding is one).
+type Embedding interface {
+	Row(id int, dst []float32)
+	Rows() int
+	Cols() int
+}
+
+// Options configure Open.
+type Options struct {
 	Bridge string // bridge library path
 	// Embedding is the target's token embedding table: the draft entry
 	// takes the anchor's row from the host.
 	Embedding Embedding
-	Compute   Compute
-	Chip      Chip   // 0 = DetectChip (as Options.Chip)
-	CacheDir  string // "" = paths.CoreAICache()
+	Compute   cai.Compute
+	Chip      cai.Chip // 0 = DetectChip (as coreai.Options.Chip)
+	CacheDir  string   // "" = paths.CoreAICache()
 }
 
-// DrafterModel is a loaded DFlash2 drafter: the package and its draft and
+// Model is a loaded DFlash2 drafter: the package and its draft and
 // ctx64 functions, the selector codebooks, the config and the sidecar,
 // shared by its sessions. NewSession allocates one session's ring and
-// buffers. Like Model, Close closes the live sessions first.
-type DrafterModel struct {
-	lib       *Library
-	pkg       *pkg
+// buffers. Like coreai.Model, Close closes the live sessions first.
+type Model struct {
+	lib       *cai.Library
+	pkg       *cai.Loaded
 	cfg       *hfconfig.Drafter
 	sel       *dflash.Selector
 	emb       Embedding
@@ -60,8 +69,9 @@ type DrafterModel struct {
 	closed   bool
 }
 
-// Drafter is the host side of the DFlash2 drafter on Core AI (§3.5), one
-// session of a DrafterModel: it owns the ring of keys and values (W slots
+// Drafter is the host side of the DFlash2 drafter on Core AI (`CoreAIDrafter` in
+// Anemll/anemll-forge scripts/dflash2_coreai_drafter.py), one
+// session of a Model: it owns the ring of keys and values (W slots
 // by position, bridge buffers bound as the draft entry's kc{i}/vc{i}),
 // projects committed target rows into it through ctx64 in RP-row blocks,
 // sends the ≤ R remaining rows with each draft call, and walks the
@@ -69,8 +79,8 @@ type DrafterModel struct {
 // and Reset like ane/speculative/dflash.Drafter, whose Ring and Selector it shares.
 // Its methods serialize on the drafter.
 type Drafter struct {
-	dm        *DrafterModel
-	own       bool // opened with OpenDrafter: Close closes the model too
+	dm        *Model
+	own       bool // opened with Open: Close closes the model too
 	mu        sync.Mutex
 	cfg       *hfconfig.Drafter
 	sel       *dflash.Selector
@@ -81,21 +91,21 @@ type Drafter struct {
 	// W ring slots, R context rows per draft call, RP per ctx64 call (the
 	// sidecar's); T block rows; F feature values per context row.
 	W, R, RP, T, F int
-	bufs           map[string]*Buffer
-	plans          map[string][]*Binding // per entry
-	logits         []float32             // the draft rows' logits, reused: 7 × vocab
-	hp             []float32             // their hidden projections, reused
+	bufs           map[string]*cai.Buffer
+	plans          map[string][]*cai.Binding // per entry
+	logits         []float32                 // the draft rows' logits, reused: 7 × vocab
+	hp             []float32                 // their hidden projections, reused
 	parked         bool
 	closed         bool
 }
 
-// LoadDrafter loads a drafter directory (bundle.DrafterModel and its
+// Load loads a drafter directory (bundle.DrafterModel and its
 // sidecar, config.json, selector.safetensors) through the bridge and
 // checks the entries' descriptions against the config and sidecar. It
 // allocates nothing per session: NewSession does.
-func LoadDrafter(dir string, opts DrafterOptions) (*DrafterModel, error) {
+func Load(dir string, opts Options) (*Model, error) {
 	if opts.Embedding == nil {
-		return nil, errors.New("coreai drafter: DrafterOptions.Embedding is required")
+		return nil, errors.New("coreai drafter: Options.Embedding is required")
 	}
 	cfg, err := hfconfig.LoadDrafter(dir)
 	if err != nil {
@@ -119,11 +129,11 @@ func LoadDrafter(dir string, opts DrafterOptions) (*DrafterModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	lib, err := OpenLibrary(opts.Bridge)
+	lib, err := cai.OpenLibrary(opts.Bridge)
 	if err != nil {
 		return nil, err
 	}
-	lo, err := newLoadOptions(opts.Chip, opts.Compute, opts.CacheDir)
+	lo, err := cai.NewLoadOptions(opts.Chip, opts.Compute, opts.CacheDir)
 	if err != nil {
 		return nil, err
 	}
@@ -131,19 +141,19 @@ func LoadDrafter(dir string, opts DrafterOptions) (*DrafterModel, error) {
 	if fs == 0 {
 		fs = 1
 	}
-	dm := &DrafterModel{lib: lib, cfg: cfg, sel: sel, emb: opts.Embedding, inv: ropeInv(cfg.RopeTheta, cfg.HeadDim),
+	dm := &Model{lib: lib, cfg: cfg, sel: sel, emb: opts.Embedding, inv: cai.RoPEInv(cfg.RopeTheta, cfg.HeadDim),
 		featScale: fs, W: meta.W, R: meta.R, RP: meta.RP, T: cfg.DFlash.BlockSize, F: cfg.FeatureSize(cfg.HiddenSize),
 		sessions: map[*Drafter]struct{}{}}
-	fail := func(err error) (*DrafterModel, error) { dm.Close(); return nil, err }
-	if dm.pkg, err = loadPackage(lib, dir, bundle.DrafterModel, "", lo); err != nil {
+	fail := func(err error) (*Model, error) { dm.Close(); return nil, err }
+	if dm.pkg, err = cai.LoadFrom(lib, dir, bundle.DrafterModel, "", lo); err != nil {
 		return fail(err)
 	}
 	for _, name := range []string{draftEntry, ctxEntry} {
-		f, err := dm.pkg.model.LoadFunction(name)
+		f, err := dm.pkg.Model.LoadFunction(name)
 		if err != nil {
 			return fail(err)
 		}
-		dm.pkg.fns[name] = f
+		dm.pkg.Fns[name] = f
 		if err := dm.checkDesc(f); err != nil {
 			return fail(err)
 		}
@@ -151,10 +161,10 @@ func LoadDrafter(dir string, opts DrafterOptions) (*DrafterModel, error) {
 	return dm, nil
 }
 
-// OpenDrafter loads a drafter directory (LoadDrafter) and opens one
+// Open loads a drafter directory (Load) and opens one
 // session (NewSession); closing the drafter also closes its model.
-func OpenDrafter(dir string, opts DrafterOptions) (*Drafter, error) {
-	dm, err := LoadDrafter(dir, opts)
+func Open(dir string, opts Options) (*Drafter, error) {
+	dm, err := Load(dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -169,9 +179,9 @@ func OpenDrafter(dir string, opts DrafterOptions) (*Drafter, error) {
 
 // NewSession allocates one drafter session: the ring and every input and
 // output buffer, with both entries bound once.
-func (dm *DrafterModel) NewSession() (*Drafter, error) {
+func (dm *Model) NewSession() (*Drafter, error) {
 	d := &Drafter{dm: dm, cfg: dm.cfg, sel: dm.sel, emb: dm.emb, inv: dm.inv, featScale: dm.featScale,
-		W: dm.W, R: dm.R, RP: dm.RP, T: dm.T, F: dm.F, bufs: map[string]*Buffer{}, plans: map[string][]*Binding{}}
+		W: dm.W, R: dm.R, RP: dm.RP, T: dm.T, F: dm.F, bufs: map[string]*cai.Buffer{}, plans: map[string][]*cai.Binding{}}
 	d.ring = dflash.NewRing(d.W, d.F)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -190,7 +200,7 @@ func (dm *DrafterModel) NewSession() (*Drafter, error) {
 }
 
 // Close closes every live session and releases the functions and package.
-func (dm *DrafterModel) Close() error {
+func (dm *Model) Close() error {
 	dm.smu.Lock()
 	if dm.closed {
 		dm.smu.Unlock()
@@ -206,32 +216,32 @@ func (dm *DrafterModel) Close() error {
 	}
 	dm.mu.Lock()
 	defer dm.mu.Unlock()
-	dm.pkg.close()
+	dm.pkg.Close()
 	return nil
 }
 
 // Config is the drafter's config.json.
-func (dm *DrafterModel) Config() *hfconfig.Drafter { return dm.cfg }
+func (dm *Model) Config() *hfconfig.Drafter { return dm.cfg }
 
 // Info describes the drafter package that was loaded.
-func (dm *DrafterModel) Info() PackageInfo { return dm.pkg.info }
+func (dm *Model) Info() cai.PackageInfo { return dm.pkg.Info }
 
 // Memory is what the drafter model holds once: the package on disk and
 // the selector codebooks, as weights.
-func (dm *DrafterModel) Memory() ane.MemoryReport {
+func (dm *Model) Memory() ane.MemoryReport {
 	r := ane.MemoryReport{Weights: dm.sel.Bytes()}
 	if dm.pkg != nil {
-		r.Weights += dm.pkg.bytes
+		r.Weights += dm.pkg.Bytes
 	}
 	return r
 }
 
 // AllocatedBytes is the drafter model's weights as Memory counts them;
 // each session's buffers are its Drafter.AllocatedBytes.
-func (dm *DrafterModel) AllocatedBytes() int64 { return dm.Memory().Weights }
+func (dm *Model) AllocatedBytes() int64 { return dm.Memory().Weights }
 
 // Sessions is the number of live drafter sessions.
-func (dm *DrafterModel) Sessions() int {
+func (dm *Model) Sessions() int {
 	dm.smu.Lock()
 	defer dm.smu.Unlock()
 	return len(dm.sessions)
@@ -239,7 +249,7 @@ func (dm *DrafterModel) Sessions() int {
 
 // wantShapes lists the tensors of an entry the host fills or reads, with
 // the shapes the config and sidecar imply.
-func (d *DrafterModel) wantShapes(entry string) map[string][]int64 {
+func (d *Model) wantShapes(entry string) map[string][]int64 {
 	c := d.cfg
 	hd, nkv, rows := int64(c.HeadDim), int64(c.NumKeyValueHeads), int64(d.RP)
 	w := map[string][]int64{}
@@ -265,7 +275,7 @@ func (d *DrafterModel) wantShapes(entry string) map[string][]int64 {
 
 // checkDesc refuses an entry whose description does not match the config
 // and sidecar, naming the tensor, before any buffer is allocated.
-func (d *DrafterModel) checkDesc(f *Function) error {
+func (d *Model) checkDesc(f *cai.Function) error {
 	for name, shape := range d.wantShapes(f.Desc.Name) {
 		t, ok := f.Desc.Find(name)
 		if !ok {
@@ -281,11 +291,11 @@ func (d *DrafterModel) checkDesc(f *Function) error {
 
 // allocate creates an entry's buffers (the ring buffers once, under
 // "ring/") and binds it.
-func (d *Drafter) allocate(f *Function) error {
-	in, out := map[string]*Buffer{}, map[string]*Buffer{}
+func (d *Drafter) allocate(f *cai.Function) error {
+	in, out := map[string]*cai.Buffer{}, map[string]*cai.Buffer{}
 	for _, list := range []struct {
-		ts  []TensorDesc
-		dst map[string]*Buffer
+		ts  []cai.TensorDesc
+		dst map[string]*cai.Buffer
 	}{{f.Desc.Inputs, in}, {f.Desc.Outputs, out}} {
 		for _, t := range list.ts {
 			key := d.key(f.Desc.Name, t.Name)
@@ -304,14 +314,14 @@ func (d *Drafter) allocate(f *Function) error {
 	if err != nil {
 		return err
 	}
-	d.plans[f.Desc.Name] = []*Binding{bd}
+	d.plans[f.Desc.Name] = []*cai.Binding{bd}
 	return nil
 }
 
 // allocateAll allocates and binds both entries.
 func (d *Drafter) allocateAll() error {
 	for _, name := range []string{draftEntry, ctxEntry} {
-		if err := d.allocate(d.dm.pkg.fns[name]); err != nil {
+		if err := d.allocate(d.dm.pkg.Fns[name]); err != nil {
 			return err
 		}
 	}
@@ -320,19 +330,19 @@ func (d *Drafter) allocateAll() error {
 
 // Bridge calls of the drafter's sessions, under the drafter model's mutex.
 
-func (dm *DrafterModel) newBuffer(t TensorDesc) (*Buffer, error) {
+func (dm *Model) newBuffer(t cai.TensorDesc) (*cai.Buffer, error) {
 	dm.mu.Lock()
 	defer dm.mu.Unlock()
 	return dm.lib.NewBufferFor(t)
 }
 
-func (dm *DrafterModel) bind(f *Function, in, out map[string]*Buffer) (*Binding, error) {
+func (dm *Model) bind(f *cai.Function, in, out map[string]*cai.Buffer) (*cai.Binding, error) {
 	dm.mu.Lock()
 	defer dm.mu.Unlock()
 	return f.Bind(in, out, nil)
 }
 
-func (dm *DrafterModel) run(plan []*Binding) error {
+func (dm *Model) run(plan []*cai.Binding) error {
 	dm.mu.Lock()
 	defer dm.mu.Unlock()
 	return dm.lib.Run(plan, nil)
@@ -398,19 +408,19 @@ func (d *Drafter) flush(n int) error {
 func (d *Drafter) fillContext(entry string, n int) {
 	f, pos := d.ring.Rows(n)
 	feat := d.bufs[entry+"/feat"]
-	feat.zero()
+	feat.Zero()
 	// feat is (1, F, 1, rows): element (0, i, 0, t) at i·s1 + t·s3.
 	s1, s3 := 2*int(feat.Strides[1]), 2*int(feat.Strides[3])
 	for t := 0; t < n; t++ {
 		for i, v := range f[t*d.F : (t+1)*d.F] {
-			binary.LittleEndian.PutUint16(feat.data[i*s1+t*s3:], half.F16(v*d.featScale))
+			binary.LittleEndian.PutUint16(feat.Bytes()[i*s1+t*s3:], half.F16(v*d.featScale))
 		}
 	}
 	last := d.ring.Last()
 	if n > 0 {
 		last = pos[n-1]
 	}
-	fillRoPE(d.bufs[entry+"/ctx_cos"], d.bufs[entry+"/ctx_sin"], d.inv, func(t int) int {
+	cai.FillRoPE(d.bufs[entry+"/ctx_cos"], d.bufs[entry+"/ctx_sin"], d.inv, func(t int) int {
 		if t < n {
 			return pos[t]
 		}
@@ -430,7 +440,7 @@ func (d *Drafter) storeRows(entry string, n int) {
 			w := 2 * d.cfg.HeadDim
 			for g := 0; g < d.cfg.NumKeyValueHeads; g++ {
 				for t, s := range slots {
-					copy(dst.data[dst.off(g, s, 0):dst.off(g, s, 0)+w], src.data[src.off(g, t, 0):])
+					copy(dst.Bytes()[dst.Off(g, s, 0):dst.Off(g, s, 0)+w], src.Bytes()[src.Off(g, t, 0):])
 				}
 			}
 		}
@@ -466,9 +476,9 @@ func (d *Drafter) Propose(anchor, pos int) (speculative.Proposal, error) {
 	d.emb.Row(anchor, row)
 	ab := d.bufs[draftEntry+"/anchor"]
 	for h, v := range row {
-		ab.setF16(v, 0, h, 0, 0)
+		ab.SetF16(v, 0, h, 0, 0)
 	}
-	fillRoPE(d.bufs[draftEntry+"/q_cos"], d.bufs[draftEntry+"/q_sin"], d.inv, func(t int) int { return pos + t })
+	cai.FillRoPE(d.bufs[draftEntry+"/q_cos"], d.bufs[draftEntry+"/q_sin"], d.inv, func(t int) int { return pos + t })
 	d.fillMask(pos, n)
 	if err := d.dm.run(d.plans[draftEntry]); err != nil {
 		return speculative.Proposal{}, err // a *RunError naming the package and draft
@@ -480,14 +490,14 @@ func (d *Drafter) Propose(anchor, pos int) (speculative.Proposal, error) {
 	// faults than the conversion itself.
 	d.logits = slices.Grow(d.logits[:0], rows*V)[:rows*V]
 	for t := 0; t < rows; t++ {
-		o := lb.off(t, 0)
-		half.F16ToF32(d.logits[t*V:(t+1)*V], half.View(lb.data[o:o+2*V]))
+		o := lb.Off(t, 0)
+		half.F16ToF32(d.logits[t*V:(t+1)*V], half.View(lb.Bytes()[o:o+2*V]))
 	}
 	hb := d.bufs[draftEntry+"/hp"]
 	d.hp = slices.Grow(d.hp[:0], rows*rank)[:rows*rank]
 	for t := 0; t < rows; t++ {
 		for r := 0; r < rank; r++ {
-			d.hp[t*rank+r] = f16Float(hb.f16(0, r, 0, t+1))
+			d.hp[t*rank+r] = half.F16Float(hb.F16(0, r, 0, t+1))
 		}
 	}
 	return speculative.Proposal{Tokens: d.sel.Walk(anchor, d.logits, d.hp, rows)}, nil
@@ -503,18 +513,18 @@ func (d *Drafter) fillMask(pos, n int) {
 		if ok {
 			return 0
 		}
-		return maskOff
+		return cai.MaskOff
 	}
 	for t := 0; t < d.T; t++ {
 		q := pos + t
 		for s := 0; s < d.W; s++ {
-			m.setF16(vis(d.ring.SlotVisible(s, q)), t, s)
+			m.SetF16(vis(d.ring.SlotVisible(s, q)), t, s)
 		}
 		for j := 0; j < d.R; j++ {
-			m.setF16(vis(j < n && d.ring.Visible(q, newPos[j])), t, d.W+j)
+			m.SetF16(vis(j < n && d.ring.Visible(q, newPos[j])), t, d.W+j)
 		}
 		for j := 0; j < d.T; j++ {
-			m.setF16(0, t, d.W+d.R+j)
+			m.SetF16(0, t, d.W+d.R+j)
 		}
 	}
 }
@@ -610,9 +620,9 @@ func (d *Drafter) Memory() ane.MemoryReport {
 	r := d.dm.Memory()
 	for k, b := range d.bufs {
 		if len(k) > 5 && k[:5] == "ring/" {
-			r.KV += int64(len(b.data))
+			r.KV += int64(len(b.Bytes()))
 		} else {
-			r.Scratch += int64(len(b.data))
+			r.Scratch += int64(len(b.Bytes()))
 		}
 	}
 	return r
@@ -633,7 +643,7 @@ func (d *Drafter) AllocatedBytes() int64 {
 }
 
 // Model is the loaded drafter this session belongs to.
-func (d *Drafter) Model() *DrafterModel { return d.dm }
+func (d *Drafter) Model() *Model { return d.dm }
 
 func (d *Drafter) checkOpen() error {
 	if d.closed {
@@ -643,7 +653,7 @@ func (d *Drafter) checkOpen() error {
 }
 
 // Close releases the session's bindings and buffers; a drafter from
-// OpenDrafter also closes its model (functions and package).
+// Open also closes its model (functions and package).
 func (d *Drafter) Close() error {
 	d.mu.Lock()
 	d.closeLocked()

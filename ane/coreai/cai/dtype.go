@@ -1,10 +1,6 @@
-package coreai
+package cai
 
-import (
-	"unsafe"
-
-	"github.com/forgedaemon/forged/ane/format/half"
-)
+import "unsafe"
 
 // DType is a bridge element type, named as cai_function_describe names it.
 type DType string
@@ -55,5 +51,3 @@ func (d DType) Size() int {
 func unsafePointer(addr uintptr) unsafe.Pointer {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&addr))
 }
-
-func f16Float(h uint16) float32 { return half.F16Float(h) }

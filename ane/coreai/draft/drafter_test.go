@@ -1,4 +1,4 @@
-package coreai
+package draft
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane/coreai"
 	"github.com/forgedaemon/forged/ane/coreai/internal/refchunk"
 	"github.com/forgedaemon/forged/ane/coreai/internal/refdraft"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
@@ -76,9 +77,9 @@ func writeJSON(t *testing.T, path string, v any) {
 // openDrafter opens a drafter directory written with edit.
 func openDrafter(t *testing.T, edit drafterEdits) (*Drafter, error) {
 	t.Helper()
-	bridge := testBridge(t)
+	bridge := standintest.Bridge(t)
 	dir := writeDrafterDir(t, t.TempDir(), edit)
-	d, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
+	d, err := Open(dir, Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 	if err == nil {
 		t.Cleanup(func() { d.Close() })
 	}
@@ -190,12 +191,12 @@ func TestDrafterMatchesCPU(t *testing.T) {
 // resizes its context mid-generation.
 func TestDrafterSpeculativeCycleMatchesGreedy(t *testing.T) {
 	_, dw := standintest.SynthDrafter(t)
-	e, _ := openPair(t, bundleSpec{taps: dw.Config.DFlash.TargetLayerIDs})
+	e, _ := openPair(t, standintest.Spec{Taps: dw.Config.DFlash.TargetLayerIDs})
 	cd, cpu := drafterPair(t)
 	d := &teeDrafter{t: t, Drafter: cd, cpu: cpu}
-	prompt := randIDs(rand.New(rand.NewPCG(8, 9)), 1000, 400)
+	prompt := standintest.RandIDs(rand.New(rand.NewPCG(8, 9)), 1000, 400)
 	const n = 40
-	want := refGreedy(t, prompt, n)
+	want := standintest.RefGreedy(t, prompt, n)
 	// The drafter joins for the last 100 prompt rows: its attention over a
 	// thousand context rows on the CPU would make this test slow.
 	if _, err := e.Feed(prompt[:900]); err != nil {
@@ -230,7 +231,7 @@ func TestDrafterSpeculativeCycleMatchesGreedy(t *testing.T) {
 // each (when set) after every token with the tokens so far. It fails
 // unless the tokens are want (ane/ref's plain greedy ones) and returns
 // the cycle's statistics.
-func speculateGreedy(t *testing.T, e *Engine, d speculative.Drafter, first []float32, promptLen int, want []int, each func(got []int) error) speculative.Stats {
+func speculateGreedy(t *testing.T, e *coreai.Engine, d speculative.Drafter, first []float32, promptLen int, want []int, each func(got []int) error) speculative.Stats {
 	t.Helper()
 	opts := sample.Options{Temperature: 0, MaxTokens: len(want)}
 	smp, err := sample.New(opts)
@@ -329,21 +330,21 @@ func TestOpenDrafterRefuses(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := openDrafter(t, c.edit)
-			wantErr(t, err, c.msg)
+			standintest.WantErr(t, err, c.msg)
 		})
 	}
-	bridge := testBridge(t)
+	bridge := standintest.Bridge(t)
 	emb := standintest.TinyEmbedding(t)
 	dir := writeDrafterDir(t, t.TempDir(), drafterEdits{})
-	_, err := OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: narrow{emb}})
-	wantErr(t, err, "the drafter needs vocab_size")
+	_, err := Open(dir, Options{Bridge: bridge, Embedding: narrow{emb}})
+	standintest.WantErr(t, err, "the drafter needs vocab_size")
 	if err := os.RemoveAll(filepath.Join(dir, bundle.DrafterModel)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: emb, CacheDir: t.TempDir()})
-	wantErr(t, err, bundle.DrafterModel)
-	_, err = OpenDrafter(t.TempDir(), DrafterOptions{Bridge: bridge, Embedding: emb})
-	wantErr(t, err, "config.json")
+	_, err = Open(dir, Options{Bridge: bridge, Embedding: emb, CacheDir: t.TempDir()})
+	standintest.WantErr(t, err, bundle.DrafterModel)
+	_, err = Open(t.TempDir(), Options{Bridge: bridge, Embedding: emb})
+	standintest.WantErr(t, err, "config.json")
 }
 
 // narrow is an embedding one column short of the drafter's hidden size.
@@ -360,19 +361,19 @@ func TestDrafterRefusesAndRecovers(t *testing.T) {
 	r := newDrafterRun(t, d, cpu, standintest.CPUDrafter(t), 7, 7)
 	r.Add(5)
 	F := cpu.Features()
-	wantErr(t, d.AddContext(make([]float32, F+1), []int{5}), "feature values")
-	wantErr(t, d.AddContext(make([]float32, F), []int{4}), "not after position 4")
+	standintest.WantErr(t, d.AddContext(make([]float32, F+1), []int{5}), "feature values")
+	standintest.WantErr(t, d.AddContext(make([]float32, F), []int{4}), "not after position 4")
 	_, err := d.Propose(dw.Config.VocabSize, 5)
-	wantErr(t, err, "outside the vocabulary")
+	standintest.WantErr(t, err, "outside the vocabulary")
 	_, err = d.Propose(1, 4)
-	wantErr(t, err, "anchor position 4")
+	standintest.WantErr(t, err, "anchor position 4")
 	if d.ring.Pending() != 5 || d.ring.Last() != 4 {
 		t.Fatalf("refused calls changed the drafter: %d pending, last %d", d.ring.Pending(), d.ring.Last())
 	}
-	failRun(t, 0)
+	standintest.FailRun(t, 0)
 	_, err = d.Propose(1, 5)
-	clearFault()
-	wantErr(t, err, "draft: ")
+	standintest.ClearFault()
+	standintest.WantErr(t, err, "draft: ")
 	if d.ring.Pending() != 5 || d.ring.Slots() != 0 {
 		t.Fatalf("a failed draft call changed the ring: %d pending, %d slots", d.ring.Pending(), d.ring.Slots())
 	}
@@ -383,10 +384,10 @@ func TestDrafterRefusesAndRecovers(t *testing.T) {
 	for i := range pos {
 		pos[i] = r.Next + i
 	}
-	failRun(t, 0)
+	standintest.FailRun(t, 0)
 	err = d.AddContext(F64, pos)
-	clearFault()
-	wantErr(t, err, "ctx64")
+	standintest.ClearFault()
+	standintest.WantErr(t, err, "ctx64")
 	if err := cpu.AddContext(F64, pos); err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +395,7 @@ func TestDrafterRefusesAndRecovers(t *testing.T) {
 	r.Propose()
 	d.Close()
 	_, err = d.Propose(1, r.Next)
-	wantErr(t, err, "closed")
+	standintest.WantErr(t, err, "closed")
 }
 
 // Memory counts the ring (W slots of K and V per layer) as KV and the
@@ -413,19 +414,19 @@ func TestDrafterMemory(t *testing.T) {
 // Close releases every function, buffer and binding the drafter created
 // (the bridge's live counts return to where they were), after real use.
 func TestDrafterCloseReleasesEverything(t *testing.T) {
-	testBridge(t)
-	before := live()
+	standintest.Bridge(t)
+	before := standin.Live()
 	d, cpu := drafterPair(t)
 	r := newDrafterRun(t, d, cpu, cpu, 1, 1)
 	r.Add(70)
 	if _, err := d.Propose(3, r.Next); err != nil {
 		t.Fatal(err)
 	}
-	if live() == before {
+	if standin.Live() == before {
 		t.Fatal("an open drafter holds no bridge objects")
 	}
 	d.Close()
-	if got := live(); got != before {
+	if got := standin.Live(); got != before {
 		t.Fatalf("live models/functions/buffers/bindings %v after Close, %v before Open", got, before)
 	}
 }

@@ -1,4 +1,4 @@
-package coreai
+package cai
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane/coreai/standin"
+	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 )
 
 const arithFunctions = `mpsgraph 7.0.10
@@ -36,7 +37,7 @@ end
 func arith(fn string, ts map[string][]byte) error {
 	switch fn {
 	case "axpy":
-		a, b, y := f32s(ts["a"]), f32s(ts["b"]), f32s(ts["y"])
+		a, b, y := standintest.F32s(ts["a"]), standintest.F32s(ts["b"]), standintest.F32s(ts["y"])
 		for i := range y {
 			y[i] = 2*a[i] + b[i]
 		}
@@ -52,12 +53,12 @@ func arith(fn string, ts map[string][]byte) error {
 var arithRuns atomic.Int64
 
 func openArith(t *testing.T) (*Library, *Package) {
-	lib, err := OpenLibrary(testBridge(t))
+	lib, err := OpenLibrary(standintest.Bridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := writeModel(t, t.TempDir(), "arith.aimodel", arithFunctions)
-	handle(t, path, func(fn string, ts map[string][]byte) error {
+	path := standintest.WriteModel(t, t.TempDir(), "arith.aimodel", arithFunctions)
+	standintest.Handle(t, path, func(fn string, ts map[string][]byte) error {
 		arithRuns.Add(1)
 		return arith(fn, ts)
 	})
@@ -81,14 +82,14 @@ func mustBuffer(t testing.TB, lib *Library, d DType, shape ...int64) *Buffer {
 
 func TestOpenMissingLibrary(t *testing.T) {
 	_, err := OpenLibrary(filepath.Join(t.TempDir(), "libCoreAIBridge.dylib"))
-	wantErr(t, err, "cannot open bridge library", "libCoreAIBridge.dylib")
+	standintest.WantErr(t, err, "cannot open bridge library", "libCoreAIBridge.dylib")
 }
 
 func TestOpenWrongABIVersion(t *testing.T) {
-	path := testBridge(t)
+	path := standintest.Bridge(t)
 	t.Setenv("TB_ABI_VERSION", "2")
 	_, err := OpenLibrary(path)
-	wantErr(t, err, "ABI version 2", "needs 1")
+	standintest.WantErr(t, err, "ABI version 2", "needs 1")
 	os.Unsetenv("TB_ABI_VERSION")
 	if _, err := OpenLibrary(path); err != nil {
 		t.Fatalf("after a refused open, a good library must still open: %v", err)
@@ -96,12 +97,12 @@ func TestOpenWrongABIVersion(t *testing.T) {
 }
 
 func TestOpenLibraryWithoutSymbols(t *testing.T) {
-	testBridge(t) // the C compiler is needed
+	standintest.Bridge(t) // the C compiler is needed
 	// libm exports none of cai_*: the first missing symbol is named.
 	for _, p := range []string{"/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6", "/lib/aarch64-linux-gnu/libm.so.6"} {
 		if _, err := os.Stat(p); err == nil {
 			_, err := OpenLibrary(p)
-			wantErr(t, err, "does not export cai_abi_version")
+			standintest.WantErr(t, err, "does not export cai_abi_version")
 			return
 		}
 	}
@@ -120,7 +121,7 @@ func TestVersionsAndNames(t *testing.T) {
 		t.Fatalf("package version %q, %v", v, err)
 	}
 	_, err := lib.PackageMPSGraphVersion(filepath.Join(t.TempDir(), "none.aimodel"))
-	wantErr(t, err, "none.aimodel", "no functions.txt")
+	standintest.WantErr(t, err, "none.aimodel", "no functions.txt")
 	names, err := m.FunctionNames()
 	if err != nil || !slices.Equal(names, []string{"axpy", "padded", "boom"}) {
 		t.Fatalf("names %v, %v", names, err)
@@ -128,32 +129,32 @@ func TestVersionsAndNames(t *testing.T) {
 }
 
 func TestLoadPackageErrors(t *testing.T) {
-	lib, err := OpenLibrary(testBridge(t))
+	lib, err := OpenLibrary(standintest.Bridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	_, err = lib.LoadPackage(filepath.Join(dir, "missing.aimodel"), ComputeANE, true)
-	wantErr(t, err, "missing.aimodel")
-	newer := writeModel(t, dir, "newer.aimodel", "mpsgraph 7.1.0\nfunction f\ninput a f32 1 1\nend\n")
+	standintest.WantErr(t, err, "missing.aimodel")
+	newer := standintest.WriteModel(t, dir, "newer.aimodel", "mpsgraph 7.1.0\nfunction f\ninput a f32 1 1\nend\n")
 	_, err = lib.LoadPackage(newer, ComputeANE, true)
-	wantErr(t, err, "needs MPSGraph 7.1.0", "OS has 7.0.80")
+	standintest.WantErr(t, err, "needs MPSGraph 7.1.0", "OS has 7.0.80")
 	m, err := lib.LoadPackage(newer, ComputeANE, false) // the check is the caller's choice
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
-	bad := writeModel(t, dir, "bad.aimodel", "function f\ninput a f99 1 1\nend\n")
+	bad := standintest.WriteModel(t, dir, "bad.aimodel", "function f\ninput a f99 1 1\nend\n")
 	_, err = lib.LoadPackage(bad, ComputeANE, true)
-	wantErr(t, err, "line 2")
+	standintest.WantErr(t, err, "line 2")
 	_, err = lib.LoadPackage(newer, Compute(7), false)
-	wantErr(t, err, "compute unit 7")
+	standintest.WantErr(t, err, "compute unit 7")
 }
 
 func TestFunctionDescribeAndUnknown(t *testing.T) {
 	_, m := openArith(t)
 	_, err := m.LoadFunction("nope")
-	wantErr(t, err, "function nope", "no function nope")
+	standintest.WantErr(t, err, "function nope", "no function nope")
 	f, err := m.LoadFunction("padded")
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +170,7 @@ func TestFunctionDescribeAndUnknown(t *testing.T) {
 }
 
 func TestBufferCreate(t *testing.T) {
-	lib, err := OpenLibrary(testBridge(t))
+	lib, err := OpenLibrary(standintest.Bridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,13 +192,13 @@ func TestBufferCreate(t *testing.T) {
 	}
 	p.Close()
 	_, err = lib.NewBuffer(F16, []int64{2, 3}, []int64{3, 2})
-	wantErr(t, err, "last stride is 2")
+	standintest.WantErr(t, err, "last stride is 2")
 	_, err = lib.NewBuffer(F16, []int64{2, 3}, []int64{2, 1})
-	wantErr(t, err, "overlaps")
+	standintest.WantErr(t, err, "overlaps")
 	_, err = lib.NewBuffer(F16, []int64{0}, nil)
-	wantErr(t, err, "dimension 0 is 0")
+	standintest.WantErr(t, err, "dimension 0 is 0")
 	_, err = lib.NewBuffer("f8", []int64{1}, nil)
-	wantErr(t, err, `unknown dtype "f8"`)
+	standintest.WantErr(t, err, `unknown dtype "f8"`)
 }
 
 func TestBindingValidation(t *testing.T) {
@@ -220,21 +221,21 @@ func TestBindingValidation(t *testing.T) {
 		{"alias", map[string]*Buffer{"a": a, "b": b}, map[string]*Buffer{"y": a}, []string{"input a aliases y"}},
 		{"no output", map[string]*Buffer{"a": a, "b": b}, nil, []string{"0 outputs bound"}},
 	}
-	before := live()
+	before := standin.Live()
 	for _, c := range cases {
 		_, err := f.Bind(c.in, c.out, nil)
 		if err == nil {
 			t.Fatalf("%s: bound", c.name)
 		}
-		wantErr(t, err, append([]string{"axpy"}, c.want...)...)
+		standintest.WantErr(t, err, append([]string{"axpy"}, c.want...)...)
 	}
-	if live() != before {
-		t.Fatalf("refused bindings leaked: %v → %v", before, live())
+	if standin.Live() != before {
+		t.Fatalf("refused bindings leaked: %v → %v", before, standin.Live())
 	}
 	closed, _ := lib.NewBuffer(F32, []int64{4}, nil)
 	closed.Close()
 	_, err = f.Bind(map[string]*Buffer{"a": a, "b": closed}, map[string]*Buffer{"y": y}, nil)
-	wantErr(t, err, "buffer for b is closed")
+	standintest.WantErr(t, err, "buffer for b is closed")
 }
 
 func TestRunComputesAndReportsErrors(t *testing.T) {
@@ -242,8 +243,8 @@ func TestRunComputesAndReportsErrors(t *testing.T) {
 	f, _ := m.LoadFunction("axpy")
 	defer f.Close()
 	a, b, y := mustBuffer(t, lib, F32, 4), mustBuffer(t, lib, F32, 4), mustBuffer(t, lib, F32, 4)
-	copy(f32s(a.Bytes()), []float32{1, 2, 3, 4})
-	copy(f32s(b.Bytes()), []float32{10, 20, 30, 40})
+	copy(standintest.F32s(a.Bytes()), []float32{1, 2, 3, 4})
+	copy(standintest.F32s(b.Bytes()), []float32{10, 20, 30, 40})
 	bd, err := f.Bind(map[string]*Buffer{"a": a, "b": b}, map[string]*Buffer{"y": y}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -260,13 +261,13 @@ func TestRunComputesAndReportsErrors(t *testing.T) {
 	if err := lib.Run([]*Binding{bd, bd2}, times); err != nil {
 		t.Fatal(err)
 	}
-	if got := f32s(y2.Bytes()); !slices.Equal(got, []float32{34, 68, 102, 136}) {
+	if got := standintest.F32s(y2.Bytes()); !slices.Equal(got, []float32{34, 68, 102, 136}) {
 		t.Fatalf("y2 = %v", got)
 	}
 	if times[0] <= 0 || times[1] <= times[0] {
 		t.Fatalf("times %v", times)
 	}
-	wantErr(t, lib.Run([]*Binding{bd}, make([]float64, 0, 1)), "0 timing slots")
+	standintest.WantErr(t, lib.Run([]*Binding{bd}, make([]float64, 0, 1)), "0 timing slots")
 
 	fb, _ := m.LoadFunction("boom")
 	defer fb.Close()
@@ -278,7 +279,7 @@ func TestRunComputesAndReportsErrors(t *testing.T) {
 	// A failed run names the package and the function of the binding that
 	// failed (the bridge says "binding 1 (boom): …").
 	err = lib.Run([]*Binding{bd, bb}, nil)
-	wantErr(t, err, "coreai: arith.aimodel entry boom: run: the program failed on purpose")
+	standintest.WantErr(t, err, "coreai: arith.aimodel entry boom: run: the program failed on purpose")
 	var re *RunError
 	if !errors.As(err, &re) || re.Package != "arith.aimodel" || re.Entry != "boom" || re.Err.Error() != "the program failed on purpose" {
 		t.Fatalf("run error %#v", err)
@@ -290,7 +291,7 @@ func TestRunComputesAndReportsErrors(t *testing.T) {
 		t.Fatalf("unattributed run error %#v: %v", re, re)
 	}
 	bb.Close()
-	wantErr(t, lib.Run([]*Binding{bd, bb}, nil), "binding 1 is closed")
+	standintest.WantErr(t, lib.Run([]*Binding{bd, bb}, nil), "binding 1 is closed")
 }
 
 func TestPaddedStrides(t *testing.T) {
@@ -321,7 +322,7 @@ func TestPaddedStrides(t *testing.T) {
 	// A packed buffer of the same shape is refused: the layout must be the preferred one.
 	packed := mustBuffer(t, lib, F16, 3, 5)
 	_, err = f.Bind(map[string]*Buffer{"x": packed}, map[string]*Buffer{"y": y}, nil)
-	wantErr(t, err, "strides (8,1)")
+	standintest.WantErr(t, err, "strides (8,1)")
 }
 
 // TestNoLeaksOver10000Calls creates, binds, runs and releases 10,000 times:
@@ -330,7 +331,7 @@ func TestPaddedStrides(t *testing.T) {
 // first.
 func TestNoLeaksOver10000Calls(t *testing.T) {
 	lib, m := openArith(t)
-	before := live()
+	before := standin.Live()
 	calls := arithRuns.Load()
 	for i := 0; i < 10000; i++ {
 		f, err := m.LoadFunction("axpy")
@@ -340,7 +341,7 @@ func TestNoLeaksOver10000Calls(t *testing.T) {
 		a, _ := lib.NewBuffer(F32, []int64{4}, nil)
 		b, _ := lib.NewBuffer(F32, []int64{4}, nil)
 		y, _ := lib.NewBuffer(F32, []int64{4}, nil)
-		f32s(a.Bytes())[0] = float32(i)
+		standintest.F32s(a.Bytes())[0] = float32(i)
 		bd, err := f.Bind(map[string]*Buffer{"a": a, "b": b}, map[string]*Buffer{"y": y}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -348,7 +349,7 @@ func TestNoLeaksOver10000Calls(t *testing.T) {
 		if err := lib.Run([]*Binding{bd}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if got := f32s(y.Bytes())[0]; got != float32(2*i) {
+		if got := standintest.F32s(y.Bytes())[0]; got != float32(2*i) {
 			t.Fatalf("call %d: y[0] = %v", i, got)
 		}
 		bd.Close()
@@ -357,7 +358,7 @@ func TestNoLeaksOver10000Calls(t *testing.T) {
 		y.Close()
 		f.Close()
 	}
-	if after := live(); after != before {
+	if after := standin.Live(); after != before {
 		t.Fatalf("live models/functions/buffers/bindings %v → %v", before, after)
 	}
 	if n := arithRuns.Load() - calls; n != 10000 {
@@ -371,26 +372,26 @@ func TestNoLeaksOver10000Calls(t *testing.T) {
 // TestBufferCleanupReleases drops buffers without Close: the cleanup tied to
 // the Go object releases the bridge memory.
 func TestBufferCleanupReleases(t *testing.T) {
-	lib, err := OpenLibrary(testBridge(t))
+	lib, err := OpenLibrary(standintest.Bridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := live()[2]
+	before := standin.Live()[2]
 	for i := 0; i < 20; i++ {
 		if _, err := lib.NewBuffer(F32, []int64{16}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if live()[2] != before+20 {
-		t.Fatalf("live buffers %d, want %d", live()[2], before+20)
+	if standin.Live()[2] != before+20 {
+		t.Fatalf("live buffers %d, want %d", standin.Live()[2], before+20)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for live()[2] != before && time.Now().Before(deadline) {
+	for standin.Live()[2] != before && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if live()[2] != before {
-		t.Fatalf("unreachable buffers not released: %d live, want %d", live()[2], before)
+	if standin.Live()[2] != before {
+		t.Fatalf("unreachable buffers not released: %d live, want %d", standin.Live()[2], before)
 	}
 }
 
@@ -410,7 +411,7 @@ func TestSwiftBridgeExportsEverySymbol(t *testing.T) {
 		}
 	}
 	// The C stand-in's source (ane/coreai/standin).
-	c, err := os.ReadFile("standin/csrc/bridge.c")
+	c, err := os.ReadFile("../standin/csrc/bridge.c")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package coreai
+package cai
 
 import (
 	"encoding/json"

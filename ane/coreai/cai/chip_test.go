@@ -1,13 +1,11 @@
-package coreai
+package cai
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 )
 
@@ -32,7 +30,7 @@ func TestParseChipAndCompileMode(t *testing.T) {
 		}
 		mode, err := CompileMode(chip)
 		if c.mode == 0 {
-			wantErr(t, err, "older than M5")
+			standintest.WantErr(t, err, "older than M5")
 			continue
 		}
 		if err != nil || mode != c.mode {
@@ -40,7 +38,7 @@ func TestParseChipAndCompileMode(t *testing.T) {
 		}
 	}
 	_, err := ParseChip("", "", "Intel(R) Core(TM) i9", "MacBookPro16,1")
-	wantErr(t, err, "cannot tell the Apple chip")
+	standintest.WantErr(t, err, "cannot tell the Apple chip")
 }
 
 func TestPickPackage(t *testing.T) {
@@ -137,7 +135,7 @@ func TestCompileModesAndPurge(t *testing.T) {
 // A load that fails because of a stale specialization purges that
 // package's cache entries (and only those) and succeeds on the retry.
 func TestLoadFailurePurgesCacheAndRetries(t *testing.T) {
-	lib, err := OpenLibrary(testBridge(t))
+	lib, err := OpenLibrary(standintest.Bridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +147,7 @@ func TestLoadFailurePurgesCacheAndRetries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pkg := writeModel(t, dir, "chunk.aimodel", "fail_if_exists "+stale+"\nfunction f\ninput a f32 1 1\nend\n")
+	pkg := standintest.WriteModel(t, dir, "chunk.aimodel", "fail_if_exists "+stale+"\nfunction f\ninput a f32 1 1\nend\n")
 	os.WriteFile(filepath.Join(pkg, "main.hash"), []byte{0x0a, 0x0b}, 0o644)
 	m, err := loadWithRetry(lib, pkg, ComputeANE, cache)
 	if err != nil {
@@ -164,14 +162,14 @@ func TestLoadFailurePurgesCacheAndRetries(t *testing.T) {
 	}
 	// A failure the purge cannot fix is reported with both attempts and
 	// the number of entries purged.
-	stuck := writeModel(t, dir, "stuck.aimodel", "fail_if_exists "+other+"\nfunction f\ninput a f32 1 1\nend\n")
+	stuck := standintest.WriteModel(t, dir, "stuck.aimodel", "fail_if_exists "+other+"\nfunction f\ninput a f32 1 1\nend\n")
 	os.WriteFile(filepath.Join(stuck, "main.hash"), []byte{0x0c}, 0o644)
 	entry := filepath.Join(cache, "25A100", "forged", "0c")
 	if err := os.MkdirAll(entry, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	_, err = loadWithRetry(lib, stuck, ComputeANE, cache)
-	wantErr(t, err, "stuck.aimodel: stale specialization cache at "+other, "; after purging 1 cache entries, again: ")
+	standintest.WantErr(t, err, "stuck.aimodel: stale specialization cache at "+other, "; after purging 1 cache entries, again: ")
 	if _, serr := os.Stat(entry); !os.IsNotExist(serr) {
 		t.Fatal("the package's cache entry survived")
 	}
@@ -181,12 +179,12 @@ func TestLoadFailurePurgesCacheAndRetries(t *testing.T) {
 // removes nothing and is no error, and a failed load reports the load's
 // error alone; so does one whose key has no cache entries.
 func TestLoadFailureWithNothingToPurge(t *testing.T) {
-	lib, err := OpenLibrary(testBridge(t))
+	lib, err := OpenLibrary(standintest.Bridge(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir, cache := t.TempDir(), t.TempDir()
-	keyless := writeModel(t, dir, "keyless.aimodel", "function f\ninput a f32 1 1\nend\n")
+	keyless := standintest.WriteModel(t, dir, "keyless.aimodel", "function f\ninput a f32 1 1\nend\n")
 	if purged, err := PurgeCache(cache, keyless); err != nil || len(purged) != 0 {
 		t.Fatalf("PurgeCache of a package without main.hash: %v, %v", purged, err)
 	}
@@ -196,8 +194,8 @@ func TestLoadFailureWithNothingToPurge(t *testing.T) {
 	if err == nil || want == nil || err.Error() != want.Error() {
 		t.Fatalf("loading a missing package: %v, want the load's error %v", err, want)
 	}
-	wantErr(t, err, "missing.aimodel")
-	unpurged := writeModel(t, dir, "unpurged.aimodel", "function f\ninput a f99 1 1\nend\n")
+	standintest.WantErr(t, err, "missing.aimodel")
+	unpurged := standintest.WriteModel(t, dir, "unpurged.aimodel", "function f\ninput a f99 1 1\nend\n")
 	os.WriteFile(filepath.Join(unpurged, "main.hash"), []byte{0x0d}, 0o644)
 	_, want = lib.LoadPackage(unpurged, ComputeANE, true)
 	_, err = loadWithRetry(lib, unpurged, ComputeANE, cache)
@@ -205,58 +203,10 @@ func TestLoadFailureWithNothingToPurge(t *testing.T) {
 		t.Fatalf("a load failure with no cache entries to purge: %v, want the load's error %v", err, want)
 	}
 	// A key that cannot be read for another reason is still reported.
-	unreadable := writeModel(t, dir, "unreadable.aimodel", "function f\ninput a f32 1 1\nend\n")
+	unreadable := standintest.WriteModel(t, dir, "unreadable.aimodel", "function f\ninput a f32 1 1\nend\n")
 	if err := os.Mkdir(filepath.Join(unreadable, "main.hash"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	_, err = PurgeCache(cache, unreadable)
-	wantErr(t, err, "cache key of", "unreadable.aimodel")
-}
-
-// Open loads a chunk's .aimodelc sibling when its MPSGraph version is not
-// newer than the OS's (the test bridge reports 7.0.80), else the source.
-func TestOpenPicksCompiledPackage(t *testing.T) {
-	bridge := testBridge(t)
-	for _, c := range []struct {
-		version string
-		want    string
-	}{{"7.0.9", "chunk_L00-01.aimodelc"}, {"7.1.0", "chunk_L00-01.aimodel"}} {
-		rt := writeRuntime(t, bundleSpec{})
-		src := filepath.Join(rt, "chunk_L00-01.aimodel")
-		// The compiled package is the source's stand-in package (which
-		// computes it the same) at another MPSGraph version.
-		compiled := filepath.Join(rt, "chunk_L00-01.aimodelc")
-		if err := os.CopyFS(compiled, os.DirFS(src)); err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(filepath.Join(src, standin.FunctionsFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := standin.WriteFunctions(compiled, strings.Replace(string(data), "mpsgraph "+standin.MPSGraphVersion, "mpsgraph "+c.version, 1)); err != nil {
-			t.Fatal(err)
-		}
-		e, err := Open(rt, Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := filepath.Base(e.m.chunks[0].path)
-		// Info says which package was loaded and its MPSGraph version.
-		pi := e.Model().Info().Packages[0]
-		wantVersion := c.version
-		if !strings.HasSuffix(c.want, "c") {
-			wantVersion = "7.0.10"
-		}
-		if pi.File != "chunk_L00-01.aimodel" || pi.Loaded != c.want || pi.Compiled != strings.HasSuffix(c.want, "c") ||
-			pi.MPSGraph != wantVersion || pi.Bytes <= 0 {
-			t.Fatalf("package info %+v, want %s loaded at MPSGraph %s", pi, c.want, wantVersion)
-		}
-		if _, err := e.Feed([]int{1, 2, 3}); err != nil {
-			t.Fatal(err)
-		}
-		e.Close()
-		if got != c.want {
-			t.Fatalf("compiled package at MPSGraph %s: loaded %s, want %s", c.version, got, c.want)
-		}
-	}
+	standintest.WantErr(t, err, "cache key of", "unreadable.aimodel")
 }

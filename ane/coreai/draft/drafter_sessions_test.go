@@ -1,4 +1,4 @@
-package coreai
+package draft
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane/coreai/cai"
+	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 	"github.com/forgedaemon/forged/ane/speculative"
 	"github.com/forgedaemon/forged/bundle"
@@ -57,7 +59,7 @@ func drafterStep(d *Drafter, s dstep, out *[][]float32) error {
 	return nil
 }
 
-func drafterAlone(t *testing.T, dm *DrafterModel, steps []dstep) [][]float32 {
+func drafterAlone(t *testing.T, dm *Model, steps []dstep) [][]float32 {
 	t.Helper()
 	d, err := dm.NewSession()
 	if err != nil {
@@ -73,24 +75,24 @@ func drafterAlone(t *testing.T, dm *DrafterModel, steps []dstep) [][]float32 {
 	return out
 }
 
-// Two drafter sessions of one DrafterModel, interleaved call by call,
+// Two drafter sessions of one Model, interleaved call by call,
 // propose exactly what each proposes alone. A parked drafter session
 // holds no bridge buffer or binding, keeps no context, and afterwards
 // proposes exactly what a fresh session proposes. A failed draft or
-// ctx64 run names the package and the entry. Closing the DrafterModel
+// ctx64 run names the package and the entry. Closing the Model
 // closes its sessions and returns every bridge object.
 func TestDrafterSessionsShareModel(t *testing.T) {
-	bridge := testBridge(t)
+	bridge := standintest.Bridge(t)
 	dir := writeDrafterDir(t, t.TempDir(), drafterEdits{})
-	before := live()
-	dm, err := LoadDrafter(dir, DrafterOptions{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
+	before := standin.Live()
+	dm, err := Load(dir, Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dm.Close()
-	loaded := live()
+	loaded := standin.Live()
 	if loaded[2] != before[2] || loaded[3] != before[3] {
-		t.Fatalf("LoadDrafter allocated session objects: %v → %v", before, loaded)
+		t.Fatalf("Load allocated session objects: %v → %v", before, loaded)
 	}
 	s1, s2 := draftScript(1, dm.F, 90), draftScript(2, dm.F, 90)
 	d1, err := dm.NewSession()
@@ -114,20 +116,20 @@ func TestDrafterSessionsShareModel(t *testing.T) {
 			}
 		}
 	}
-	sameRecords(t, "drafter 1 interleaved", o1, drafterAlone(t, dm, s1))
-	sameRecords(t, "drafter 2 interleaved", o2, drafterAlone(t, dm, s2))
+	standintest.SameRecords(t, "drafter 1 interleaved", o1, drafterAlone(t, dm, s1))
+	standintest.SameRecords(t, "drafter 2 interleaved", o2, drafterAlone(t, dm, s2))
 	if got, mem := d1.AllocatedBytes(), d1.Memory(); got <= 0 || got != mem.KV+mem.Scratch || mem.Weights != dm.Memory().Weights {
 		t.Fatalf("drafter allocated %d bytes, memory %+v, model %+v", got, mem, dm.Memory())
 	}
 
 	// Park: everything the session holds on the bridge goes.
-	held := live()
+	held := standin.Live()
 	nb, nbind := int64(len(d1.bufs)), int64(len(d1.plans))
 	if err := d1.Park(); err != nil {
 		t.Fatal(err)
 	}
-	if want := [4]int64{held[0], held[1], held[2] - nb, held[3] - nbind}; live() != want || nb == 0 || nbind == 0 {
-		t.Fatalf("live %v after the drafter parked, want %v", live(), want)
+	if want := [4]int64{held[0], held[1], held[2] - nb, held[3] - nbind}; standin.Live() != want || nb == 0 || nbind == 0 {
+		t.Fatalf("live %v after the drafter parked, want %v", standin.Live(), want)
 	}
 	if mem := d1.Memory(); !d1.Parked() || mem.KV != 0 || mem.Scratch != 0 || d1.AllocatedBytes() != 0 || d1.ring.Slots() != 0 {
 		t.Fatalf("parked drafter: memory %+v, %d slots", mem, d1.ring.Slots())
@@ -140,40 +142,40 @@ func TestDrafterSessionsShareModel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if d1.Parked() || live() != held {
-		t.Fatalf("after the resume: parked %v, live %v, before the park %v", d1.Parked(), live(), held)
+	if d1.Parked() || standin.Live() != held {
+		t.Fatalf("after the resume: parked %v, live %v, before the park %v", d1.Parked(), standin.Live(), held)
 	}
-	sameRecords(t, "drafter after a park", o3, drafterAlone(t, dm, s3))
+	standintest.SameRecords(t, "drafter after a park", o3, drafterAlone(t, dm, s3))
 
 	// Run errors name the drafter package and the entry.
-	failRun(t, 0)
+	standintest.FailRun(t, 0)
 	_, err = d2.Propose(1, 1000)
-	clearFault()
-	var re *RunError
+	standintest.ClearFault()
+	var re *cai.RunError
 	if !errors.As(err, &re) || re.Package != bundle.DrafterModel || re.Entry != draftEntry {
 		t.Fatalf("draft failure: %v", err)
 	}
-	wantErr(t, err, "coreai: "+bundle.DrafterModel+" entry draft: run: injected ANE failure")
+	standintest.WantErr(t, err, "coreai: "+bundle.DrafterModel+" entry draft: run: injected ANE failure")
 	pos := make([]int, 70) // more than R rows: a ctx64 flush
 	for i := range pos {
 		pos[i] = 1000 + i
 	}
-	failRun(t, 0)
+	standintest.FailRun(t, 0)
 	err = d2.AddContext(make([]float32, 70*dm.F), pos)
-	clearFault()
+	standintest.ClearFault()
 	if !errors.As(err, &re) || re.Package != bundle.DrafterModel || re.Entry != ctxEntry {
 		t.Fatalf("ctx64 failure: %v", err)
 	}
 
 	dm.Close()
-	if live() != before {
-		t.Fatalf("DrafterModel.Close left bridge objects: %v → %v", before, live())
+	if standin.Live() != before {
+		t.Fatalf("Model.Close left bridge objects: %v → %v", before, standin.Live())
 	}
 	_, err = d2.Propose(1, 2000)
-	wantErr(t, err, "closed")
-	wantErr(t, d1.Park(), "closed")
+	standintest.WantErr(t, err, "closed")
+	standintest.WantErr(t, d1.Park(), "closed")
 	_, err = dm.NewSession()
-	wantErr(t, err, "closed")
+	standintest.WantErr(t, err, "closed")
 	if d1.Close() != nil || d2.Close() != nil || dm.Sessions() != 0 {
 		t.Fatal("closing twice")
 	}
@@ -183,15 +185,15 @@ func TestDrafterSessionsShareModel(t *testing.T) {
 // file, its drafter session released (it keeps no context) — resumes by
 // itself on the next cycle, and the speculative tokens still equal
 // ane/ref's plain greedy ones; the drafter keeps proposing after the
-// resume. Target and drafter come from Load and LoadDrafter (shared
+// resume. Target and drafter come from Load and Load (shared
 // models), not Open.
 func TestParkedSpeculationMatchesGreedy(t *testing.T) {
-	bridge := testBridge(t)
+	bridge := standintest.Bridge(t)
 	_, dw := standintest.SynthDrafter(t)
-	m := loadTiny(t, bundleSpec{taps: dw.Config.DFlash.TargetLayerIDs})
+	m := loadTiny(t, standintest.Spec{Taps: dw.Config.DFlash.TargetLayerIDs})
 	e := newSession(t, m)
-	dm, err := LoadDrafter(writeDrafterDir(t, t.TempDir(), drafterEdits{}),
-		DrafterOptions{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
+	dm, err := Load(writeDrafterDir(t, t.TempDir(), drafterEdits{}),
+		Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,9 +203,9 @@ func TestParkedSpeculationMatchesGreedy(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &countingDrafter{Drafter: cd}
-	prompt := randIDs(rand.New(rand.NewPCG(10, 11)), 300, 400)
+	prompt := standintest.RandIDs(rand.New(rand.NewPCG(10, 11)), 300, 400)
 	const n, parkAt = 30, 12
-	want := refGreedy(t, prompt, n)
+	want := standintest.RefGreedy(t, prompt, n)
 	e.FeatureSink = d.AddContext
 	first, err := e.Feed(prompt)
 	e.FeatureSink = nil

@@ -1,4 +1,4 @@
-package coreai
+package smoke
 
 import (
 	"os"
@@ -9,7 +9,6 @@ import (
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/tensor"
-	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/ane/speculative"
 	"github.com/forgedaemon/forged/ane/text/tokenizer"
 )
@@ -19,14 +18,14 @@ import (
 // drafter is set, drafter/ (the synthetic drafter's stand-in package).
 // taps are the runtime's (nil: testTaps).
 func smokeBundle(t *testing.T, taps []int, drafter bool) string {
-	dir, cfg, w := tiny(t)
+	dir, cfg, w := standintest.Tiny(t)
 	b := t.TempDir()
 	for _, d := range []string{"coreai", "drafter"} {
 		if err := os.MkdirAll(filepath.Join(b, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	writeRuntimeIn(t, filepath.Join(b, "coreai"), bundleSpec{taps: taps})
+	standintest.WriteRuntimeIn(t, filepath.Join(b, "coreai"), standintest.Spec{Taps: taps})
 	if drafter {
 		standintest.DrafterDir(t, filepath.Join(b, "drafter"))
 	}
@@ -53,30 +52,7 @@ func smokeBundle(t *testing.T, taps []int, drafter bool) string {
 	return b
 }
 
-// refGreedy decodes n tokens greedily with ane/ref's plain path.
-func refGreedy(t *testing.T, prompt []int, n int) []int {
-	dir, _, _ := tiny(t)
-	m, err := ref.Open(dir, ref.Options{Numerics: standintest.GraphNumerics, Ladder: testCtxs, Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	s := m.NewSession()
-	defer s.Close()
-	lg, err := s.Feed(prompt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for len(out) < n {
-		id := standintest.Argmax(lg)
-		out = append(out, id)
-		if lg, err = s.Feed([]int{id}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
+var refGreedy = standintest.RefGreedy
 
 // replay proposes a known continuation, wrong at every third position.
 type replay struct {
@@ -106,21 +82,21 @@ func (r *replay) Propose(anchor, pos int) (speculative.Proposal, error) {
 }
 
 func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
-	bridge := testBridge(t)
+	bridge := standintest.Bridge(t)
 	b := smokeBundle(t, nil, false)
 	tok, err := tokenizer.Load(filepath.Join(b, "model", "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	prompt := tok.Encode("The capital of France is")
-	want := refGreedy(t, prompt, 16)
-	_, cfg, _ := tiny(t)
+	want := standintest.RefGreedy(t, prompt, 16)
+	_, cfg, _ := standintest.Tiny(t)
 	rp := &replay{trace: append(slices.Clone(prompt), want...), width: 3 * cfg.HiddenSize}
 	for _, c := range []struct {
 		name    string
 		drafter speculative.Drafter
 	}{{"lookup", nil}, {"replay", rp}} {
-		rep, err := Smoke(b, SmokeOptions{Bridge: bridge, Drafter: c.drafter})
+		rep, err := Run(b, Options{Bridge: bridge, Drafter: c.drafter})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -128,7 +104,7 @@ func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 			t.Fatalf("%s: speculative tokens %v, reference greedy %v", c.name, rep.Tokens, want)
 		}
 		if !rep.FiniteLogits || rep.GeneratedTokens != 16 || rep.PromptTokens != len(prompt) || rep.Text != tok.Decode(want) ||
-			rep.Drafter != map[string]string{"lookup": SmokeLookup, "replay": SmokeCustom}[c.name] {
+			rep.Drafter != map[string]string{"lookup": Lookup, "replay": Custom}[c.name] {
 			t.Fatalf("%s: report %+v", c.name, rep)
 		}
 		t.Logf("%s: %d verify calls, %d/%d drafts accepted, load %.3fs, %.1f tok/s (test bridge)", c.name,
@@ -138,35 +114,35 @@ func TestSmokeSpeculativeMatchesReferenceGreedy(t *testing.T) {
 		t.Fatalf("the drafter saw features of %d positions, the prompt has %d", rp.seen, len(prompt))
 	}
 	// The replay drafter is right two times in three: most cycles accept drafts.
-	rep, _ := Smoke(b, SmokeOptions{Bridge: bridge, Drafter: &replay{trace: rp.trace, width: rp.width}})
+	rep, _ := Run(b, Options{Bridge: bridge, Drafter: &replay{trace: rp.trace, width: rp.width}})
 	if rep.DraftsAccepted == 0 || rep.VerifyCalls >= 16 {
 		t.Fatalf("replay drafts: %d accepted over %d verify calls", rep.DraftsAccepted, rep.VerifyCalls)
 	}
-	_, err = Smoke(b, SmokeOptions{Bridge: bridge, Tokens: 65})
-	wantErr(t, err, "65 tokens, want 2..64")
+	_, err = Run(b, Options{Bridge: bridge, Tokens: 65})
+	standintest.WantErr(t, err, "65 tokens, want 2..64")
 }
 
 // A bundle with a drafter package is smoke-tested with the DFlash2
 // drafter on Core AI, and still gives ane/ref's greedy tokens; a drafter
 // that taps other layers than the runtime is refused, not bypassed.
 func TestSmokeUsesTheBundlesDrafter(t *testing.T) {
-	bridge := testBridge(t)
+	bridge := standintest.Bridge(t)
 	_, dw := standintest.SynthDrafter(t)
 	b := smokeBundle(t, dw.Config.DFlash.TargetLayerIDs, true)
 	tok, err := tokenizer.Load(filepath.Join(b, "model", "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := refGreedy(t, tok.Encode("The capital of France is"), 16)
-	rep, err := Smoke(b, SmokeOptions{Bridge: bridge})
+	want := standintest.RefGreedy(t, tok.Encode("The capital of France is"), 16)
+	rep, err := Run(b, Options{Bridge: bridge})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Drafter != SmokeDFlash2 || !slices.Equal(rep.Tokens, want) || rep.DraftsProposed == 0 {
+	if rep.Drafter != DFlash2 || !slices.Equal(rep.Tokens, want) || rep.DraftsProposed == 0 {
 		t.Fatalf("report %+v, want the dflash2 drafter and tokens %v", rep, want)
 	}
 	t.Logf("dflash2: %d verify calls, %d/%d drafts accepted (test bridge)", rep.VerifyCalls, rep.DraftsAccepted, rep.DraftsProposed)
 	mismatched := smokeBundle(t, nil, true) // runtime taps 0, 1, 3
-	_, err = Smoke(mismatched, SmokeOptions{Bridge: bridge})
-	wantErr(t, err, "the drafter reads target layers [0 1 2 3], the Core AI runtime taps [0 1 3]")
+	_, err = Run(mismatched, Options{Bridge: bridge})
+	standintest.WantErr(t, err, "the drafter reads target layers [0 1 2 3], the Core AI runtime taps [0 1 3]")
 }

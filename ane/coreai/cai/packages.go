@@ -1,4 +1,4 @@
-package coreai
+package cai
 
 import (
 	"encoding/hex"
@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/internal/paths"
 )
 
@@ -174,22 +173,23 @@ func loadWithRetry(lib *Library, pkg string, compute Compute, cacheDir string) (
 	return m, nil
 }
 
-// loadOptions are how every package of a session is loaded.
-type loadOptions struct {
-	compute  Compute
-	cacheDir string
-	mode     int    // ANE bonded compile mode (0: chip unknown, not set)
-	soc      string // manifest entries_by_soc key ("" when the chip is unknown)
-	chip     Chip   // 0 when unknown
+// LoadOptions are how every package of a model (the target's chunks and
+// head, or the drafter) is loaded.
+type LoadOptions struct {
+	Compute  Compute
+	CacheDir string
+	Mode     int    // ANE bonded compile mode (0: chip unknown, not set)
+	SoC      string // manifest entries_by_soc key ("" when the chip is unknown)
+	Chip     Chip   // 0 when unknown
 }
 
-// newLoadOptions resolves the chip (0: DetectChip; a failed detection only
+// NewLoadOptions resolves the chip (0: DetectChip; a failed detection only
 // skips the compile mode and per-chip aliases), sets the compile mode for
 // MPSGraph, and picks the cache directory ("" = paths.CoreAICache()).
-func newLoadOptions(chip Chip, compute Compute, cacheDir string) (loadOptions, error) {
-	lo := loadOptions{compute: compute, cacheDir: cacheDir}
-	if lo.cacheDir == "" {
-		lo.cacheDir = paths.CoreAICache()
+func NewLoadOptions(chip Chip, compute Compute, cacheDir string) (LoadOptions, error) {
+	lo := LoadOptions{Compute: compute, CacheDir: cacheDir}
+	if lo.CacheDir == "" {
+		lo.CacheDir = paths.CoreAICache()
 	}
 	if chip == 0 {
 		chip, _ = DetectChip()
@@ -200,43 +200,62 @@ func newLoadOptions(chip Chip, compute Compute, cacheDir string) (loadOptions, e
 			return lo, err
 		}
 		os.Setenv(CompileModeEnv, strconv.Itoa(mode)) // read by MPSGraph when it specializes
-		lo.mode, lo.soc, lo.chip = mode, chip.SoC(), chip
+		lo.Mode, lo.SoC, lo.Chip = mode, chip.SoC(), chip
 	}
 	return lo, nil
 }
 
-// loadPackage picks (PickPackage) and loads one package of a runtime
+// PackageInfo is one loaded package.
+type PackageInfo struct {
+	File     string `json:"file"`     // the manifest's file (the source .aimodel)
+	Loaded   string `json:"loaded"`   // the file actually loaded (the compiled package when Compiled)
+	Compiled bool   `json:"compiled"` // the compiled package was loaded, not the source
+	MPSGraph string `json:"mpsgraph"` // the loaded package's MPSGraph version ("" if unreadable)
+	Bytes    int64  `json:"bytes"`    // size on disk
+}
+
+// Loaded is one package loaded by LoadFrom, with the functions the driver
+// loads from it.
+type Loaded struct {
+	Path  string
+	Bytes int64 // size on disk
+	Model *Package
+	Fns   map[string]*Function // canonical entry name → function
+	Info  PackageInfo
+}
+
+// LoadFrom picks (PickPackage) and loads one package of a runtime
 // directory. Before loading a source package it deletes that package's
 // cached specializations built in another compile mode (MPSGraph aborts
 // the process on them); on a load failure it purges the package's cache
 // and retries once.
-func loadPackage(lib *Library, dir, file, compiled string, lo loadOptions) (*pkg, error) {
+func LoadFrom(lib *Library, dir, file, compiled string, lo LoadOptions) (*Loaded, error) {
 	osVersion, _ := lib.OSMPSGraphVersion()
-	path, isCompiled := PickPackage(dir, file, compiled, osVersion, lo.mode, lib.PackageMPSGraphVersion)
-	if !isCompiled && lo.mode > 0 {
-		if _, err := PurgeOtherModes(lo.cacheDir, path, lo.mode); err != nil {
+	path, isCompiled := PickPackage(dir, file, compiled, osVersion, lo.Mode, lib.PackageMPSGraphVersion)
+	if !isCompiled && lo.Mode > 0 {
+		if _, err := PurgeOtherModes(lo.CacheDir, path, lo.Mode); err != nil {
 			return nil, err
 		}
 	}
-	m, err := loadWithRetry(lib, path, lo.compute, lo.cacheDir)
+	m, err := loadWithRetry(lib, path, lo.Compute, lo.CacheDir)
 	if err != nil {
 		return nil, err
 	}
 	version, _ := lib.PackageMPSGraphVersion(path)
 	n := packageBytes(path)
-	return &pkg{path: path, bytes: n, model: m, fns: map[string]*Function{},
-		info: PackageInfo{File: file, Loaded: filepath.Base(path), Compiled: isCompiled, MPSGraph: version, Bytes: n}}, nil
+	return &Loaded{Path: path, Bytes: n, Model: m, Fns: map[string]*Function{},
+		Info: PackageInfo{File: file, Loaded: filepath.Base(path), Compiled: isCompiled, MPSGraph: version, Bytes: n}}, nil
 }
 
-// close releases the package's functions and model (nil: nothing).
-func (p *pkg) close() {
+// Close releases the package's functions and model (nil: nothing).
+func (p *Loaded) Close() {
 	if p == nil {
 		return
 	}
-	for _, f := range p.fns {
+	for _, f := range p.Fns {
 		f.Close()
 	}
-	p.model.Close()
+	p.Model.Close()
 }
 
 // packageBytes is a package's size on disk (a file or a directory tree).
@@ -251,21 +270,4 @@ func packageBytes(path string) int64 {
 		return nil
 	})
 	return n
-}
-
-// physicalEntry maps a canonical entry name (v8_8k) through the chunk's
-// KV-format and chip aliases.
-func physicalEntry(c *bundle.Chunk, canonical string, kv string, soc string) string {
-	name := canonical
-	if m, ok := c.EntriesByKV[kv]; ok {
-		if p, ok := m[canonical]; ok {
-			name = p
-		}
-	}
-	if m, ok := c.EntriesBySoC[soc]; ok {
-		if p, ok := m[canonical]; ok {
-			name = p
-		}
-	}
-	return name
 }

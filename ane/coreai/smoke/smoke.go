@@ -1,4 +1,4 @@
-package coreai
+package smoke
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/draft"
 	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/ane/sample"
 	"github.com/forgedaemon/forged/ane/speculative"
@@ -17,8 +19,8 @@ import (
 	"github.com/forgedaemon/forged/bundle"
 )
 
-// SmokeOptions configure Smoke.
-type SmokeOptions struct {
+// Options configure Run.
+type Options struct {
 	Bridge string // bridge dylib (required)
 	Prompt string // raw prompt, no chat template (default "The capital of France is")
 	Tokens int    // greedy tokens to generate, 2..64 (default 16)
@@ -31,13 +33,13 @@ type SmokeOptions struct {
 
 // Drafters the smoke report names.
 const (
-	SmokeDFlash2 = "dflash2" // the bundle's drafter package, driven by coreai.Drafter
-	SmokeLookup  = "lookup"  // prompt lookup: the bundle has no drafter
-	SmokeCustom  = "custom"  // SmokeOptions.Drafter
+	DFlash2 = "dflash2" // the bundle's drafter package, driven by draft.Drafter
+	Lookup  = "lookup"  // prompt lookup: the bundle has no drafter
+	Custom  = "custom"  // Options.Drafter
 )
 
-// SmokeReport is what the hardware smoke test measured.
-type SmokeReport struct {
+// Report is what the hardware smoke test measured.
+type Report struct {
 	Bridge            string  `json:"bridge_release"`
 	Drafter           string  `json:"drafter"`
 	LoadSeconds       float64 `json:"load_seconds"`
@@ -54,13 +56,13 @@ type SmokeReport struct {
 	FiniteLogits      bool    `json:"finite_logits"`
 }
 
-// Smoke loads the bundle's Core AI runtime (bundleDir/coreai, the
+// Run loads the bundle's Core AI runtime (bundleDir/coreai, the
 // embedding and tokenizer from bundleDir/model) and the bundle's DFlash2
 // drafter, feeds the raw prompt and decodes greedily with speculation,
 // checking every logits row is finite — the published quick-test. On Linux
 // it runs against the test bridge only.
-func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
-	var rep SmokeReport
+func Run(bundleDir string, opts Options) (Report, error) {
+	var rep Report
 	if opts.Prompt == "" {
 		opts.Prompt = "The capital of France is"
 	}
@@ -88,22 +90,22 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 		ladder = []int{opts.Ctx}
 	}
 	t0 := time.Now()
-	e, err := Open(filepath.Join(bundleDir, "coreai"), Options{Bridge: opts.Bridge, Embedding: emb, Ladder: ladder, KV: opts.KV})
+	e, err := coreai.Open(filepath.Join(bundleDir, "coreai"), coreai.Options{Bridge: opts.Bridge, Embedding: emb, Ladder: ladder, KV: opts.KV})
 	if err != nil {
 		return rep, err
 	}
 	defer e.Close()
-	drafter, name, err := smokeDrafter(bundleDir, opts, emb, e.m.man.Taps, ids)
+	drafter, name, err := smokeDrafter(bundleDir, opts, emb, e.Model().Taps(), ids)
 	if err != nil {
 		return rep, err
 	}
-	if c, ok := drafter.(*Drafter); ok {
+	if c, ok := drafter.(*draft.Drafter); ok {
 		defer c.Close()
 	}
 	rep.LoadSeconds = time.Since(t0).Seconds()
-	rep.Bridge, rep.Drafter = e.m.lib.Release(), name
-	if need := len(ids) + opts.Tokens + ane.VerifyRows; need > e.m.kvLen(e.m.ladder.Largest()) {
-		return rep, fmt.Errorf("smoke: %d prompt + %d new + 8 positions exceed the context (%d)", len(ids), opts.Tokens, e.m.kvLen(e.m.ladder.Largest()))
+	rep.Bridge, rep.Drafter = e.Model().Info().BridgeRelease, name
+	if need := len(ids) + opts.Tokens + ane.VerifyRows; need > e.Model().KVLen(e.Ladder().Largest()) {
+		return rep, fmt.Errorf("smoke: %d prompt + %d new + 8 positions exceed the context (%d)", len(ids), opts.Tokens, e.Model().KVLen(e.Ladder().Largest()))
 	}
 	rep.PromptTokens = len(ids)
 	stops := []int{}
@@ -131,7 +133,7 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	target := &finiteTarget{EngineTarget: speculative.NewEngineTarget(e, e.m.vocab)}
+	target := &finiteTarget{EngineTarget: speculative.NewEngineTarget(e, e.Vocab())}
 	sp, err := speculative.New(target, drafter, smp, speculative.Config{Mode: speculative.ModeOn})
 	if err != nil {
 		return rep, err
@@ -162,26 +164,26 @@ func Smoke(bundleDir string, opts SmokeOptions) (SmokeReport, error) {
 // bundle has one (release.json's drafter path, else drafter/); a drafter
 // that is present but cannot be opened, or whose taps are not the
 // runtime's, fails the smoke test rather than falling back.
-func smokeDrafter(bundleDir string, opts SmokeOptions, emb Embedding, taps, prompt []int) (speculative.Drafter, string, error) {
+func smokeDrafter(bundleDir string, opts Options, emb coreai.Embedding, taps, prompt []int) (speculative.Drafter, string, error) {
 	if opts.Drafter != nil {
-		return opts.Drafter, SmokeCustom, nil
+		return opts.Drafter, Custom, nil
 	}
 	dir := filepath.Join(bundleDir, "drafter")
 	if r, err := bundle.LoadRelease(bundleDir); err == nil && r.Drafter != nil {
 		dir = filepath.Join(bundleDir, filepath.FromSlash(r.Drafter.Path))
 	}
 	if _, err := os.Stat(filepath.Join(dir, bundle.DrafterModel)); err != nil {
-		return speculative.NewLookupDrafter(prompt), SmokeLookup, nil
+		return speculative.NewLookupDrafter(prompt), Lookup, nil
 	}
-	d, err := OpenDrafter(dir, DrafterOptions{Bridge: opts.Bridge, Embedding: emb})
+	d, err := draft.Open(dir, draft.Options{Bridge: opts.Bridge, Embedding: emb})
 	if err != nil {
 		return nil, "", fmt.Errorf("smoke: drafter: %w", err)
 	}
-	if want := d.cfg.DFlash.TargetLayerIDs; !slices.Equal(want, taps) {
+	if want := d.Model().Config().DFlash.TargetLayerIDs; !slices.Equal(want, taps) {
 		d.Close()
 		return nil, "", fmt.Errorf("smoke: the drafter reads target layers %v, the Core AI runtime taps %v", want, taps)
 	}
-	return d, SmokeDFlash2, nil
+	return d, DFlash2, nil
 }
 
 // finiteTarget fails a verify whose logits hold NaN or ±Inf.

@@ -197,6 +197,15 @@ func TestSecondWriterKeepsServedRevision(t *testing.T) {
 	if st, err := rig.c.Status(ctx); err != nil || st.State != "ready" || st.Bundle.Revision != a {
 		t.Fatalf("status after the second writer: %+v %v, want ready serving %s", st, err, a)
 	}
+	// The admin ops report about what is served, not the moved record.
+	var vr wire.VerifyResult
+	if err := rig.c.Admin(ctx, wire.OpVerify, map[string]any{}, &vr); err != nil || vr.Commit != a || vr.Status != "PASS" {
+		t.Fatalf("verify after the second writer: %+v %v, want PASS of %s", vr, err, a)
+	}
+	var uc wire.UpdateCheckResult
+	if err := rig.c.Admin(ctx, wire.OpUpdateCheck, map[string]any{"revision": c}, &uc); err != nil || uc.Current != a || uc.UpToDate {
+		t.Fatalf("update.check to %s after the second writer: %+v %v, want current %s, not up to date", c, uc, err, a)
+	}
 	time.Sleep(200 * time.Millisecond) // let the watch see gc's traffic, if any
 	if err := rig.c.Admin(ctx, wire.OpUnload, map[string]any{"force": true}, nil); err != nil {
 		t.Fatal(err)

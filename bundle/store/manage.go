@@ -156,24 +156,31 @@ type UpdateCheck struct {
 // CheckUpdate resolves rev and reads its release.json, without
 // downloading anything else, and says what an update would fetch.
 func (s *Store) CheckUpdate(ctx context.Context, repo string, o PullOptions) (*UpdateCheck, error) {
-	if s.Client == nil {
-		return nil, fmt.Errorf("offline: cannot check %s for updates (FORGE_OFFLINE is set)", repo)
-	}
 	st, err := s.Current(repo)
 	if err != nil {
 		return nil, err
+	}
+	return s.CheckUpdateFrom(ctx, repo, st.Commit, o)
+}
+
+// CheckUpdateFrom is CheckUpdate against from instead of the current
+// record: a daemon compares with the commit it serves, which another
+// writer of the store may have moved the record away from.
+func (s *Store) CheckUpdateFrom(ctx context.Context, repo, from string, o PullOptions) (*UpdateCheck, error) {
+	if s.Client == nil {
+		return nil, fmt.Errorf("offline: cannot check %s for updates (FORGE_OFFLINE is set)", repo)
 	}
 	latest, err := s.Client.ResolveRevision(ctx, repo, o.Revision)
 	if err != nil {
 		return nil, err
 	}
-	uc := &UpdateCheck{Repo: repo, Current: st.Commit, Latest: latest, UpToDate: latest == st.Commit, ChangedFiles: []string{}}
+	uc := &UpdateCheck{Repo: repo, Current: from, Latest: latest, UpToDate: latest == from, ChangedFiles: []string{}}
 	_, files, _, err := s.fetchSelection(ctx, repo, latest, o.Selection)
 	if err != nil {
 		return nil, err
 	}
 	var old map[string]verify.RecordEntry
-	if rec, err := s.readRecord(repo, st.Commit); err == nil {
+	if rec, err := s.readRecord(repo, from); err == nil {
 		old = rec.Record.Files
 	}
 	for _, f := range files {

@@ -353,13 +353,22 @@ func (src *Store) Rollback(ctx context.Context) (*wire.PullResult, error) {
 
 // Check, Apply and GC make the served store the automatic updater's source.
 func (src *Store) Check(ctx context.Context) (string, bool, error) {
-	uc, err := src.b.Store.CheckUpdate(ctx, src.b.Repo, store.PullOptions{Revision: src.b.Revision, Selection: src.b.Selection})
+	uc, err := src.CheckUpdate(ctx, src.b.Revision)
 	if err != nil {
 		return "", false, err
 	}
-	// Up to date is what the daemon serves, whatever the store's current
-	// record says (another writer may have moved it).
-	return uc.Latest, uc.Latest == src.Served(), nil
+	return uc.Latest, uc.UpToDate, nil
+}
+
+// CheckUpdate says what an update to rev would fetch, compared with the
+// commit the daemon serves, whatever the store's current record says
+// (another writer may have moved it); with nothing served, with the record.
+func (src *Store) CheckUpdate(ctx context.Context, rev string) (*store.UpdateCheck, error) {
+	o := store.PullOptions{Revision: rev, Selection: src.b.Selection}
+	if c := src.Served(); c != "" {
+		return src.b.Store.CheckUpdateFrom(ctx, src.b.Repo, c, o)
+	}
+	return src.b.Store.CheckUpdate(ctx, src.b.Repo, o)
 }
 
 func (src *Store) Apply(ctx context.Context) (string, error) {

@@ -23,6 +23,11 @@ type Config struct {
 	WriteTimeout      time.Duration // one blocked write longer than this disconnects
 	SlowReaderTimeout time.Duration // a full event queue for this long disconnects
 	EventQueue        int           // outgoing messages buffered per connection
+	HelloTimeout      time.Duration // the first frame must be complete within this of connecting
+	IdleTimeout       time.Duration // a connection with no streaming request in flight is closed after this
+	MaxConns          int           // open connections in total (root and the daemon's uid are not refused)
+	MaxConnsPerUID    int           // open connections of one uid
+	MaxStreams        int           // streaming requests in flight on one connection
 	Slots             int           // generations run at once
 	MaxQueue          int           // generations waiting in total
 	PerCaller         int           // queued-or-running generations per caller
@@ -33,6 +38,15 @@ type Config struct {
 	Credentials       CredentialSource
 	Logger            *slog.Logger
 }
+
+// The connection limits' defaults (docs/OPERATIONS.md, Limits).
+const (
+	DefaultHelloTimeout   = 10 * time.Second
+	DefaultIdleTimeout    = time.Hour
+	DefaultMaxConns       = 1024
+	DefaultMaxConnsPerUID = 128
+	DefaultMaxStreams     = 64
+)
 
 func (c Config) withDefaults() Config {
 	if c.Limits.MaxFrame <= 0 {
@@ -49,12 +63,17 @@ func (c Config) withDefaults() Config {
 	def(&c.FrameTimeout, 10*time.Second)
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.SlowReaderTimeout, 5*time.Second)
+	def(&c.HelloTimeout, DefaultHelloTimeout)
+	def(&c.IdleTimeout, DefaultIdleTimeout)
 	defInt := func(p *int, v int) {
 		if *p <= 0 {
 			*p = v
 		}
 	}
 	defInt(&c.EventQueue, 1024)
+	defInt(&c.MaxConns, DefaultMaxConns)
+	defInt(&c.MaxConnsPerUID, DefaultMaxConnsPerUID)
+	defInt(&c.MaxStreams, DefaultMaxStreams)
 	defInt(&c.Slots, 1)
 	defInt(&c.MaxQueue, 256)
 	defInt(&c.PerCaller, 4)
@@ -126,7 +145,8 @@ func New(b Backend, cfg Config) (*Server, error) {
 		pub:      state.NewPublished(wire.StateReady),
 	}
 	s.ops = ops.New(view{s}, ops.Config{Limits: cfg.Limits, FrameTimeout: cfg.FrameTimeout, WriteTimeout: cfg.WriteTimeout,
-		SlowReaderTimeout: cfg.SlowReaderTimeout, EventQueue: cfg.EventQueue, DefaultMaxTokens: cfg.DefaultMaxTokens,
+		SlowReaderTimeout: cfg.SlowReaderTimeout, EventQueue: cfg.EventQueue, HelloTimeout: cfg.HelloTimeout,
+		IdleTimeout: cfg.IdleTimeout, MaxStreams: cfg.MaxStreams, DefaultMaxTokens: cfg.DefaultMaxTokens,
 		Credentials: cfg.Credentials}, s.log, s.sched, s.sessions)
 	s.SetBackend(b)
 	return s, nil

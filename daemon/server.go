@@ -97,7 +97,7 @@ type Server struct {
 	ops     *ops.Handlers
 
 	mu    sync.Mutex
-	conns transport.Listener // accepts and counts connections
+	conns *transport.Listener // accepts, caps and counts connections
 	stop  context.CancelFunc
 
 	pub      *state.Published // the state subscribers see
@@ -137,9 +137,10 @@ func New(b Backend, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	daemonUID := uint32(os.Getuid())
 	s := &Server{
 		cfg: cfg, log: cfg.Logger,
-		auth:     authorizer{daemonUID: uint32(os.Getuid()), adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
+		auth:     authorizer{daemonUID: daemonUID, adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
 		sched:    NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
 		sessions: state.NewSessions(),
 		pub:      state.NewPublished(wire.StateReady),
@@ -147,7 +148,9 @@ func New(b Backend, cfg Config) (*Server, error) {
 	s.ops = ops.New(view{s}, ops.Config{Limits: cfg.Limits, FrameTimeout: cfg.FrameTimeout, WriteTimeout: cfg.WriteTimeout,
 		SlowReaderTimeout: cfg.SlowReaderTimeout, EventQueue: cfg.EventQueue, HelloTimeout: cfg.HelloTimeout,
 		IdleTimeout: cfg.IdleTimeout, MaxStreams: cfg.MaxStreams, DefaultMaxTokens: cfg.DefaultMaxTokens,
-		Credentials: cfg.Credentials}, s.log, s.sched, s.sessions)
+	}, s.log, s.sched, s.sessions)
+	s.conns = &transport.Listener{MaxConns: cfg.MaxConns, MaxConnsPerUID: cfg.MaxConnsPerUID, Credentials: cfg.Credentials,
+		Privileged: func(uid uint32) bool { return uid == 0 || uid == daemonUID }}
 	s.SetBackend(b)
 	return s, nil
 }

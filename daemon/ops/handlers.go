@@ -56,7 +56,6 @@ type Config struct {
 	IdleTimeout       time.Duration // a connection with nothing in flight is closed after this
 	MaxStreams        int           // streaming requests in flight per connection
 	DefaultMaxTokens  int
-	Credentials       transport.CredentialSource
 }
 
 // Handlers serves the ops of the registry (wire.Ops) on each connection.

@@ -149,6 +149,7 @@ func (c *conn) opHello(_ context.Context, req wire.Request) (any, error) {
 	}
 	c.client = a.Client
 	c.mu.Unlock()
+	c.Greeted()
 	c.sessions.SetClient(a.Client)
 	state, _, _ := c.s.CurrentState()
 	return wire.HelloResult{

@@ -21,13 +21,13 @@ import (
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/store"
-	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
 	"github.com/forgedaemon/forged/daemon/residency"
 	"github.com/forgedaemon/forged/daemon/updater"
+	"github.com/forgedaemon/forged/internal/paths"
 	"github.com/forgedaemon/forged/internal/sysinfo"
 	"github.com/forgedaemon/forged/internal/version"
 	"github.com/spf13/cobra"
@@ -114,7 +114,7 @@ configuration stays in force. The installed services run forged run --config FIL
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.config, "config", "", "config file to read and follow (JSON, docs/CONFIG.md)")
-	fl.StringVar(&f.socket, "socket", client.DefaultSocketPath(), "Unix socket path")
+	fl.StringVar(&f.socket, "socket", paths.Socket(), "Unix socket path")
 	fl.StringVar(&f.data, "data", "", "data directory (bundle store, state); created if missing")
 	fl.StringVar(&f.model, "model", "", "serve this checkpoint directory")
 	fl.StringVar(&f.repo, "repo", "", "serve this bundle repository from the bundle store in --data")

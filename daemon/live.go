@@ -47,6 +47,8 @@ func (s *Server) configValues() wire.ConfigValues {
 		SlowReaderTimeoutMS: uint64(cfg.SlowReaderTimeout.Milliseconds()), EventQueue: uint64(cfg.EventQueue),
 		Slots: uint64(cfg.Slots), MaxQueue: uint64(cfg.MaxQueue), PerCaller: uint64(cfg.PerCaller),
 		AdminGroup: cfg.AdminGroup, Socket: cfg.SocketPath,
+		HelloTimeoutMS: uint64(cfg.HelloTimeout.Milliseconds()), IdleTimeoutMS: uint64(cfg.IdleTimeout.Milliseconds()),
+		MaxConns: uint64(cfg.MaxConns), ConnsPerUID: uint64(cfg.MaxConnsPerUID), StreamsPerConn: uint64(cfg.MaxStreams),
 	}
 	if r != nil {
 		v.KeepAliveMS = -1 // never

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/ops"
 	"github.com/forgedaemon/forged/daemon/state"
 	"github.com/forgedaemon/forged/daemon/transport"
@@ -39,14 +40,9 @@ type Config struct {
 	Logger            *slog.Logger
 }
 
-// The connection limits' defaults (docs/OPERATIONS.md, Limits).
-const (
-	DefaultHelloTimeout   = 10 * time.Second
-	DefaultIdleTimeout    = time.Hour
-	DefaultMaxConns       = 1024
-	DefaultMaxConnsPerUID = 128
-	DefaultMaxStreams     = 64
-)
+// connDefaults are the config file's defaults of the connection limits,
+// which a Config's zero values take.
+var connDefaults = config.Default().Limits
 
 func (c Config) withDefaults() Config {
 	if c.Limits.MaxFrame <= 0 {
@@ -63,17 +59,17 @@ func (c Config) withDefaults() Config {
 	def(&c.FrameTimeout, 10*time.Second)
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.SlowReaderTimeout, 5*time.Second)
-	def(&c.HelloTimeout, DefaultHelloTimeout)
-	def(&c.IdleTimeout, DefaultIdleTimeout)
+	def(&c.HelloTimeout, connDefaults.HelloTimeout.D())
+	def(&c.IdleTimeout, connDefaults.IdleTimeout.D())
 	defInt := func(p *int, v int) {
 		if *p <= 0 {
 			*p = v
 		}
 	}
 	defInt(&c.EventQueue, 1024)
-	defInt(&c.MaxConns, DefaultMaxConns)
-	defInt(&c.MaxConnsPerUID, DefaultMaxConnsPerUID)
-	defInt(&c.MaxStreams, DefaultMaxStreams)
+	defInt(&c.MaxConns, connDefaults.MaxConns)
+	defInt(&c.MaxConnsPerUID, connDefaults.ConnsPerUID)
+	defInt(&c.MaxStreams, connDefaults.StreamsPerConn)
 	defInt(&c.Slots, 1)
 	defInt(&c.MaxQueue, 256)
 	defInt(&c.PerCaller, 4)

@@ -23,7 +23,13 @@ type Request struct {
 // returns a bad_request *Error and, when it could be read, the request id.
 func DecodeRequest(body []byte, lim Limits) (Request, error) {
 	var req Request
+	if err := Validate(body, lim); err != nil {
+		return req, &Error{Code: CodeBadRequest, Message: err.Error()}
+	}
 	if err := ValidateRequest(body, lim); err != nil {
+		// The frame is sound, so its id can still be read (when it holds
+		// exactly one) and the error go to the request that caused it.
+		req.ID = topLevelID(body)
 		return req, &Error{Code: CodeBadRequest, Message: err.Error()}
 	}
 	var fields map[string]msgpack.RawMessage
@@ -251,6 +257,27 @@ func skipValue(b []byte) []byte {
 		pending += children - 1
 	}
 	return b[pos:]
+}
+
+// topLevelID is the id of a structurally valid request whose top-level map
+// has exactly one "id" key holding an unsigned integer, else 0.
+func topLevelID(body []byte) uint64 {
+	n, b := containerLen(body)
+	var id uint64
+	seen := 0
+	for range n {
+		isID := isStrCode(b[0]) && string(strPayload(b)) == "id"
+		b = skipValue(b)
+		if isID {
+			seen++
+			id, _ = decodeUint(b[:len(b)-len(skipValue(b))])
+		}
+		b = skipValue(b)
+	}
+	if seen != 1 {
+		return 0
+	}
+	return id
 }
 
 func unmarshalStrict(raw []byte, dst any) error {

@@ -63,8 +63,15 @@ func TestDecodeRequestStrictMaps(t *testing.T) {
 			"not valid UTF-8"},
 	}
 	for name, c := range cases {
-		_, err := DecodeRequest(c.body, DefaultLimits)
+		req, err := DecodeRequest(c.body, DefaultLimits)
 		wantBadRequest(t, name, err, c.want)
+		// The frame is sound: the error goes to its request (id 1).
+		if req.ID != 1 {
+			t.Errorf("%s: error for id %d, want 1", name, req.ID)
+		}
+	}
+	if req, err := DecodeRequest(mp{}.m(3).str("id").raw(1).str("op").str("status").str("id").raw(2), DefaultLimits); err == nil || req.ID != 0 {
+		t.Errorf("two ids: id %d, %v; want id 0 and an error", req.ID, err)
 	}
 	// The same maps without the fault pass.
 	for name, b := range map[string][]byte{

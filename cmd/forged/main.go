@@ -179,11 +179,17 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		return err
 	}
 	waiting := daemon.Unavailable{Reason: "the model is loading", Bundle: wire.Bundle{Repo: f.repo}}
-	srv, err := daemon.New(waiting, daemon.Config{
+	dcfg := daemon.Config{
 		Limits: wire.Limits{MaxFrame: f.maxFrame}, FrameTimeout: f.frameTimeout, Slots: f.slots,
 		PerCaller: f.perCaller, MaxQueue: f.maxQueue, AdminGroup: f.adminGroup, AllowedUIDs: f.allowedUIDs,
 		SocketPath: f.socket, Logger: log,
-	})
+	}
+	if fileCfg != nil { // the connection limits have no flags: the file's, else the defaults
+		l := fileCfg.Limits
+		dcfg.HelloTimeout, dcfg.IdleTimeout = l.HelloTimeout.D(), l.IdleTimeout.D()
+		dcfg.MaxConns, dcfg.MaxConnsPerUID, dcfg.MaxStreams = l.MaxConns, l.ConnsPerUID, l.StreamsPerConn
+	}
+	srv, err := daemon.New(waiting, dcfg)
 	if err != nil {
 		ln.Close()
 		return err

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
+	"github.com/forgedaemon/forged/internal/otheruid"
 	"github.com/forgedaemon/forged/internal/paths"
 )
 
@@ -71,27 +71,16 @@ func TestDialFindsForgeSocket(t *testing.T) {
 // swapped a directory on the way) is refused before the client sends
 // anything, hello included.
 func TestDialRefusesAnotherUsersListener(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to start a process as another uid")
-	}
 	dir, _ := os.MkdirTemp("", "fc")
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
 	sockDir := filepath.Join(dir, "nobody")
 	os.Mkdir(sockDir, 0o755)
-	os.Chown(sockDir, 65534, 65534)
 	path := filepath.Join(sockDir, "s")
-
-	self, _ := os.Executable()
-	data, err := os.ReadFile(self)
-	if err != nil {
+	cmd := otheruid.Command(t, "TestListenerChild", "FORGED_TEST_LISTENER_CHILD="+path)
+	if err := os.Chown(sockDir, otheruid.Nobody, otheruid.Nobody); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "client.test")
-	os.WriteFile(bin, data, 0o755)
-	cmd := exec.Command(bin, "-test.run=^TestListenerChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "FORGED_TEST_LISTENER_CHILD="+path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -104,7 +93,7 @@ func TestDialRefusesAnotherUsersListener(t *testing.T) {
 	t.Setenv(client.DaemonUIDEnv, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a client that sent hello would wait for the answer
 	defer cancel()
-	_, err = client.Dial(ctx, path, client.Options{Name: "root-secret"})
+	_, err := client.Dial(ctx, path, client.Options{Name: "root-secret"})
 	var ul *client.UntrustedListenerError
 	if !errors.As(err, &ul) || ul.UID != 65534 || !strings.Contains(err.Error(), "runs as uid 65534") {
 		t.Fatalf("Dial to uid 65534's listener: %v", err)

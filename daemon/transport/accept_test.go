@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/internal/otheruid"
 )
 
 // fakeAcceptor replays a script of accept results, then reports closed.
@@ -179,24 +179,7 @@ func TestAcceptCapsWithASecondUID(t *testing.T) {
 // returns each one's first frame.
 func runAsNobody(t *testing.T, path string, n int) (frames []string, release func()) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "ftbin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	self, _ := os.Executable()
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "transport.test")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^TestAcceptChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "FORGED_TEST_ACCEPT_CHILD="+path+","+strconv.Itoa(n))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd := otheruid.Command(t, "TestAcceptChild", "FORGED_TEST_ACCEPT_CHILD="+path+","+strconv.Itoa(n))
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr

@@ -136,23 +136,8 @@ func TestSocketListenRefusesOtherUsersAncestors(t *testing.T) {
 // The kernel names both ends: the accepted side sees the dialler, the
 // dialled side the listener (both this process here).
 func TestPeerCredentials(t *testing.T) {
-	path := filepath.Join(shortDir(t), "s")
-	ln, err := Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	dialled, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dialled.Close()
-	accepted, err := ln.AcceptUnix()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer accepted.Close()
-	for name, c := range map[string]*net.UnixConn{"accepted": accepted, "dialled": dialled.(*net.UnixConn)} {
+	accepted, dialled := pair(t)
+	for name, c := range map[string]*net.UnixConn{"accepted": accepted, "dialled": dialled} {
 		p, err := KernelCredentials(c)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

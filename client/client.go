@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -23,10 +24,19 @@ type Error = wire.Error
 // ErrClosed is returned for calls on a closed or broken connection.
 var ErrClosed = errors.New("forged connection closed")
 
-// DefaultSocketPath is where forged listens unless told otherwise:
-// /var/run/forged/forged.sock for root, otherwise a per-user path
-// (internal/paths decides it).
-func DefaultSocketPath() string { return paths.Socket() }
+// DefaultSocketPath is where an app finds forged: $FORGE_SOCKET when it is
+// set; otherwise the first socket that exists of the user's own daemon and
+// the system daemon, in that order (root: the system's only), else the
+// user's (paths.SocketLookup decides the order).
+func DefaultSocketPath() string {
+	lookup := paths.SocketLookup(paths.Current())
+	for _, p := range lookup {
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+			return p
+		}
+	}
+	return lookup[0]
+}
 
 // Options configure a connection.
 type Options struct {
@@ -66,15 +76,27 @@ type call struct {
 	reply  chan incoming // buffered 1
 }
 
-// Dial connects to the daemon at path and performs the hello handshake.
+// Dial connects to the daemon at path (DefaultSocketPath when empty),
+// checks that the process listening there is root, this user or
+// $FORGE_DAEMON_UID before sending anything (docs/PROTOCOL.md §1), and
+// performs the hello handshake. When nothing listens at path the error is a
+// *NotRunningError that says how to start forged.
 func Dial(ctx context.Context, path string, opts Options) (*Client, error) {
 	if path == "" {
 		path = DefaultSocketPath()
 	}
 	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", path)
+	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
+		if notListening(err) {
+			return nil, notRunning(path, err)
+		}
 		return nil, fmt.Errorf("connect to forged at %s: %w", path, err)
+	}
+	nc := conn.(*net.UnixConn)
+	if err := checkListener(nc, path); err != nil {
+		nc.Close()
+		return nil, err
 	}
 	c := &Client{nc: nc, bw: bufio.NewWriter(nc), calls: map[uint64]*call{}, done: make(chan struct{})}
 	go c.readLoop()

@@ -53,6 +53,8 @@ func (s *Server) configValues() wire.ConfigValues {
 		Slots: uint64(cfg.Slots), MaxQueue: uint64(cfg.MaxQueue), PerCaller: uint64(cfg.PerCaller), PerUID: uint64(cfg.PerUID),
 		SessionsPerConn: uint64(sl.PerConnection), SessionsPerUID: uint64(sl.PerUID),
 		AdminGroup: cfg.AdminGroup, Socket: cfg.SocketPath,
+		HelloTimeoutMS: uint64(cfg.HelloTimeout.Milliseconds()), IdleTimeoutMS: uint64(cfg.IdleTimeout.Milliseconds()),
+		MaxConns: uint64(cfg.MaxConns), ConnsPerUID: uint64(cfg.MaxConnsPerUID), StreamsPerConn: uint64(cfg.MaxStreams),
 	}
 	if r != nil {
 		ms := int64(-1) // never

@@ -5,12 +5,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/access"
+	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/ops"
 	"github.com/forgedaemon/forged/daemon/scheduler"
 	"github.com/forgedaemon/forged/daemon/state"
@@ -24,6 +26,11 @@ type Config struct {
 	WriteTimeout      time.Duration       // one blocked write longer than this disconnects
 	SlowReaderTimeout time.Duration       // a full event queue for this long disconnects
 	EventQueue        int                 // outgoing messages buffered per connection
+	HelloTimeout      time.Duration       // the first frame must be complete within this of connecting
+	IdleTimeout       time.Duration       // a connection with no streaming request in flight is closed after this
+	MaxConns          int                 // open connections in total (root and the daemon's uid are not refused)
+	MaxConnsPerUID    int                 // open connections of one uid
+	MaxStreams        int                 // streaming requests in flight on one connection
 	Slots             int                 // generations run at once
 	MaxQueue          int                 // generations waiting in total
 	PerCaller         int                 // queued-or-running generations per caller (uid + app name)
@@ -36,6 +43,10 @@ type Config struct {
 	Credentials       CredentialSource
 	Logger            *slog.Logger
 }
+
+// connDefaults are the config file's defaults of the limits (connections,
+// streams, per-uid shares), which a Config's zero values take.
+var connDefaults = config.Default().Limits
 
 func (c Config) withDefaults() Config {
 	if c.Limits.MaxFrame <= 0 {
@@ -52,16 +63,21 @@ func (c Config) withDefaults() Config {
 	def(&c.FrameTimeout, 10*time.Second)
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.SlowReaderTimeout, 5*time.Second)
+	def(&c.HelloTimeout, connDefaults.HelloTimeout.D())
+	def(&c.IdleTimeout, connDefaults.IdleTimeout.D())
 	defInt := func(p *int, v int) {
 		if *p <= 0 {
 			*p = v
 		}
 	}
 	defInt(&c.EventQueue, 1024)
+	defInt(&c.MaxConns, connDefaults.MaxConns)
+	defInt(&c.MaxConnsPerUID, connDefaults.ConnsPerUID)
+	defInt(&c.MaxStreams, connDefaults.StreamsPerConn)
 	defInt(&c.Slots, 1)
 	defInt(&c.MaxQueue, 256)
 	defInt(&c.PerCaller, 4)
-	defInt(&c.PerUID, 16)
+	defInt(&c.PerUID, connDefaults.PerUID)
 	defInt(&c.DefaultMaxTokens, 512)
 	if c.Credentials == nil {
 		c.Credentials = KernelCredentials
@@ -86,7 +102,7 @@ type Server struct {
 	ops     *ops.Handlers
 
 	mu    sync.Mutex
-	conns transport.Listener // accepts and counts connections
+	conns *transport.Listener // accepts, caps and counts connections
 	stop  context.CancelFunc
 
 	pub      *state.Published // the state subscribers see
@@ -126,6 +142,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	daemonUID := uint32(os.Getuid())
 	s := &Server{
 		cfg: cfg, log: cfg.Logger,
 		auth:     access.New(access.Rules{AdminGroup: cfg.AdminGroup, AdminGID: gid, AllowedUIDs: cfg.AllowedUIDs}),
@@ -134,8 +151,11 @@ func New(b Backend, cfg Config) (*Server, error) {
 		pub:      state.NewPublished(wire.StateReady),
 	}
 	s.ops = ops.New(view{s}, ops.Config{Limits: cfg.Limits, FrameTimeout: cfg.FrameTimeout, WriteTimeout: cfg.WriteTimeout,
-		SlowReaderTimeout: cfg.SlowReaderTimeout, EventQueue: cfg.EventQueue, DefaultMaxTokens: cfg.DefaultMaxTokens,
-		Credentials: cfg.Credentials}, s.log, s.sched, s.sessions)
+		SlowReaderTimeout: cfg.SlowReaderTimeout, EventQueue: cfg.EventQueue, HelloTimeout: cfg.HelloTimeout,
+		IdleTimeout: cfg.IdleTimeout, MaxStreams: cfg.MaxStreams, DefaultMaxTokens: cfg.DefaultMaxTokens,
+	}, s.log, s.sched, s.sessions)
+	s.conns = &transport.Listener{MaxConns: cfg.MaxConns, MaxConnsPerUID: cfg.MaxConnsPerUID, Credentials: cfg.Credentials,
+		Privileged: func(uid uint32) bool { return uid == 0 || uid == daemonUID }}
 	s.SetBackend(b)
 	return s, nil
 }

@@ -16,9 +16,8 @@
 // --socket and --pid it measures a running forged instead (whose socket
 // directory the two uids must be able to reach).
 //
-// The caps are read from config.get: limits the daemon reports under the
-// names in capKeys are used, else the flags' values, so the tool follows the
-// daemon's limits as they are added.
+// The caps are read from config.get (wire.ConfigValues); a cap the daemon
+// does not report takes the flag's value.
 //
 // usage: go run ./bench/load [--socket S --pid P] [--conns N] [--streams N] [--probes N] [--timeout D]
 package main
@@ -115,50 +114,29 @@ func serveFake(f flags) error {
 	return srv.Serve(context.Background(), ln)
 }
 
-// capKeys are the config.get names of the caps the flood fills, first
-// match wins; a name the daemon does not report falls back to the flag.
-var capKeys = map[string][]string{
-	"conns":             {"connections_per_uid", "max_connections_per_uid", "max_conns_per_uid"},
-	"streams":           {"streams_per_connection", "max_streams_per_connection", "max_streams"},
-	"sessions_per_conn": {"sessions_per_connection"},
-	"sessions_per_uid":  {"sessions_per_uid"},
-	"per_uid":           {"per_uid"},
-	"per_caller":        {"per_caller"},
-}
-
-// caps reads config.get as a plain map and picks the caps.
+// caps reads the caps the flood fills from config.get (a zero the daemon
+// does not report is left out, and the flag's value applies).
 func caps(ctx context.Context, socket string) (map[string]int, error) {
 	c, err := client.Dial(ctx, socket, client.Options{Name: "load-admin"})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	var res struct {
-		Config map[string]any `msgpack:"config"`
-	}
+	var res wire.ConfigGetResult
 	if err := c.Admin(ctx, wire.OpConfigGet, wire.Empty{}, &res); err != nil {
 		return nil, fmt.Errorf("config.get (run as root or the daemon's user): %w", err)
 	}
+	v := res.Config
 	out := map[string]int{}
-	for name, keys := range capKeys {
-		for _, k := range keys {
-			if v, ok := asInt(res.Config[k]); ok {
-				out[name] = v
-				break
-			}
+	for name, n := range map[string]uint64{
+		"conns": v.ConnsPerUID, "streams": v.StreamsPerConn, "sessions_per_conn": v.SessionsPerConn,
+		"sessions_per_uid": v.SessionsPerUID, "per_uid": v.PerUID, "per_caller": v.PerCaller,
+	} {
+		if n > 0 {
+			out[name] = int(n)
 		}
 	}
 	return out, nil
-}
-
-func asInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case int8, int16, int32, int64, int, uint8, uint16, uint32, uint64, uint:
-		var i int
-		fmt.Sscan(fmt.Sprint(n), &i)
-		return i, true
-	}
-	return 0, false
 }
 
 // child starts this program in role as uid/gid with args, stdout piped.

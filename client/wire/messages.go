@@ -485,6 +485,11 @@ type ConfigValues struct {
 	SessionsPerUID      uint64 `msgpack:"sessions_per_uid" json:"sessions_per_uid"`
 	AdminGroup          string `msgpack:"admin_group" json:"admin_group"`
 	Socket              string `msgpack:"socket" json:"socket"`
+	HelloTimeoutMS      uint64 `msgpack:"hello_timeout_ms" json:"hello_timeout_ms"`
+	IdleTimeoutMS       uint64 `msgpack:"idle_timeout_ms" json:"idle_timeout_ms"`
+	MaxConns            uint64 `msgpack:"max_conns" json:"max_conns"`
+	ConnsPerUID         uint64 `msgpack:"conns_per_uid" json:"conns_per_uid"`
+	StreamsPerConn      uint64 `msgpack:"streams_per_conn" json:"streams_per_conn"`
 	// KeepAliveMS is the residency keep-alive: 0 unloads as soon as the
 	// model is idle, -1 never; absent (nil) when the served model is
 	// always loaded.

@@ -1,5 +1,7 @@
 package wire
 
+import "reflect"
+
 // Feature is what a daemon needs for an operation to be served there; hello
 // lists an op among its capabilities only where its feature is present.
 type Feature string
@@ -26,35 +28,60 @@ type OpSpec struct {
 	// itself); ops of one family share a name (session.open and
 	// session.close are "session").
 	Capability string
+	// Args is the op's args type (a zero value; nil: the op takes none):
+	// the daemon refuses an unknown key in any op's args before running it.
+	Args any
+}
+
+// CheckArgKeys refuses args (validated by ValidateRequest) holding a key
+// the op's args type does not have, naming it; a handler's DecodeArgs
+// checks the values and the keys of nested maps.
+func (o OpSpec) CheckArgKeys(raw []byte) error {
+	if isNil(raw) {
+		return nil
+	}
+	var index map[string]int
+	if o.Args != nil {
+		index = fieldIndex(reflect.TypeOf(o.Args))
+	}
+	n, body := containerLen(raw)
+	for range n {
+		key := string(strPayload(body))
+		if _, ok := index[key]; !ok {
+			return Errorf(CodeBadRequest, "%s: unknown field args.%s", o.Name, key)
+		}
+		body = skipValue(skipValue(body))
+	}
+	return nil
 }
 
 // Ops is the operation registry: every operation of protocol 1, in the
 // order hello lists their capabilities. The daemon's dispatch and its
 // capability list, and AdminOps, are derived from it.
 var Ops = []OpSpec{
-	{Name: OpHello},
+	{Name: OpHello, Args: HelloArgs{}},
 	{Name: OpStatus, Capability: OpStatus},
 	{Name: OpModels, Capability: OpModels},
-	{Name: OpTokenize, Capability: OpTokenize},
-	{Name: OpDetokenize, Capability: OpDetokenize},
-	{Name: OpChat, Streaming: true, Capability: OpChat},
-	{Name: OpGenerate, Streaming: true, Capability: OpGenerate},
+	{Name: OpTokenize, Capability: OpTokenize, Args: TokenizeArgs{}},
+	{Name: OpDetokenize, Capability: OpDetokenize, Args: DetokenizeArgs{}},
+	{Name: OpChat, Streaming: true, Capability: OpChat, Args: ChatArgs{}},
+	{Name: OpGenerate, Streaming: true, Capability: OpGenerate, Args: GenerateArgs{}},
 	{Name: OpSessionOpen, Capability: "session"},
-	{Name: OpSessionClose, Capability: "session"},
-	{Name: OpCancel, Capability: OpCancel},
+	{Name: OpSessionClose, Capability: "session", Args: SessionArgs{}},
+	{Name: OpCancel, Capability: OpCancel, Args: CancelArgs{}},
 	{Name: OpSubscribe, Streaming: true, Capability: OpSubscribe},
 	{Name: OpConfigGet, Admin: true, Capability: OpConfigGet},
 	{Name: OpShutdown, Admin: true, Capability: OpShutdown},
 	{Name: OpLoad, Admin: true, Streaming: true, Feature: FeatureResidency, Capability: OpLoad},
-	{Name: OpUnload, Admin: true, Feature: FeatureResidency, Capability: OpUnload},
-	{Name: OpPin, Admin: true, Feature: FeatureResidency, Capability: OpPin},
+	{Name: OpUnload, Admin: true, Feature: FeatureResidency, Capability: OpUnload, Args: UnloadArgs{}},
+	{Name: OpPin, Admin: true, Feature: FeatureResidency, Capability: OpPin, Args: PinArgs{}},
 	{Name: OpUpdateRollback, Admin: true, Streaming: true, Feature: FeatureResidency, Capability: OpUpdateRollback},
-	{Name: OpPull, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpPull},
-	{Name: OpVerify, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpVerify},
-	{Name: OpUpdateCheck, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpUpdateCheck},
-	{Name: OpUpdateApply, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpUpdateApply},
-	{Name: OpGC, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpGC},
-	{Name: OpConfigSet, Admin: true, Feature: FeatureConfigFile, Capability: OpConfigSet},
+	{Name: OpPull, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpPull, Args: RevisionArgs{}},
+	{Name: OpVerify, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpVerify, Args: VerifyArgs{}},
+	{Name: OpUpdateCheck, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpUpdateCheck, Args: RevisionArgs{}},
+	{Name: OpUpdateApply, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpUpdateApply, Args: RevisionArgs{}},
+	{Name: OpGC, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpGC, Args: GCArgs{}},
+	{Name: OpConfigSet, Admin: true, Feature: FeatureConfigFile, Capability: OpConfigSet, Args: ConfigSetArgs{}},
 }
 
 var opIndex = func() map[string]OpSpec {

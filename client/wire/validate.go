@@ -1,8 +1,11 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"unicode/utf8"
 )
 
 // Limits bound what a peer can make the other side read and decode.
@@ -27,13 +30,23 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("malformed msgpack at byte %d: %s", e.Offset, e.Rule)
 }
 
-// Validate walks a frame body iteratively, without decoding or allocating,
-// and checks that it is exactly one msgpack map with nesting at most
-// lim.MaxDepth, and that every declared length or element count fits in the
-// bytes left. msgpack/v5 has no working limits of its own (it preallocates
-// what a header claims and recurses without bound), so every frame passes
-// through here before any Unmarshal.
-func Validate(b []byte, lim Limits) error {
+// Validate walks a frame body iteratively, without decoding, and checks
+// that it is exactly one msgpack map with nesting at most lim.MaxDepth, and
+// that every declared length or element count fits in the bytes left.
+// msgpack/v5 has no working limits of its own (it preallocates what a header
+// claims and recurses without bound), so every frame passes through here (or
+// through ValidateRequest) before any Unmarshal. It allocates nothing.
+func Validate(b []byte, lim Limits) error { return walk(b, lim, false) }
+
+// ValidateRequest is Validate plus the rules a request's content must keep
+// anywhere in the frame (docs/PROTOCOL.md §3): every map key is a string,
+// no map holds a key twice (msgpack/v5 would keep the last one, so
+// {op: models, op: config.get} would run config.get), and every string is
+// valid UTF-8. Its memory is one offset per key of the maps open at once
+// (at most twice the frame's length, in practice nothing).
+func ValidateRequest(b []byte, lim Limits) error { return walk(b, lim, true) }
+
+func walk(b []byte, lim Limits, strict bool) error {
 	depthLimit := lim.MaxDepth
 	if depthLimit <= 0 || depthLimit > maxStackDepth {
 		depthLimit = maxStackDepth
@@ -44,26 +57,46 @@ func Validate(b []byte, lim Limits) error {
 	if !isMapCode(b[0]) {
 		return &ValidationError{0, "the frame is not a msgpack map"}
 	}
-	// pending[d] is the number of values still to read in the container open at depth d.
+	// pending[d] is the number of values still to read in the container
+	// open at depth d; for a map, an even count left means a key is next.
+	// keyStart[d] is where that map's keys begin in keys (strict only).
 	var stack [maxStackDepth + 1]int
+	var isMap [maxStackDepth + 1]bool
+	var keyStart [maxStackDepth + 1]int
+	var keyBuf [64]uint32
+	keys := keyBuf[:0]
 	pending := stack[:1]
 	pending[0] = 1
 	pos := 0
 	for len(pending) > 0 {
 		top := len(pending) - 1
 		if pending[top] == 0 {
+			if strict && isMap[top] {
+				if err := uniqueKeys(b, keys[keyStart[top]:]); err != nil {
+					return err
+				}
+				keys = keys[:keyStart[top]]
+			}
 			pending = pending[:top]
 			continue
 		}
+		isKey := isMap[top] && pending[top]%2 == 0
 		pending[top]--
 		if pos >= len(b) {
 			return &ValidationError{pos, "frame ends inside a value"}
 		}
 		c := b[pos]
+		start := pos
 		pos++
 		skip, children, hdr, ok := header(c)
 		if !ok {
 			return &ValidationError{pos - 1, fmt.Sprintf("invalid type byte 0x%02x", c)}
+		}
+		if strict && isKey {
+			if !isStrCode(c) {
+				return &ValidationError{start, fmt.Sprintf("a map key is %s; maps must have string keys", describeRaw(b[start:]))}
+			}
+			keys = append(keys, uint32(start))
 		}
 		if hdr > len(b)-pos {
 			return &ValidationError{pos, "frame ends inside a length"}
@@ -88,18 +121,62 @@ func Validate(b []byte, lim Limits) error {
 		if children > len(b)-pos {
 			return &ValidationError{pos, fmt.Sprintf("declared element count %d exceeds the %d bytes left", children, len(b)-pos)}
 		}
+		if strict && isStrCode(c) && !utf8.Valid(b[pos:pos+skip]) {
+			return &ValidationError{start, "a string is not valid UTF-8"}
+		}
 		pos += skip
 		if children > 0 {
 			if len(pending) > depthLimit { // pending[0] is the frame itself, not a container
 				return &ValidationError{pos, fmt.Sprintf("nesting deeper than %d", depthLimit)}
 			}
 			pending = append(pending, children)
+			isMap[len(pending)-1] = isMapCode(c)
+			keyStart[len(pending)-1] = len(keys)
 		}
 	}
 	if pos != len(b) {
 		return &ValidationError{pos, fmt.Sprintf("%d trailing bytes after the map", len(b)-pos)}
 	}
 	return nil
+}
+
+// uniqueKeys refuses a map whose keys (offsets of validated str values in
+// b) hold one string twice. Small maps compare pairwise; larger ones sort
+// their offsets by key, in place (the caller drops them next).
+func uniqueKeys(b []byte, offs []uint32) error {
+	key := func(off uint32) []byte { return strPayload(b[off:]) }
+	dup := func(off uint32) error {
+		return &ValidationError{int(off), fmt.Sprintf("the map has the key %q twice", key(off))}
+	}
+	if len(offs) <= 16 {
+		for i := 1; i < len(offs); i++ {
+			for j := range i {
+				if bytes.Equal(key(offs[i]), key(offs[j])) {
+					return dup(offs[i])
+				}
+			}
+		}
+		return nil
+	}
+	slices.SortFunc(offs, func(x, y uint32) int { return bytes.Compare(key(x), key(y)) })
+	for i := 1; i < len(offs); i++ {
+		if bytes.Equal(key(offs[i]), key(offs[i-1])) {
+			return dup(max(offs[i], offs[i-1]))
+		}
+	}
+	return nil
+}
+
+func isStrCode(c byte) bool { return (c >= 0xa0 && c <= 0xbf) || (c >= 0xd9 && c <= 0xdb) }
+
+// strPayload is the bytes of the validated str value b starts with.
+func strPayload(b []byte) []byte {
+	_, _, hdr, _ := header(b[0])
+	n := int(b[0] & 0x1f)
+	if hdr > 0 {
+		n = readLen(b[1 : 1+hdr])
+	}
+	return b[1+hdr : 1+hdr+n]
 }
 
 func isMapCode(c byte) bool { return c&0xf0 == 0x80 || c == 0xde || c == 0xdf }

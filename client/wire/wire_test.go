@@ -197,6 +197,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		f.Add(fr)
 	}
 	f.Add([]byte{0, 0, 0, 5, 0xdf, 0x80, 0, 0, 0})
+	// {id: 1, op: "a", op: "b"} and a bin key: refused for their content.
+	f.Add([]byte{0, 0, 0, 15, 0x83, 0xa2, 'i', 'd', 0x01, 0xa2, 'o', 'p', 0xa1, 'a', 0xa2, 'o', 'p', 0xa1, 'b'})
+	f.Add([]byte{0, 0, 0, 9, 0x82, 0xa2, 'i', 'd', 0x01, 0xc4, 0x01, 'o', 0x01})
 	f.Add(append([]byte{0, 0, 0, 0x13}, nested(17)...))
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		b, err := ReadFrame(bytes.NewReader(frame), 4096)
@@ -211,6 +214,11 @@ func FuzzDecodeRequest(f *testing.F) {
 		_ = DecodeArgs(req.Op, req.Args, &chat)
 		var gen GenerateArgs
 		_ = DecodeArgs(req.Op, req.Args, &gen)
+		var detok DetokenizeArgs
+		_ = DecodeArgs(req.Op, req.Args, &detok)
+		for _, o := range Ops {
+			_ = o.CheckArgKeys(req.Args)
+		}
 		// A validated frame is structurally sound: skipping it must succeed
 		// (keys may still be of types a map[string]any cannot hold).
 		if err := msgpack.NewDecoder(bytes.NewReader(b)).Skip(); err != nil {

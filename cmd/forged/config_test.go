@@ -147,11 +147,16 @@ func configGet(t *testing.T, c *client.Client) *wire.ConfigValues {
 // are in force, a bad edit is refused while the daemon keeps serving with
 // the old values, and a good edit of keep_alive applies live.
 func TestRunConfigFileEdits(t *testing.T) {
-	path, c, states := configDaemon(t, map[string]any{"keep_alive": "10m", "limits": map[string]any{"per_caller": 3}})
+	path, c, states := configDaemon(t, map[string]any{"keep_alive": "10m", "limits": map[string]any{"per_caller": 3,
+		"hello_timeout": "7s", "idle_timeout": "2h", "max_conns": 500, "conns_per_uid": 50, "streams_per_conn": 9}})
 	ctx := context.Background()
 	v := configGet(t, c)
 	if !keepAliveIs(v, 600_000) || v.PerCaller != 3 || v.File != path {
 		t.Fatalf("config.get after start: %+v", v)
+	}
+	// The connection limits have no flags: the file's are in force.
+	if v.HelloTimeoutMS != 7000 || v.IdleTimeoutMS != 7_200_000 || v.MaxConns != 500 || v.ConnsPerUID != 50 || v.StreamsPerConn != 9 {
+		t.Fatalf("connection limits after start: %+v", v)
 	}
 
 	writeConfig(t, path, []byte(`{"keep_alive": "soon", "limits": {"per_caller": 5}}`))

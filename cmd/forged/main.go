@@ -21,13 +21,13 @@ import (
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
 	"github.com/forgedaemon/forged/bundle/store"
-	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
 	"github.com/forgedaemon/forged/daemon/residency"
 	"github.com/forgedaemon/forged/daemon/updater"
+	"github.com/forgedaemon/forged/internal/paths"
 	"github.com/forgedaemon/forged/internal/sysinfo"
 	"github.com/forgedaemon/forged/internal/version"
 	"github.com/spf13/cobra"
@@ -116,7 +116,7 @@ configuration stays in force. The installed services run forged run --config FIL
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.config, "config", "", "config file to read and follow (JSON, docs/CONFIG.md)")
-	fl.StringVar(&f.socket, "socket", client.DefaultSocketPath(), "Unix socket path")
+	fl.StringVar(&f.socket, "socket", paths.Socket(), "Unix socket path")
 	fl.StringVar(&f.data, "data", "", "data directory (bundle store, state); created if missing")
 	fl.StringVar(&f.model, "model", "", "serve this checkpoint directory")
 	fl.StringVar(&f.repo, "repo", "", "serve this bundle repository from the bundle store in --data")
@@ -184,12 +184,18 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		return err
 	}
 	waiting := daemon.Unavailable{Reason: "the model is loading", Bundle: wire.Bundle{Repo: f.repo}}
-	srv, err := daemon.New(waiting, daemon.Config{
+	dcfg := daemon.Config{
 		Limits: wire.Limits{MaxFrame: f.maxFrame}, FrameTimeout: f.frameTimeout, Slots: f.slots,
 		PerCaller: f.perCaller, PerUID: f.perUID, MaxQueue: f.maxQueue, AdminGroup: f.adminGroup, AllowedUIDs: f.allowedUIDs,
 		Sessions:   daemon.SessionLimits{PerConnection: f.sessionsPerConn, PerUID: f.sessionsPerUID},
 		SocketPath: f.socket, Logger: log,
-	})
+	}
+	if fileCfg != nil { // the connection limits have no flags: the file's, else the defaults
+		l := fileCfg.Limits
+		dcfg.HelloTimeout, dcfg.IdleTimeout = l.HelloTimeout.D(), l.IdleTimeout.D()
+		dcfg.MaxConns, dcfg.MaxConnsPerUID, dcfg.MaxStreams = l.MaxConns, l.ConnsPerUID, l.StreamsPerConn
+	}
+	srv, err := daemon.New(waiting, dcfg)
 	if err != nil {
 		ln.Close()
 		return err

@@ -72,6 +72,15 @@ type Limits struct {
 	SessionsPerUID        int `json:"sessions_per_uid"`
 	MaxQueue              int `json:"max_queue"`
 	Slots                 int `json:"slots"`
+	// Connections (docs/OPERATIONS.md, Limits): a first frame (hello)
+	// deadline, an idle timeout for connections with no stream in flight,
+	// caps on connections in total and per uid, and on one connection's
+	// streams.
+	HelloTimeout   Duration `json:"hello_timeout"`
+	IdleTimeout    Duration `json:"idle_timeout"`
+	MaxConns       int      `json:"max_conns"`
+	ConnsPerUID    int      `json:"conns_per_uid"`
+	StreamsPerConn int      `json:"streams_per_conn"`
 }
 
 // Context caps the context ladder.
@@ -115,7 +124,9 @@ func Default() *Config {
 		KeepAlive:    Duration(10 * time.Minute),
 		AllowedUsers: []string{}, // written as [], never null
 		Limits: Limits{MaxFrame: 1 << 20, PerCaller: 4, PerUID: 16, MaxQueue: 256, Slots: 1,
-			SessionsPerConnection: 64, SessionsPerUID: 256},
+			SessionsPerConnection: 64, SessionsPerUID: 256,
+			HelloTimeout: Duration(10 * time.Second), IdleTimeout: Duration(time.Hour),
+			MaxConns: 1024, ConnsPerUID: 128, StreamsPerConn: 64},
 		Drafter:  DrafterAuto,
 		Backend:  BackendAuto,
 		LogLevel: "info",
@@ -242,6 +253,21 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.Slots < 1 || c.Limits.Slots > 64 {
 		bad("limits.slots", "must be between 1 and 64, got %d", c.Limits.Slots)
+	}
+	if l := c.Limits; l.HelloTimeout < Duration(100*time.Millisecond) || l.HelloTimeout > Duration(10*time.Minute) {
+		bad("limits.hello_timeout", `must be between "100ms" and "10m", got %q`, l.HelloTimeout)
+	}
+	if l := c.Limits; l.IdleTimeout < Duration(time.Second) {
+		bad("limits.idle_timeout", `must be at least "1s", got %q`, l.IdleTimeout)
+	}
+	if l := c.Limits; l.MaxConns < 1 || l.MaxConns > 1<<20 {
+		bad("limits.max_conns", "must be between 1 and 1048576, got %d", l.MaxConns)
+	}
+	if l := c.Limits; l.ConnsPerUID < 1 || l.ConnsPerUID > l.MaxConns {
+		bad("limits.conns_per_uid", "must be between 1 and limits.max_conns (%d), got %d", l.MaxConns, l.ConnsPerUID)
+	}
+	if l := c.Limits; l.StreamsPerConn < 1 || l.StreamsPerConn > 1<<16 {
+		bad("limits.streams_per_conn", "must be between 1 and 65536, got %d", l.StreamsPerConn)
 	}
 	if c.Context.Max != 0 && (c.Context.Max < 1024 || c.Context.Max%1024 != 0) {
 		bad("context.max", "must be 0 (no cap) or a multiple of 1024 tokens, got %d", c.Context.Max)

@@ -27,26 +27,26 @@ type conn struct {
 	sessions *state.Owner // this connection's part of the server's session table
 }
 
-// ServeConn serves one accepted connection until it closes.
-func (s *Handlers) ServeConn(parent context.Context, nc *net.UnixConn) {
-	peer, err := s.cfg.Credentials(nc)
-	if err != nil {
-		s.log.Warn("closing connection: cannot read peer credentials", "err", err)
-		nc.Close()
-		return
-	}
-	tc := transport.NewConn(parent, nc, peer, s.log, transport.Options{Limits: s.cfg.Limits, FrameTimeout: s.cfg.FrameTimeout,
-		WriteTimeout: s.cfg.WriteTimeout, SlowReaderTimeout: s.cfg.SlowReaderTimeout, EventQueue: s.cfg.EventQueue})
-	c := &conn{
-		Conn: tc, s: s, peer: peer, log: tc.Log, ctx: tc.Context(),
-		inflight: map[uint64]context.CancelCauseFunc{},
-		sessions: s.sessions.Join(peer.UID),
-	}
+// ServeConn serves one accepted connection of peer until it closes.
+func (s *Handlers) ServeConn(parent context.Context, nc *net.UnixConn, peer transport.Peer) {
+	c := &conn{s: s, peer: peer, inflight: map[uint64]context.CancelCauseFunc{}, sessions: s.sessions.Join(peer.UID)}
+	c.Conn = transport.NewConn(parent, nc, peer, s.log, transport.Options{Limits: s.cfg.Limits, FrameTimeout: s.cfg.FrameTimeout,
+		WriteTimeout: s.cfg.WriteTimeout, SlowReaderTimeout: s.cfg.SlowReaderTimeout, EventQueue: s.cfg.EventQueue,
+		HelloTimeout: s.cfg.HelloTimeout, IdleTimeout: s.cfg.IdleTimeout, Busy: c.streaming})
+	c.log, c.ctx = c.Conn.Log, c.Conn.Context()
 	c.Run(c.handle)
 
 	c.reqs.Wait()
 	c.closeSessions()
 	c.Close()
+}
+
+// streaming reports whether a streaming request is in flight (such a
+// connection is not idle, however long it stays silent).
+func (c *conn) streaming() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.inflight) > 0
 }
 
 func (c *conn) send(v any, written chan struct{}) error { return c.Send(v, written) }

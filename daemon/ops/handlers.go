@@ -51,8 +51,10 @@ type Config struct {
 	WriteTimeout      time.Duration
 	SlowReaderTimeout time.Duration
 	EventQueue        int
+	HelloTimeout      time.Duration // the first frame must arrive within this
+	IdleTimeout       time.Duration // a connection with nothing in flight is closed after this
+	MaxStreams        int           // streaming requests in flight per connection
 	DefaultMaxTokens  int
-	Credentials       transport.CredentialSource
 }
 
 // Handlers serves the ops of the registry (wire.Ops) on each connection.

@@ -74,19 +74,32 @@ func (c *conn) handle(req wire.Request) {
 		c.replyErr(req.ID, wire.Errorf(wire.CodeUnauthorized, "uid %d is not allowed to use this daemon", c.peer.UID))
 		return
 	}
+	if err := spec.CheckArgKeys(req.Args); err != nil {
+		c.replyErr(req.ID, err)
+		return
+	}
+	// Replies are matched to requests by id: one id is in flight once,
+	// whatever the ops (a non-streaming request runs here, on the reader,
+	// so only streams can be in flight beside it).
+	c.mu.Lock()
+	_, dup := c.inflight[req.ID]
+	streams := len(c.inflight)
+	c.mu.Unlock()
+	if dup {
+		c.replyErr(req.ID, wire.Errorf(wire.CodeBadRequest, "request id %d is already in flight on this connection", req.ID))
+		return
+	}
 	if !spec.Streaming {
 		res, err := c.run(run, c.ctx, req)
 		c.reply(req.ID, res, err)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(c.ctx)
-	c.mu.Lock()
-	if _, dup := c.inflight[req.ID]; dup {
-		c.mu.Unlock()
-		cancel(nil)
-		c.replyErr(req.ID, wire.Errorf(wire.CodeBadRequest, "request id %d is already in flight on this connection", req.ID))
+	if max := c.s.cfg.MaxStreams; streams >= max {
+		c.replyErr(req.ID, wire.Errorf(wire.CodeBusy, "%s: this connection already has %d streaming requests in flight, the limit (limits.streams_per_conn); cancel or finish one first", req.Op, max))
 		return
 	}
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	c.mu.Lock()
 	c.inflight[req.ID] = cancel
 	c.mu.Unlock()
 	c.reqs.Go(func() {
@@ -137,6 +150,7 @@ func (c *conn) opHello(_ context.Context, req wire.Request) (any, error) {
 	}
 	c.client = a.Client
 	c.mu.Unlock()
+	c.Greeted()
 	c.sessions.SetClient(a.Client)
 	state, _, _ := c.s.CurrentState()
 	return wire.HelloResult{

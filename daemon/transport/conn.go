@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
@@ -26,6 +27,11 @@ type Options struct {
 	WriteTimeout      time.Duration // one blocked write longer than this disconnects
 	SlowReaderTimeout time.Duration // a full event queue for this long disconnects
 	EventQueue        int           // outgoing messages buffered
+	HelloTimeout      time.Duration // the first frame must be complete within this of connecting, and hello accepted (Greeted) before the next read
+	IdleTimeout       time.Duration // between frames, a connection that is not Busy is closed after this (0: never)
+	// Busy reports whether the connection has work in flight (a stream):
+	// such a connection may be silent for as long as it likes.
+	Busy func() bool
 }
 
 // Conn is one client connection's transport: the reader (Run, on the
@@ -42,6 +48,7 @@ type Conn struct {
 	cancel     context.CancelCauseFunc
 	out        chan outMsg
 	writerDone chan struct{}
+	greeted    atomic.Bool
 }
 
 type outMsg struct {
@@ -61,6 +68,10 @@ func NewConn(parent context.Context, nc *net.UnixConn, peer Peer, log *slog.Logg
 		out: make(chan outMsg, opts.EventQueue), writerDone: make(chan struct{}),
 	}
 }
+
+// Greeted records that the client's hello was accepted: from now on the
+// connection is bound by the idle timeout instead of the hello deadline.
+func (c *Conn) Greeted() { c.greeted.Store(true) }
 
 // Context is the connection's context: cancelled when it closes.
 func (c *Conn) Context() context.Context { return c.ctx }
@@ -90,14 +101,44 @@ func (c *Conn) Close() {
 func (c *Conn) readLoop(handle func(wire.Request)) {
 	cfg := &c.opts
 	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var helloBy time.Time // zero: no hello deadline
+	if cfg.HelloTimeout > 0 {
+		helloBy = time.Now().Add(cfg.HelloTimeout)
+	}
 	for {
-		// Idle between frames is fine; once a frame starts it must finish
-		// within FrameTimeout, so a half-sent frame cannot pin the connection.
-		c.nc.SetReadDeadline(time.Time{})
+		// Until hello is accepted, everything must happen by helloBy: a
+		// connection that never says hello only holds a descriptor. After
+		// it, a connection may idle between frames for IdleTimeout, and as
+		// long as it likes while a stream is in flight.
+		greeted := c.greeted.Load()
+		var waitUntil time.Time
+		switch {
+		case !greeted:
+			waitUntil = helloBy
+		case cfg.IdleTimeout > 0:
+			waitUntil = time.Now().Add(cfg.IdleTimeout)
+		}
+		c.nc.SetReadDeadline(waitUntil)
 		if _, err := br.Peek(1); err != nil {
+			var ne net.Error
+			switch {
+			case !errors.As(err, &ne) || !ne.Timeout():
+			case !greeted:
+				c.Log.Warn("closing connection: no hello", "timeout", cfg.HelloTimeout)
+			case cfg.Busy != nil && cfg.Busy():
+				continue
+			default:
+				c.Log.Info("closing idle connection", "timeout", cfg.IdleTimeout)
+			}
 			return
 		}
-		c.nc.SetReadDeadline(time.Now().Add(cfg.FrameTimeout))
+		// Once a frame starts it must finish within FrameTimeout, so a
+		// half-sent frame cannot pin the connection.
+		frameBy := time.Now().Add(cfg.FrameTimeout)
+		if !greeted && !helloBy.IsZero() && helloBy.Before(frameBy) {
+			frameBy = helloBy
+		}
+		c.nc.SetReadDeadline(frameBy)
 		body, err := wire.ReadFrame(br, cfg.Limits.MaxFrame)
 		var tooLarge *wire.TooLargeError
 		switch {

@@ -3,14 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/daemon/config"
+	"github.com/forgedaemon/forged/internal/paths"
 	"github.com/forgedaemon/forged/internal/service"
 	"github.com/spf13/cobra"
 )
@@ -21,12 +20,15 @@ func SocketFlag(c *cobra.Command) *string {
 }
 
 // Dial connects to forged at socket as "forgectl". When nothing listens
-// there (no socket, or a stale one) the error is a *NotRunningError that
-// says how to start forged.
+// there (no socket, or a stale one) the error is client.Dial's
+// *NotRunningError, saying how to start forged as the service manager here
+// decides.
 func Dial(ctx context.Context, socket string) (*client.Client, error) {
 	cl, err := client.Dial(ctx, socket, client.Options{Name: "forgectl"})
-	if err != nil && NotListening(err) {
-		return nil, notRunning(ctx, socket, err)
+	var nr *NotRunningError
+	if errors.As(err, &nr) {
+		nr.Start = startAdvice(ctx, socket)
+		return nil, nr
 	}
 	return cl, err
 }
@@ -34,41 +36,26 @@ func Dial(ctx context.Context, socket string) (*client.Client, error) {
 // NotListening reports whether a dial error means nothing listens on the
 // socket: it does not exist, or it is stale.
 func NotListening(err error) bool {
-	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+	var nr *NotRunningError
+	return errors.As(err, &nr)
 }
 
 // NotRunningError is Dial's error when forged is not running at Socket.
-type NotRunningError struct {
-	Socket string
-	Stale  bool   // a socket file is there, but nothing listens on it
-	Start  string // how to start forged here
-	Err    error  // the dial error
-}
+type NotRunningError = client.NotRunningError
 
-func (e *NotRunningError) Error() string {
-	what := "no socket there"
-	if e.Stale {
-		what = "a stale socket is there: nothing listens on it"
+func startAdvice(ctx context.Context, socket string) string {
+	if socket != client.DefaultSocketPath() {
+		// Not where a service or the default config listens: only a
+		// daemon told this path serves it.
+		return "forged run --config " + config.DefaultPath() + " --socket " + socket + " (a daemon started without --socket listens at " + paths.Socket() + ")"
 	}
-	return fmt.Sprintf("forged is not running at %s (%s); start it with %s", e.Socket, what, e.Start)
-}
-
-func (e *NotRunningError) Unwrap() error { return e.Err }
-
-func notRunning(ctx context.Context, socket string, err error) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var svc *service.Status
 	if st, serr := ServiceStatus(ctx); serr == nil {
 		svc = &st
 	}
-	start := StartFix(svc, config.DefaultPath(), "start")
-	if socket != client.DefaultSocketPath() {
-		// Not where a service or the default config listens: only a
-		// daemon told this path serves it.
-		start = "forged run --config " + config.DefaultPath() + " --socket " + socket + " (a daemon started without --socket listens at " + client.DefaultSocketPath() + ")"
-	}
-	return &NotRunningError{Socket: socket, Stale: errors.Is(err, syscall.ECONNREFUSED), Start: start, Err: err}
+	return StartFix(svc, config.DefaultPath(), "start")
 }
 
 // ServiceStatus asks the service manager about forged's service: the

@@ -138,10 +138,11 @@ func TestForgedDoesNotLinkTheRebuild(t *testing.T) {
 
 // An app that imports the client links the standard library, msgpack and
 // the client's own packages; internal/paths (which names the default
-// socket) imports only the standard library.
+// socket) and internal/peercred (which reads who listens) import only the
+// standard library.
 func TestClientLinksOnlyMsgpack(t *testing.T) {
 	each(t, func(t *testing.T, list func(...string) *graph) {
-		allowed := map[string]bool{module + "/internal/paths": true}
+		allowed := map[string]bool{module + "/internal/paths": true, module + "/internal/peercred": true}
 		for p := range list("github.com/vmihailenco/msgpack/v5").pkgs {
 			allowed[p] = true
 		}

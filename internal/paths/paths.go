@@ -125,8 +125,27 @@ func Linux(e Env) Layout {
 // Default is this process's layout on the running platform.
 func Default() Layout { return platform(Current()) }
 
-// Socket is the default socket path.
+// Socket is where this process's daemon listens by default: the system
+// socket for root, the user's otherwise (apps look it up with SocketLookup).
 func Socket() string { return Default().Socket }
+
+// SocketEnv names the environment variable that tells apps where forged
+// listens, before any default.
+const SocketEnv = "FORGE_SOCKET"
+
+// SocketLookup is where an app looks for forged, in order: $FORGE_SOCKET
+// alone when it is set; otherwise the user's own daemon (the LaunchAgent or
+// systemd user unit) first, then the system daemon. Root looks only at the
+// system socket (a user's daemon is not root's to find).
+func SocketLookup(e Env) []string {
+	if s := e.getenv(SocketEnv); s != "" {
+		return []string{s}
+	}
+	if e.System {
+		return []string{SystemSocket}
+	}
+	return []string{platform(e).Socket, SystemSocket}
+}
 
 // Config is the default config file, of the system service or of the
 // current user's agent.

@@ -81,3 +81,30 @@ func TestDefaultIsThePlatformLayout(t *testing.T) {
 		t.Errorf("Default() = %+v, want %+v", Default(), want)
 	}
 }
+
+// Apps look for forged at $FORGE_SOCKET alone, else the user's daemon
+// then the system's; root only at the system's.
+func TestSocketLookup(t *testing.T) {
+	env := func(system bool, vars map[string]string) Env {
+		return Env{System: system, Home: "/home/ada", UID: 501, TempDir: "/tmp", Getenv: func(k string) string { return vars[k] }}
+	}
+	user := platform(env(false, nil)).Socket
+	for _, c := range []struct {
+		name string
+		env  Env
+		want []string
+	}{
+		{"user", env(false, nil), []string{user, SystemSocket}},
+		{"root", env(true, nil), []string{SystemSocket}},
+		{"FORGE_SOCKET", env(false, map[string]string{"FORGE_SOCKET": "/x/s.sock"}), []string{"/x/s.sock"}},
+		{"FORGE_SOCKET as root", env(true, map[string]string{"FORGE_SOCKET": "/x/s.sock"}), []string{"/x/s.sock"}},
+	} {
+		got := SocketLookup(c.env)
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	if user == SystemSocket {
+		t.Fatalf("the user's socket is the system's: %s", user)
+	}
+}

@@ -1,0 +1,51 @@
+// Package otheruid runs a test of the calling test binary as a second,
+// unprivileged uid, for tests of behaviour that depends on the kernel's
+// account of who is on the other end of a socket. Only tests import it.
+package otheruid
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// Nobody is the uid (and gid) the child runs as.
+const Nobody = 65534
+
+// Command returns the test binary, re-executed as uid Nobody to run only
+// the test named run, with env added. It skips t when this process is not
+// root (only root can start a process as another uid). The binary is
+// copied first to a directory every user can read: the build's own
+// directory is private.
+func Command(t testing.TB, run string, env ...string) *exec.Cmd {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to start a process as another uid")
+	}
+	dir, err := os.MkdirTemp("", "ouid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(self))
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^"+run+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody}}
+	return cmd
+}

@@ -141,11 +141,7 @@ func caps(ctx context.Context, socket string) (map[string]int, error) {
 
 // child starts this program in role as uid/gid with args, stdout piped.
 func child(ctx context.Context, role string, uid uint32, args ...string) (*exec.Cmd, *bufio.Scanner, io.WriteCloser, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	cmd := exec.CommandContext(ctx, self, args...)
+	cmd := exec.CommandContext(ctx, selfCopy, args...)
 	cmd.Env = append(os.Environ(), roleEnv+"="+role)
 	cmd.Stderr = os.Stderr
 	if uid != 0 {
@@ -165,6 +161,25 @@ func child(ctx context.Context, role string, uid uint32, args ...string) (*exec.
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 1<<20)
 	return cmd, sc, in, nil
+}
+
+// selfCopy is this program's executable copied where every uid can run it.
+var selfCopy string
+
+func copyExecutable(dir string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "load")
+	return path, os.WriteFile(path, data, 0o755)
 }
 
 // expect reads lines until one starts with prefix and returns the rest.
@@ -188,6 +203,16 @@ func orchestrate(f flags) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
+	// The children run this program as other uids, which may not reach
+	// where it was built (go run's private temporary directory).
+	copyDir, err := os.MkdirTemp("", "fload-exe")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(copyDir)
+	if selfCopy, err = copyExecutable(copyDir); err != nil {
+		return err
+	}
 	pid := f.pid
 	if f.socket == "" {
 		dir, err := os.MkdirTemp("", "fload")

@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -285,4 +286,29 @@ func TestListenRules(t *testing.T) {
 		t.Errorf("socket mode: %v %v", fi, err)
 	}
 	ln2.Close()
+}
+
+// A connection silent past the idle timeout is closed, unless it holds an
+// open session: a chat REPL left alone keeps its conversation.
+func TestIdleConnectionWithSessionIsKept(t *testing.T) {
+	const idle = 150 * time.Millisecond
+	ts := startServer(t, daemon.Config{IdleTimeout: idle}, fakeengine.Options{})
+	bare, held := dialRaw(t, ts.path), dialRaw(t, ts.path)
+	bare.hello()
+	held.hello()
+	sess := result(t, held.call(2, "session.open", nil))["session"]
+	if _, err := bare.tryRead(20 * idle); err == nil {
+		t.Fatal("a message on the idle connection; want it closed")
+	} else if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("idle connection without sessions: %v, want it closed by the daemon", err)
+	}
+	time.Sleep(3 * idle)
+	if st := result(t, held.call(3, "status", nil)); st["state"] == nil {
+		t.Fatalf("status on the connection holding a session: %v", st)
+	}
+	result(t, held.call(4, "session.close", map[string]any{"session": sess}))
+	// With its session closed it is idle like any other.
+	if _, err := held.tryRead(20 * idle); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("after its session closed: %v, want the connection closed", err)
+	}
 }

@@ -32,7 +32,7 @@ func (s *Handlers) ServeConn(parent context.Context, nc *net.UnixConn, peer tran
 	c := &conn{s: s, peer: peer, inflight: map[uint64]context.CancelCauseFunc{}, sessions: s.sessions.Join(peer.UID)}
 	c.Conn = transport.NewConn(parent, nc, peer, s.log, transport.Options{Limits: s.cfg.Limits, FrameTimeout: s.cfg.FrameTimeout,
 		WriteTimeout: s.cfg.WriteTimeout, SlowReaderTimeout: s.cfg.SlowReaderTimeout, EventQueue: s.cfg.EventQueue,
-		HelloTimeout: s.cfg.HelloTimeout, IdleTimeout: s.cfg.IdleTimeout, Busy: c.streaming})
+		HelloTimeout: s.cfg.HelloTimeout, IdleTimeout: s.cfg.IdleTimeout, Busy: c.busy})
 	c.log, c.ctx = c.Conn.Log, c.Conn.Context()
 	c.Run(c.handle)
 
@@ -41,12 +41,15 @@ func (s *Handlers) ServeConn(parent context.Context, nc *net.UnixConn, peer tran
 	c.Close()
 }
 
-// streaming reports whether a streaming request is in flight (such a
-// connection is not idle, however long it stays silent).
-func (c *conn) streaming() bool {
+// busy reports whether a request is in flight or a session is open: such
+// a connection is not idle, however long it stays silent (a chat REPL
+// left open keeps its conversation; sessions are capped per connection
+// and per uid, and their state is freed under memory pressure).
+func (c *conn) busy() bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.inflight) > 0
+	n := len(c.inflight)
+	c.mu.Unlock()
+	return n > 0 || c.sessions.Len() > 0
 }
 
 func (c *conn) send(v any, written chan struct{}) error { return c.Send(v, written) }

@@ -192,6 +192,13 @@ func (h *byIDHeap) Pop() any {
 	return x
 }
 
+// Len is the number of sessions o holds.
+func (o *Owner) Len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.m)
+}
+
 // setClient records the connection's hello name.
 func (o *Owner) SetClient(name string) {
 	o.mu.Lock()

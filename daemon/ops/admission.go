@@ -34,7 +34,7 @@ func (s *Handlers) occupancy(r *state.Residency, except string) residency.Occupa
 // admit waits until the request fits in the memory budget, sending queued
 // events with its position; one that could never fit, or that asked not to
 // wait (if_busy: busy), is busy at once.
-func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxTokens int, drafter, noWait bool) error {
+func (c *call) admit(ctx context.Context, id uint64, g *generation, prompt, maxTokens int, drafter, noWait bool) error {
 	s := c.s
 	r := s.Residency()
 	f := s.footprint()

@@ -56,6 +56,10 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
+	return result(c.call().chat(ctx, req, a))
+}
+
+func (c *call) chat(ctx context.Context, req wire.Request, a wire.ChatArgs) (*wire.GenerationResult, error) {
 	if len(a.Messages) == 0 {
 		return nil, wire.Errorf(wire.CodeBadRequest, "chat: args.messages must not be empty")
 	}
@@ -93,6 +97,7 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.rendered(prompt)
 	ids, err := c.s.Backend().Tokenize(prompt)
 	if err != nil {
 		return nil, err
@@ -118,6 +123,10 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
+	return result(c.call().gen(ctx, req, a))
+}
+
+func (c *call) gen(ctx context.Context, req wire.Request, a wire.GenerateArgs) (*wire.GenerationResult, error) {
 	if (a.Prompt == nil) == (len(a.IDs) == 0) {
 		return nil, wire.Errorf(wire.CodeBadRequest, "generate: exactly one of args.prompt and args.ids must be given")
 	}
@@ -152,7 +161,7 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 var errStopString = errors.New("stop string reached")
 
 // generate schedules and runs one generation, streaming token events.
-func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParams) (*wire.GenerationResult, error) {
+func (c *call) generate(ctx context.Context, id uint64, prompt []int, p genParams) (*wire.GenerationResult, error) {
 	received := time.Now()
 	served := c.s.Backend()
 	model := served.Model()

@@ -209,15 +209,7 @@ func compareSessionIDs(a, b string) int {
 	return 0
 }
 
-func (c *conn) opModels(context.Context, wire.Request) (any, error) {
-	m := c.s.Backend().Model()
-	state, _, _ := c.s.CurrentState()
-	info := wire.ModelInfo{Model: m.Bundle.Model, Repo: m.Bundle.Repo, Revision: m.Bundle.Revision, State: state, ContextEntries: []uint64{}}
-	for _, e := range m.ContextEntries {
-		info.ContextEntries = append(info.ContextEntries, uint64(e))
-	}
-	return wire.ModelsResult{Models: []wire.ModelInfo{info}}, nil
-}
+func (c *conn) opModels(context.Context, wire.Request) (any, error) { return c.s.Models(), nil }
 
 func (c *conn) opTokenize(ctx context.Context, req wire.Request) (any, error) {
 	var a wire.TokenizeArgs

@@ -13,6 +13,7 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/ops"
 	"github.com/forgedaemon/forged/daemon/state"
+	"github.com/forgedaemon/forged/daemon/tokens"
 	"github.com/forgedaemon/forged/daemon/transport"
 )
 
@@ -31,6 +32,7 @@ type Config struct {
 	AllowedUIDs       []uint32 // empty: every local user may use app ops
 	SocketPath        string   // reported by config.get
 	Credentials       CredentialSource
+	Tokens            *tokens.Store // the HTTP API's bearer tokens (token.* admin ops); nil: none
 	Logger            *slog.Logger
 }
 
@@ -77,9 +79,11 @@ type Server struct {
 	sched   *Scheduler
 	ops     *ops.Handlers
 
-	mu    sync.Mutex
-	conns transport.Listener // accepts and counts connections
-	stop  context.CancelFunc
+	mu       sync.Mutex
+	conns    transport.Listener // accepts and counts connections
+	stop     context.CancelFunc
+	quit     chan struct{} // closed by Shutdown: the HTTP API stops too
+	quitOnce sync.Once
 
 	pub      *state.Published // the state subscribers see
 	sessions *state.Sessions
@@ -124,10 +128,11 @@ func New(b Backend, cfg Config) (*Server, error) {
 		sched:    NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
 		sessions: state.NewSessions(),
 		pub:      state.NewPublished(wire.StateReady),
+		quit:     make(chan struct{}),
 	}
 	s.ops = ops.New(view{s}, ops.Config{Limits: cfg.Limits, FrameTimeout: cfg.FrameTimeout, WriteTimeout: cfg.WriteTimeout,
 		SlowReaderTimeout: cfg.SlowReaderTimeout, EventQueue: cfg.EventQueue, DefaultMaxTokens: cfg.DefaultMaxTokens,
-		Credentials: cfg.Credentials}, s.log, s.sched, s.sessions)
+		Credentials: cfg.Credentials, Tokens: cfg.Tokens}, s.log, s.sched, s.sessions)
 	s.SetBackend(b)
 	return s, nil
 }
@@ -164,6 +169,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 
 // Shutdown stops Serve.
 func (s *Server) Shutdown() {
+	s.quitOnce.Do(func() { close(s.quit) })
 	s.mu.Lock()
 	stop := s.stop
 	s.mu.Unlock()

@@ -10,6 +10,7 @@ const (
 	FeatureResidency  Feature = "residency"   // the model is under residency control (load, unload)
 	FeatureStore      Feature = "store"       // the daemon serves a bundle store (forged run --repo)
 	FeatureConfigFile Feature = "config_file" // the daemon was started with a config file (--config)
+	FeatureTokens     Feature = "tokens"      // the daemon keeps HTTP API tokens (a data directory)
 )
 
 // OpSpec is what the protocol says about one operation.
@@ -55,6 +56,9 @@ var Ops = []OpSpec{
 	{Name: OpUpdateApply, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpUpdateApply},
 	{Name: OpGC, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpGC},
 	{Name: OpConfigSet, Admin: true, Feature: FeatureConfigFile, Capability: OpConfigSet},
+	{Name: OpTokenCreate, Admin: true, Feature: FeatureTokens, Capability: "token"},
+	{Name: OpTokenList, Admin: true, Feature: FeatureTokens, Capability: "token"},
+	{Name: OpTokenRevoke, Admin: true, Feature: FeatureTokens, Capability: "token"},
 }
 
 var opIndex = func() map[string]OpSpec {

@@ -14,6 +14,7 @@ import (
 	"github.com/forgedaemon/forged/daemon/residency"
 	"github.com/forgedaemon/forged/daemon/scheduler"
 	"github.com/forgedaemon/forged/daemon/state"
+	"github.com/forgedaemon/forged/daemon/tokens"
 	"github.com/forgedaemon/forged/daemon/transport"
 )
 
@@ -54,6 +55,7 @@ type Config struct {
 	EventQueue        int
 	DefaultMaxTokens  int
 	Credentials       transport.CredentialSource
+	Tokens            *tokens.Store // the HTTP API's bearer tokens; nil: none (the token ops are unavailable)
 }
 
 // Handlers serves the ops of the registry (wire.Ops) on each connection.

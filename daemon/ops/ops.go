@@ -48,6 +48,9 @@ func init() {
 		wire.OpVerify:         (*conn).opVerify,
 		wire.OpUpdateCheck:    (*conn).opUpdateCheck,
 		wire.OpGC:             (*conn).opGC,
+		wire.OpTokenCreate:    (*conn).opTokenCreate,
+		wire.OpTokenList:      (*conn).opTokenList,
+		wire.OpTokenRevoke:    (*conn).opTokenRevoke,
 	}
 }
 

@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/forgedaemon/forged/client/wire"
+)
+
+// stream writes a server-sent event stream: "data: {chunk}" per event,
+// each flushed at once, then "data: [DONE]". The status line is written
+// with the first event, so an error before it (validation, busy, context
+// exceeded) is an ordinary error response; one after it is an error event.
+type stream struct {
+	w            http.ResponseWriter
+	rc           *http.ResponseController
+	timeout      time.Duration
+	includeUsage bool
+	started      bool
+}
+
+func (a *API) newStream(w http.ResponseWriter, includeUsage bool) *stream {
+	return &stream{w: w, rc: http.NewResponseController(w), timeout: a.opts.WriteTimeout, includeUsage: includeUsage}
+}
+
+func (s *stream) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
+}
+
+// write sends one event and flushes it; a client that stops reading for
+// the write timeout is dropped (its request is cancelled).
+func (s *stream) write(data []byte) error {
+	s.start()
+	s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if _, err := s.w.Write(append(append([]byte("data: "), data...), '\n', '\n')); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *stream) send(base completion, c choice) error {
+	base.Choices = []choice{c}
+	return s.writeChunk(base, nil)
+}
+
+func (s *stream) writeChunk(base completion, u *usage) error {
+	var v any = base
+	if s.includeUsage {
+		v = chunk{completion: base, Usage: u}
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.write(data)
+}
+
+// end sends the last choice, the usage chunk if asked for, and [DONE].
+func (s *stream) end(base completion, last choice, u wire.Usage) {
+	if s.send(base, last) != nil {
+		return
+	}
+	if s.includeUsage {
+		base.Choices = []choice{}
+		if s.writeChunk(base, usageOf(u)) != nil {
+			return
+		}
+	}
+	s.write([]byte("[DONE]"))
+}
+
+// fail reports an error: as the response before the stream started, as an
+// error event after.
+func (s *stream) fail(e *apiError) {
+	if !s.started {
+		writeError(s.w, e)
+		return
+	}
+	data, _ := json.Marshal(struct {
+		Error *apiError `json:"error"`
+	}{e})
+	s.write(data)
+}

@@ -314,8 +314,8 @@ func CheckLoopback(addr string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not host:port (want 127.0.0.1:PORT): %v", addr, err)
 	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
-		return fmt.Errorf("%q: the port must be 1-65535", addr)
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%q: the port must be a number, 0-65535 (0: any free port)", addr)
 	}
 	if host == "localhost" {
 		return nil

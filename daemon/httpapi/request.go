@@ -47,7 +47,7 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) *apiError {
 	case err == nil:
 		return nil
 	case errors.As(err, &te):
-		return badField(te.Field, "must be %s, not a JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
+		return badField(strings.TrimPrefix(te.Field, "sampling."), "must be %s, not a JSON %s", jsonKind(te.Type.Kind().String()), te.Value) // the embedded struct is not a field of the request
 	case errors.As(err, &dup):
 		return badField(dup.Path(), "the key appears twice")
 	case errors.As(err, &se):

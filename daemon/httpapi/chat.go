@@ -123,8 +123,8 @@ func (a *API) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	model, _ := a.served()
-	base := completion{ID: randomID("chatcmpl-"), Object: "chat.completion", Created: time.Now().Unix(), Model: model}
+	model, revision := a.served()
+	base := completion{ID: randomID("chatcmpl-"), Object: "chat.completion", Created: time.Now().Unix(), Model: model, SystemFingerprint: revision}
 	out := newOutput(plan.tools)
 	if !q.Stream {
 		var parts []chat.Event
@@ -217,8 +217,8 @@ func (a *API) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	model, _ := a.served()
-	base := completion{ID: randomID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: model}
+	model, revision := a.served()
+	base := completion{ID: randomID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: model, SystemFingerprint: revision}
 	if !q.Stream {
 		res, err := a.h.Generate(r.Context(), a.caller(r, func(string, any) error { return nil }, nil), args)
 		if err != nil {

@@ -187,7 +187,7 @@ func (a *API) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		if !s.started {
 			empty := ""
-			if err := s.send(base, choice{Delta: &delta{Role: "assistant", Content: &empty}}); err != nil {
+			if err := s.sendHeld(base, choice{Delta: &delta{Role: "assistant", Content: &empty}}); err != nil {
 				return err
 			}
 		}

@@ -35,23 +35,38 @@ func (s *stream) start() {
 	s.w.WriteHeader(http.StatusOK)
 }
 
-// write sends one event and flushes it; a client that stops reading for
-// the write timeout is dropped (its request is cancelled).
+// write sends one event and flushes it (with any held one); a client that
+// stops reading for the write timeout is dropped (its request is
+// cancelled).
 func (s *stream) write(data []byte) error {
-	s.start()
-	s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
-	if _, err := s.w.Write(append(append([]byte("data: "), data...), '\n', '\n')); err != nil {
+	if err := s.hold(data); err != nil {
 		return err
 	}
 	return s.rc.Flush()
 }
 
-func (s *stream) send(base completion, c choice) error {
-	base.Choices = []choice{c}
-	return s.writeChunk(base, nil)
+// hold writes an event without flushing it: it leaves with the next one
+// (the role chunk with the first token's, so the first token costs one
+// flush, not two).
+func (s *stream) hold(data []byte) error {
+	s.start()
+	s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	_, err := s.w.Write(append(append([]byte("data: "), data...), '\n', '\n'))
+	return err
 }
 
-func (s *stream) writeChunk(base completion, u *usage) error {
+func (s *stream) send(base completion, c choice) error {
+	base.Choices = []choice{c}
+	return s.writeChunk(base, nil, s.write)
+}
+
+// sendHeld is send without the flush.
+func (s *stream) sendHeld(base completion, c choice) error {
+	base.Choices = []choice{c}
+	return s.writeChunk(base, nil, s.hold)
+}
+
+func (s *stream) writeChunk(base completion, u *usage, write func([]byte) error) error {
 	var v any = base
 	if s.includeUsage {
 		v = chunk{completion: base, Usage: u}
@@ -60,7 +75,7 @@ func (s *stream) writeChunk(base completion, u *usage) error {
 	if err != nil {
 		return err
 	}
-	return s.write(data)
+	return write(data)
 }
 
 // end sends the last choice, the usage chunk if asked for, and [DONE].
@@ -70,7 +85,7 @@ func (s *stream) end(base completion, last choice, u wire.Usage) {
 	}
 	if s.includeUsage {
 		base.Choices = []choice{}
-		if s.writeChunk(base, usageOf(u)) != nil {
+		if s.writeChunk(base, usageOf(u), s.write) != nil {
 			return
 		}
 	}

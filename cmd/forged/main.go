@@ -285,11 +285,7 @@ func runDaemon(ctx context.Context, f runFlags) error {
 // --http-listen, a loopback TCP address.
 func listenHTTP(f runFlags) ([]net.Listener, error) {
 	var out []net.Listener
-	path := f.httpSocket
-	if path == "" {
-		path = paths.HTTPSocketFor(f.socket)
-	}
-	if path != config.HTTPOff {
+	if path := config.HTTPSocket(f.httpSocket, f.socket); path != "" {
 		ln, err := daemon.Listen(path)
 		if err != nil {
 			return nil, fmt.Errorf("--http-socket: %w", err)

@@ -57,14 +57,18 @@ type HTTP struct {
 const HTTPOff = "off"
 
 // HTTPSocketPath is where the HTTP API's Unix socket goes ("" for none).
-func (c *Config) HTTPSocketPath() string {
-	switch c.HTTP.Socket {
+func (c *Config) HTTPSocketPath() string { return HTTPSocket(c.HTTP.Socket, c.Socket) }
+
+// HTTPSocket resolves an http.socket setting (or --http-socket) against the
+// msgpack socket: "" is beside it, "off" is none (""), else the path given.
+func HTTPSocket(setting, socket string) string {
+	switch setting {
 	case "":
-		return paths.HTTPSocketFor(c.Socket)
+		return paths.HTTPSocketFor(socket)
 	case HTTPOff:
 		return ""
 	}
-	return c.HTTP.Socket
+	return setting
 }
 
 // Update is the automatic update policy.

@@ -151,8 +151,26 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	a.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), whoKey{}, id)))
+	tw := &timedWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: a.opts.WriteTimeout}
+	a.mux.ServeHTTP(tw, r.WithContext(context.WithValue(r.Context(), whoKey{}, id)))
 }
+
+// timedWriter gives every write of a response its own deadline: a client
+// that stops reading for WriteTimeout is dropped (and its request
+// cancelled), however long the generation before the write took.
+type timedWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (t *timedWriter) Write(p []byte) (int, error) {
+	t.rc.SetWriteDeadline(time.Now().Add(t.timeout))
+	return t.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush, deadlines).
+func (t *timedWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 func (a *API) identify(c *conn, r *http.Request) (who, *apiError) {
 	unauthorized := func(msg string) *apiError {

@@ -525,3 +525,23 @@ func TestListenTCPRefusesNonLoopback(t *testing.T) {
 		ln.Close()
 	}
 }
+
+// TestSlowReaderDropped: a client that stops reading a stream is dropped
+// once a write blocks for write_timeout, and its generation is cancelled.
+func TestSlowReaderDropped(t *testing.T) {
+	h := start(t, fakeengine.New(fakeengine.Options{}), daemon.Config{WriteTimeout: 50 * time.Millisecond})
+	nc, err := net.Dial("unix", h.httpSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	body, _ := json.Marshal(chatBody(map[string]any{"stream": true, "max_tokens": 60000}))
+	fmt.Fprintf(nc, "POST /v1/chat/completions HTTP/1.1\r\nHost: forged\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	cl := h.msgpack(t)
+	waitFor(t, cl, func(st *wire.StatusResult) bool { return len(st.Requests) == 1 })
+	// Never read: the socket's buffers fill, a write blocks, the daemon gives up.
+	st := waitFor(t, cl, func(st *wire.StatusResult) bool { return len(st.Requests) == 0 })
+	if st.Running != 0 {
+		t.Fatalf("status after the drop: %+v", st)
+	}
+}

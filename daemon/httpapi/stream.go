@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
 )
@@ -13,15 +12,14 @@ import (
 // with the first event, so an error before it (validation, busy, context
 // exceeded) is an ordinary error response; one after it is an error event.
 type stream struct {
-	w            http.ResponseWriter
+	w            http.ResponseWriter // a timedWriter: each write has the write timeout
 	rc           *http.ResponseController
-	timeout      time.Duration
 	includeUsage bool
 	started      bool
 }
 
 func (a *API) newStream(w http.ResponseWriter, includeUsage bool) *stream {
-	return &stream{w: w, rc: http.NewResponseController(w), timeout: a.opts.WriteTimeout, includeUsage: includeUsage}
+	return &stream{w: w, rc: http.NewResponseController(w), includeUsage: includeUsage}
 }
 
 func (s *stream) start() {
@@ -35,9 +33,7 @@ func (s *stream) start() {
 	s.w.WriteHeader(http.StatusOK)
 }
 
-// write sends one event and flushes it (with any held one); a client that
-// stops reading for the write timeout is dropped (its request is
-// cancelled).
+// write sends one event and flushes it (with any held one).
 func (s *stream) write(data []byte) error {
 	if err := s.hold(data); err != nil {
 		return err
@@ -50,7 +46,6 @@ func (s *stream) write(data []byte) error {
 // flush, not two).
 func (s *stream) hold(data []byte) error {
 	s.start()
-	s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 	_, err := s.w.Write(append(append([]byte("data: "), data...), '\n', '\n'))
 	return err
 }

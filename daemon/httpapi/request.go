@@ -17,7 +17,8 @@ import (
 )
 
 // decode reads the request body (at most MaxBody bytes, within
-// HeaderTimeout) as one JSON object into v. Unknown fields are ignored (as
+// HeaderTimeout) as one JSON object into v, whatever its Content-Type says
+// (curl -d sends a form type; OpenAI-compatible servers read JSON anyway). Unknown fields are ignored (as
 // OpenAI-compatible servers do; docs/HTTP.md lists them); a duplicate key,
 // a wrong type or trailing data is a 400 naming the field.
 func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) *apiError {
@@ -32,9 +33,6 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) *apiError {
 	}
 	if err != nil {
 		return &apiError{status: http.StatusBadRequest, Type: "invalid_request_error", Message: "reading the request body: " + err.Error()}
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return badField("Content-Type", "want application/json, got %q", ct)
 	}
 	if len(bytes.TrimSpace(body)) == 0 || bytes.TrimSpace(body)[0] != '{' {
 		return &apiError{status: http.StatusBadRequest, Type: "invalid_request_error", Message: "the request body must be a JSON object"}

@@ -16,4 +16,16 @@
 // Tools (and tool calls) are wire.Object values, which keep their key order
 // because the chat template renders them in it: build them from JSON,
 // wire.ObjectsFromJSON(toolsJSON), or json.Unmarshal into []wire.Object.
+//
+// A chat's output comes parsed (docs/PROTOCOL.md §5). Each token event has,
+// beside the model's Text, the Reasoning and Content it completed, each
+// ToolCall whole once it closed (Name, ID, Arguments as a wire.Object in the
+// model's key order: Keys, Decode, MarshalJSON) and Diagnostics for what did
+// not parse (its text stays in Content). The result has the same for the
+// whole turn, and FinishReason wire.FinishToolCalls when the model stopped
+// to call tools. To answer them, send res.Message() (the assistant turn
+// with its reasoning and calls) and one tool message per result:
+//
+//	answer, _ := res.Message()
+//	next := append(history, answer, wire.Message{Role: "tool", Content: result, ToolCallID: res.ToolCalls[0].ID})
 package client

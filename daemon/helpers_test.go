@@ -114,6 +114,15 @@ func (r *rawConn) read() map[string]any {
 }
 
 func (r *rawConn) tryRead(timeout time.Duration) (map[string]any, error) {
+	body, err := r.readBody(timeout)
+	if err != nil {
+		return nil, err
+	}
+	return decodeBody(body)
+}
+
+// readBody returns the next frame's body as it came.
+func (r *rawConn) readBody(timeout time.Duration) ([]byte, error) {
 	r.nc.SetReadDeadline(time.Now().Add(timeout))
 	var hdr [4]byte
 	if _, err := io.ReadFull(r.nc, hdr[:]); err != nil {
@@ -123,6 +132,10 @@ func (r *rawConn) tryRead(timeout time.Duration) (map[string]any, error) {
 	if _, err := io.ReadFull(r.nc, body); err != nil {
 		return nil, err
 	}
+	return body, nil
+}
+
+func decodeBody(body []byte) (map[string]any, error) {
 	dec := msgpack.NewDecoder(bytes.NewReader(body))
 	dec.UseLooseInterfaceDecoding(true)
 	var m map[string]any

@@ -55,18 +55,25 @@ func startRenderCapture(t *testing.T) (*testServer, *renderCapture) {
 	return startBackend(t, daemon.Config{}, b), b
 }
 
-// renderCase is one line of the Hugging Face reference renders, its JSON
-// kept raw so the tools' key order is the reference's.
+// renderCase is one line of a reference render file (the Hugging Face
+// renders), its JSON kept raw so the tools' key order is the reference's.
 type renderCase struct {
-	Name     string          `json:"name"`
-	Messages json.RawMessage `json:"messages"`
-	Tools    json.RawMessage `json:"tools"`
-	Text     string          `json:"text"`
+	Name           string          `json:"name"`
+	Messages       json.RawMessage `json:"messages"`
+	Tools          json.RawMessage `json:"tools"`
+	EnableThinking *bool           `json:"enable_thinking"`
+	Text           string          `json:"text"`
 }
 
 func referenceRender(t *testing.T, name string) renderCase {
 	t.Helper()
-	f, err := os.Open(refdata.Path(t, "qwen3", "chat_renders.jsonl"))
+	return readRender(t, refdata.Path(t, "qwen3", "chat_renders.jsonl"), name)
+}
+
+// readRender returns the line named name of a render file.
+func readRender(t *testing.T, path, name string) renderCase {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +89,7 @@ func referenceRender(t *testing.T, name string) renderCase {
 			return c
 		}
 	}
-	t.Fatalf("no reference render %q", name)
+	t.Fatalf("no render %q in %s", name, path)
 	return renderCase{}
 }
 

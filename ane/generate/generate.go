@@ -278,9 +278,15 @@ func (g *Generator) stopTokens() []int {
 	if g.StopTokens != nil {
 		return g.StopTokens
 	}
+	return DefaultStopTokens(g.Tokenizer)
+}
+
+// DefaultStopTokens are the stop tokens of a Generator without StopTokens:
+// the tokenizer's <|im_end|> and <|endoftext|>.
+func DefaultStopTokens(t *tokenizer.Tokenizer) []int {
 	var ids []int
 	for _, s := range []string{"<|im_end|>", "<|endoftext|>"} {
-		if id, ok := g.Tokenizer.TokenID(s); ok {
+		if id, ok := t.TokenID(s); ok {
 			ids = append(ids, id)
 		}
 	}

@@ -257,12 +257,19 @@ type Sampling struct {
 	Seed        uint64  `msgpack:"seed,omitempty" json:"seed,omitempty"`
 }
 
-// Message is one chat message. ToolCalls keep their key order (see Object).
+// Message is one chat message. ToolCalls keep their key order (see Object);
+// a reply's calls become these with ToolCall.Object. The JSON tags are the
+// names the chat template reads (reasoning as reasoning_content).
 type Message struct {
 	Role      string  `msgpack:"role" json:"role"`
 	Content   string  `msgpack:"content" json:"content"`
 	Name      string  `msgpack:"name,omitempty" json:"name,omitempty"`
 	ToolCalls Objects `msgpack:"tool_calls,omitempty" json:"tool_calls,omitempty"`
+	// Reasoning is an assistant turn's reasoning (a reply's reasoning),
+	// given back so the template can render it where it does.
+	Reasoning string `msgpack:"reasoning,omitempty" json:"reasoning_content,omitempty"`
+	// ToolCallID names the call a tool message answers (a ToolCall's ID).
+	ToolCallID string `msgpack:"tool_call_id,omitempty" json:"tool_call_id,omitempty"`
 }
 
 // ChatArgs asks for a chat completion. Tools keep their key order (see
@@ -308,11 +315,61 @@ const (
 	IfBusyFail = "busy"
 )
 
-// TokenEvent is the data of a "token" event.
+// TokenEvent is the data of a "token" event. Text is the model's text as
+// written; in a chat, Reasoning, Content, ToolCalls and Diagnostics are
+// what that text completed once parsed (docs/PROTOCOL.md §5).
 type TokenEvent struct {
-	Text string   `msgpack:"text" json:"text"`
-	IDs  []uint32 `msgpack:"ids" json:"ids"`
-	TMS  float64  `msgpack:"t_ms" json:"t_ms"`
+	Text        string       `msgpack:"text" json:"text"`
+	IDs         []uint32     `msgpack:"ids" json:"ids"`
+	TMS         float64      `msgpack:"t_ms" json:"t_ms"`
+	Reasoning   string       `msgpack:"reasoning,omitempty" json:"reasoning,omitempty"`
+	Content     string       `msgpack:"content,omitempty" json:"content,omitempty"`
+	ToolCalls   []ToolCall   `msgpack:"tool_calls,omitempty" json:"tool_calls,omitempty"`
+	Diagnostics []Diagnostic `msgpack:"diagnostics,omitempty" json:"diagnostics,omitempty"`
+}
+
+// ToolCall is one call the model made, parsed: Index counts the reply's
+// calls from 0, ID is the daemon's name for it (a tool message's
+// tool_call_id), Arguments an object in the order the model wrote its keys.
+type ToolCall struct {
+	Index     uint64 `msgpack:"index" json:"index"`
+	ID        string `msgpack:"id" json:"id"`
+	Name      string `msgpack:"name" json:"name"`
+	Arguments Object `msgpack:"arguments" json:"arguments"`
+}
+
+// Object is the call as a message's tool_calls entry takes it back, in
+// the shape chat templates read: {"id", "type": "function", "function":
+// {"name", "arguments"}}, the arguments' key order kept.
+func (c ToolCall) Object() (Object, error) {
+	fn, err := ObjectOf("name", c.Name, "arguments", c.Arguments)
+	if err != nil {
+		return Object{}, err
+	}
+	return ObjectOf("id", c.ID, "type", "function", "function", fn)
+}
+
+// Diagnostic kinds: what in the model's output did not parse.
+const (
+	// DiagMalformedToolCall: a <tool_call> block that did not parse; Text
+	// is its verbatim text, which is delivered as content.
+	DiagMalformedToolCall = "malformed_tool_call"
+	// DiagTruncatedToolCall: the output ended inside a tool call (at
+	// max_tokens, say); Text is what was written of it, delivered as content.
+	DiagTruncatedToolCall = "truncated_tool_call"
+	// DiagToolCallArgument: a call was parsed, but a parameter value did not
+	// match the type its tool's schema declares and was kept as a string.
+	DiagToolCallArgument = "tool_call_argument"
+	// DiagTruncatedReasoning: the output ended inside the reasoning.
+	DiagTruncatedReasoning = "truncated_reasoning"
+)
+
+// Diagnostic says why part of the model's output was not parsed as meant.
+// Nothing is dropped: the text it concerns is in the content.
+type Diagnostic struct {
+	Kind    string `msgpack:"kind" json:"kind"`
+	Message string `msgpack:"message" json:"message"`
+	Text    string `msgpack:"text,omitempty" json:"text,omitempty"`
 }
 
 // Usage accounts for one generation.
@@ -330,16 +387,39 @@ const (
 	FinishStop       = "stop"
 	FinishLength     = "length"
 	FinishStopString = "stop_string"
+	// FinishToolCalls: a chat turn that ended (stop token) having called
+	// tools; the caller runs them and sends the results back.
+	FinishToolCalls = "tool_calls"
 )
 
-// GenerationResult is the reply to chat and generate.
+// GenerationResult is the reply to chat and generate. Text is the model's
+// text as written; Content, Reasoning, ToolCalls and Diagnostics are a
+// chat's parsed output (for generate, Content is Text and the rest absent).
 type GenerationResult struct {
-	Text         string `msgpack:"text" json:"text"`
-	FinishReason string `msgpack:"finish_reason" json:"finish_reason"`
-	Usage        Usage  `msgpack:"usage" json:"usage"`
-	Revision     string `msgpack:"revision" json:"revision"`
-	Context      uint64 `msgpack:"context" json:"context"`
-	Session      string `msgpack:"session,omitempty" json:"session,omitempty"`
+	Text         string       `msgpack:"text" json:"text"`
+	Content      string       `msgpack:"content" json:"content"`
+	Reasoning    string       `msgpack:"reasoning,omitempty" json:"reasoning,omitempty"`
+	ToolCalls    []ToolCall   `msgpack:"tool_calls,omitempty" json:"tool_calls,omitempty"`
+	Diagnostics  []Diagnostic `msgpack:"diagnostics,omitempty" json:"diagnostics,omitempty"`
+	FinishReason string       `msgpack:"finish_reason" json:"finish_reason"`
+	Usage        Usage        `msgpack:"usage" json:"usage"`
+	Revision     string       `msgpack:"revision" json:"revision"`
+	Context      uint64       `msgpack:"context" json:"context"`
+	Session      string       `msgpack:"session,omitempty" json:"session,omitempty"`
+}
+
+// Message is the assistant turn this reply stands for, to send back in a
+// later chat: content, reasoning and the tool calls (as ToolCall.Object).
+func (r *GenerationResult) Message() (Message, error) {
+	m := Message{Role: "assistant", Content: r.Content, Reasoning: r.Reasoning}
+	for _, c := range r.ToolCalls {
+		o, err := c.Object()
+		if err != nil {
+			return Message{}, err
+		}
+		m.ToolCalls = append(m.ToolCalls, o)
+	}
+	return m, nil
 }
 
 // SessionArgs names a session.

@@ -163,3 +163,28 @@ func ObjectsFromJSON(data []byte) (Objects, error) {
 	}
 	return objs, nil
 }
+
+// Keys returns the object's keys in their order.
+func (o Object) Keys() []string {
+	dec := msgpack.NewDecoder(bytes.NewReader(o.Msgpack()))
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return nil // cannot happen: the bytes were checked when the Object was made
+	}
+	keys := make([]string, 0, max(n, 0))
+	for range n {
+		k, err := dec.DecodeString()
+		if err != nil || dec.Skip() != nil {
+			return keys
+		}
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// Decode unmarshals the object's JSON into v (a struct, or a map when the
+// key order does not matter), as encoding/json does.
+func (o Object) Decode(v any) error {
+	j, _ := o.MarshalJSON()
+	return json.Unmarshal(j, v)
+}

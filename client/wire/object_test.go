@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -351,4 +352,26 @@ func BenchmarkToolJSON(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Keys lists the keys in the order written; Decode reads the JSON form.
+func TestObjectKeysAndDecode(t *testing.T) {
+	o, err := ObjectFromJSON([]byte(`{"zeta": 1, "alpha": {"b": [true]}, "mid": "é"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Keys(); !slices.Equal(got, []string{"zeta", "alpha", "mid"}) {
+		t.Errorf("keys %v", got)
+	}
+	var v struct {
+		Zeta  int               `json:"zeta"`
+		Alpha map[string][]bool `json:"alpha"`
+		Mid   string            `json:"mid"`
+	}
+	if err := o.Decode(&v); err != nil || v.Zeta != 1 || !v.Alpha["b"][0] || v.Mid != "é" {
+		t.Errorf("decoded %+v, %v", v, err)
+	}
+	if keys := (Object{}).Keys(); len(keys) != 0 {
+		t.Errorf("the zero Object has keys %v", keys)
+	}
 }

@@ -36,6 +36,7 @@ on: /reset starts a new one.`,
 	thinking := c.Flags().String("thinking", "on", "reasoning before the answer: on or off")
 	budget := c.Flags().Uint64("thinking-budget", 0, "at most this many reasoning tokens (0: no limit)")
 	toolsFile := c.Flags().String("tools", "", "a JSON file with an array of tool schemas the model may call (key order is kept)")
+	hideReasoning := c.Flags().Bool("hide-reasoning", false, "do not show the model's reasoning (it is shown dimmed on a terminal, else each line prefixed \"thinking: \")")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if *thinking != "on" && *thinking != "off" {
 			return fmt.Errorf("--thinking must be on or off, got %q", *thinking)
@@ -71,13 +72,15 @@ on: /reset starts a new one.`,
 			return err
 		}
 		defer cl.Close()
+		dim := cli.WriterIsTerminal(cmd.OutOrStdout())
 		if !interactive {
 			req := base
 			req.Messages = append(first, wire.Message{Role: "user", Content: message})
-			_, err := printStream(cl.Chat(cmd.Context(), req), cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON, opts.showUsage)
+			_, err := printStream(cl.Chat(cmd.Context(), req), cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON, opts.showUsage,
+				newChatView(*hideReasoning, dim))
 			return err
 		}
-		return chatREPL(cmd, cl, base, *system, *asJSON, opts.showUsage)
+		return chatREPL(cmd, cl, base, *system, *asJSON, opts.showUsage, func() *chatView { return newChatView(*hideReasoning, dim) })
 	}
 	return c
 }
@@ -85,14 +88,14 @@ on: /reset starts a new one.`,
 // chatREPL runs the interactive conversation on the terminal: line
 // editing and history at the prompt, Ctrl-C clearing the line (at an empty
 // prompt, twice, leaving) or cancelling the running turn.
-func chatREPL(cmd *cobra.Command, cl *client.Client, base wire.ChatArgs, system string, asJSON, showUsage bool) error {
+func chatREPL(cmd *cobra.Command, cl *client.Client, base wire.ChatArgs, system string, asJSON, showUsage bool, view func() *chatView) error {
 	// SIGINT is caught for the whole conversation (the prompt reads in raw
 	// mode, where Ctrl-C is a key, so it comes only while a turn runs).
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
 	defer signal.Stop(sig)
 	r := &repl{cl: cl, base: base, system: system, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
-		asJSON: asJSON, showUsage: showUsage, readLine: promptReader(cmd.InOrStdin().(*os.File), cmd.OutOrStdout()),
+		asJSON: asJSON, showUsage: showUsage, view: view, readLine: promptReader(cmd.InOrStdin().(*os.File), cmd.OutOrStdout()),
 		interrupts: func() (<-chan os.Signal, func()) {
 			for len(sig) > 0 { // one from before this turn is not for it
 				<-sig
@@ -125,6 +128,7 @@ type repl struct {
 	system            string // the system prompt of the conversation ("" none)
 	out, errOut       io.Writer
 	asJSON, showUsage bool
+	view              func() *chatView // a fresh view for each answer
 	// readLine reads one line: io.EOF on Ctrl-D, interrupted on Ctrl-C.
 	readLine func() (string, error)
 	// interrupts delivers Ctrl-C while a turn runs, until stop.
@@ -247,7 +251,11 @@ func (r *repl) turn(ctx context.Context, message string) error {
 	req := r.base
 	req.Session = r.session
 	req.Messages = append(append([]wire.Message(nil), r.pending...), wire.Message{Role: "user", Content: message})
-	_, err := printStream(r.cl.Chat(tctx, req), r.out, r.errOut, r.asJSON, r.showUsage)
+	view := newChatView(false, false)
+	if r.view != nil {
+		view = r.view()
+	}
+	_, err := printStream(r.cl.Chat(tctx, req), r.out, r.errOut, r.asJSON, r.showUsage, view)
 	var we *wire.Error
 	switch {
 	case err == nil:

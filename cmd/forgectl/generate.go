@@ -56,9 +56,10 @@ func (o *genOptions) priority() string {
 
 func (o *genOptions) speculative() *bool { v := !o.noSpeculative; return &v }
 
-// printStream writes a generation as it streams: text as it arrives, or one
-// JSON line per token event and a final {"event":"done"} line with the reply.
-func printStream(s *client.Stream, out, errOut io.Writer, asJSON, showUsage bool) (*wire.GenerationResult, error) {
+// printStream writes a generation as it streams: text as it arrives (a
+// chat through view: reasoning, answer and tool calls apart), or one JSON
+// line per token event and a final {"event":"done"} line with the reply.
+func printStream(s *client.Stream, out, errOut io.Writer, asJSON, showUsage bool, view *chatView) (*wire.GenerationResult, error) {
 	for ev, err := range s.Tokens() {
 		if err != nil {
 			return nil, err
@@ -68,6 +69,10 @@ func printStream(s *client.Stream, out, errOut io.Writer, asJSON, showUsage bool
 				Event string `json:"event"`
 				wire.TokenEvent
 			}{wire.EventToken, ev}); err != nil {
+				return nil, err
+			}
+		} else if view != nil {
+			if err := view.write(out, errOut, ev); err != nil {
 				return nil, err
 			}
 		} else if _, err := io.WriteString(out, ev.Text); err != nil {
@@ -127,7 +132,7 @@ Give the prompt as arguments, or token ids with --ids 1,2,3.`,
 			return err
 		}
 		defer cl.Close()
-		_, err = printStream(cl.Generate(cmd.Context(), req), cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON, opts.showUsage)
+		_, err = printStream(cl.Generate(cmd.Context(), req), cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON, opts.showUsage, nil)
 		return err
 	}
 	return c

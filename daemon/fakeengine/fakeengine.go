@@ -1,7 +1,10 @@
-// Package fakeengine is an instant, deterministic daemon.Backend for tests,
-// benchmarks and the fairness harness. It has no model: its vocabulary is the
-// 256 byte values plus an end token, and it "generates" a fixed reply cycle.
-// It exists because the real engine's throughput would hide the protocol's.
+// Package fakeengine is the instant, deterministic daemon.Backends for tests,
+// benchmarks and the fairness harness. Engine has no model: its vocabulary
+// is the 256 byte values plus an end token, and it "generates" a fixed reply
+// cycle. Scripted writes given model text through a real tokenizer and chat
+// template, for tests of what follows the engine (the output parser). They
+// exist because the real engine's throughput would hide the protocol's, and
+// its tiny test models write random text.
 package fakeengine
 
 import (

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/forgedaemon/forged/ane"
@@ -251,8 +252,31 @@ func (b *Backend) Detokenize(ids []int) (string, error) {
 	return b.tok.Decode(ids), nil
 }
 
-// NewStreamDecoder implements daemon.Backend.
-func (b *Backend) NewStreamDecoder() daemon.StreamDecoder { return b.tok.NewStreamDecoder() }
+// NewStreamDecoder implements daemon.Backend. A stop token (the <|im_end|>
+// that ends a turn, which the engine step that sampled it reports) shows no
+// text, as in ane/generate's own events.
+func (b *Backend) NewStreamDecoder() daemon.StreamDecoder {
+	var stops []int
+	if b.rt != nil {
+		stops = b.rt.stopTokens()
+	}
+	if stops == nil {
+		stops = generate.DefaultStopTokens(b.tok) // what the generator stops on without its own
+	}
+	return outputDecoder{b.tok.NewStreamDecoder(), stops}
+}
+
+type outputDecoder struct {
+	*tokenizer.StreamDecoder
+	stops []int
+}
+
+func (d outputDecoder) Add(id int) string {
+	if slices.Contains(d.stops, id) {
+		return ""
+	}
+	return d.StreamDecoder.Add(id)
+}
 
 // RenderChat renders with the model's own template.
 func (b *Backend) RenderChat(p daemon.ChatPrompt) (string, error) {

@@ -227,3 +227,26 @@ func TestCloseReleasesSessions(t *testing.T) {
 		}
 	}
 }
+
+// The stream decoder the daemon streams with shows no text for the stop
+// token that ends a turn, and keeps the chat markers the output parser needs.
+func TestStreamDecoderHidesStopTokens(t *testing.T) {
+	b, err := modelbackend.Open(qwen3Dir(t), modelbackend.Options{TokenizerOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "<think>\nhm\n</think>\n\n<tool_call>\n{}\n</tool_call>"
+	ids, _ := b.Tokenize(text + "<|im_end|><|endoftext|>")
+	dec := b.NewStreamDecoder()
+	var got strings.Builder
+	for _, id := range ids {
+		got.WriteString(dec.Add(id))
+	}
+	got.WriteString(dec.Flush())
+	if got.String() != text {
+		t.Errorf("streamed %q, want %q", got.String(), text)
+	}
+	if s, _ := b.Detokenize(ids[len(ids)-2:]); s != "<|im_end|><|endoftext|>" {
+		t.Errorf("detokenize %q: it still shows every token", s)
+	}
+}

@@ -49,6 +49,7 @@ type genParams struct {
 	ifBusy         string
 	session        string
 	thinkingBudget int
+	output         *chatOutput // a chat's parser; nil for generate
 }
 
 func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
@@ -102,14 +103,23 @@ func (c *call) chat(ctx context.Context, req wire.Request, a wire.ChatArgs) (*wi
 	if err != nil {
 		return nil, err
 	}
+	output, err := newChatOutput(prompt, a.Tools)
+	if err != nil {
+		return nil, err
+	}
 	res, err := c.generate(ctx, req.ID, ids, genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
-		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session, thinkingBudget: int(a.ThinkingBudget)})
+		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session,
+		thinkingBudget: int(a.ThinkingBudget), output: output})
 	if err != nil {
 		return nil, err
 	}
 	if sess != nil {
+		answer, err := res.Message()
+		if err != nil {
+			return nil, err
+		}
 		c.sessions.Update(func() {
-			sess.History = append(conversation, wire.Message{Role: "assistant", Content: res.Text})
+			sess.History = append(conversation, answer)
 			sess.Tokens = len(ids) + int(res.Usage.GeneratedTokens)
 			sess.Context, sess.Parked = int(res.Context), false
 			sess.LastUsed = time.Now()
@@ -228,6 +238,9 @@ func (c *call) generate(ctx context.Context, id uint64, prompt []int, p genParam
 		full = append(full, delta...)
 		g.generated.Add(uint64(len(ids)))
 		ev := wire.TokenEvent{Text: delta, IDs: toWireIDs(ids), TMS: msSince(received)}
+		if p.output != nil {
+			p.output.feed(&ev, delta)
+		}
 		if err := c.event(id, wire.EventToken, ev); err != nil {
 			return err
 		}
@@ -243,6 +256,7 @@ func (c *call) generate(ctx context.Context, id uint64, prompt []int, p genParam
 		req.Sampling = *p.sampling
 	}
 	out, err := served.Generate(genCtx, req, emit)
+	last := wire.TokenEvent{IDs: []uint32{}}
 	if stopped {
 		out.FinishReason = wire.FinishStopString
 	} else if err != nil {
@@ -250,9 +264,17 @@ func (c *call) generate(ctx context.Context, id uint64, prompt []int, p genParam
 			return nil, context.Cause(ctx)
 		}
 		return nil, err
-	} else if tail := text.flush(dec.Flush()); tail != "" {
-		full = append(full, tail...)
-		if err := c.event(id, wire.EventToken, wire.TokenEvent{Text: tail, IDs: []uint32{}, TMS: msSince(received)}); err != nil {
+	} else {
+		last.Text = text.flush(dec.Flush())
+		full = append(full, last.Text...)
+	}
+	if p.output != nil {
+		p.output.feed(&last, last.Text)
+		p.output.finish(&last)
+	}
+	if last.Text != "" || parsed(&last) {
+		last.TMS = msSince(received)
+		if err := c.event(id, wire.EventToken, last); err != nil {
 			return nil, err
 		}
 	}
@@ -272,8 +294,12 @@ func (c *call) generate(ctx context.Context, id uint64, prompt []int, p genParam
 	if revision == "" {
 		revision = model.Bundle.Revision
 	}
-	return &wire.GenerationResult{Text: string(full), FinishReason: out.FinishReason, Usage: usage,
-		Revision: revision, Context: uint64(out.ContextEntry), Session: p.session}, nil
+	res := &wire.GenerationResult{Text: string(full), Content: string(full), FinishReason: out.FinishReason, Usage: usage,
+		Revision: revision, Context: uint64(out.ContextEntry), Session: p.session}
+	if p.output != nil {
+		p.output.result(res)
+	}
+	return res, nil
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

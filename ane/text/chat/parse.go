@@ -90,11 +90,34 @@ const (
 	EventError                      // Text says what was malformed or truncated
 )
 
+// Problem names what an EventError reports.
+type Problem string
+
+const (
+	// ProblemMalformedToolCall: a closed <tool_call> whose body did not
+	// parse; its text, verbatim, follows as content.
+	ProblemMalformedToolCall Problem = "malformed_tool_call"
+	// ProblemTruncatedToolCall: the output ended inside <tool_call> (at
+	// the token limit, say); its text, verbatim, follows as content.
+	ProblemTruncatedToolCall Problem = "truncated_tool_call"
+	// ProblemToolCallArgument: the call was parsed, but a parameter value
+	// did not match its schema's type and was kept as a string.
+	ProblemToolCallArgument Problem = "tool_call_argument"
+	// ProblemTruncatedReasoning: the output ended inside <think>.
+	ProblemTruncatedReasoning Problem = "truncated_reasoning"
+)
+
 // Event is one piece of parsed output.
 type Event struct {
 	Kind EventKind
 	Text string
 	Call *ToolCall
+	// Problem names what an EventError reports.
+	Problem Problem
+	// Raw is the verbatim model text of an EventToolCall, or of the
+	// malformed or truncated call an EventError reports (which the next
+	// event delivers as content).
+	Raw string
 }
 
 type parseState int
@@ -171,12 +194,13 @@ func (p *Parser) step(ev []Event) []Event {
 		p.state = stateContent
 		call, err := parseToolCall(body, p.tools)
 		if err != nil && call == nil {
-			ev = append(ev, Event{Kind: EventError, Text: "malformed tool call: " + err.Error()})
-			return p.content(ev, ToolCallOpen+body+ToolCallClose)
+			raw := ToolCallOpen + body + ToolCallClose
+			ev = append(ev, Event{Kind: EventError, Text: "malformed tool call: " + err.Error(), Problem: ProblemMalformedToolCall, Raw: raw})
+			return p.content(ev, raw)
 		}
-		ev = append(ev, Event{Kind: EventToolCall, Call: call})
+		ev = append(ev, Event{Kind: EventToolCall, Call: call, Raw: ToolCallOpen + body + ToolCallClose})
 		if err != nil {
-			ev = append(ev, Event{Kind: EventError, Text: "tool call " + call.Name + ": " + err.Error()})
+			ev = append(ev, Event{Kind: EventError, Text: "tool call " + call.Name + ": " + err.Error(), Problem: ProblemToolCallArgument})
 		}
 		return ev
 	}
@@ -223,10 +247,12 @@ func (p *Parser) Finish() []Event {
 	switch p.state {
 	case stateReasoning:
 		ev = p.reasoning(ev, rest, true)
-		ev = append(ev, Event{Kind: EventError, Text: "output ended inside the reasoning (no " + ThinkClose + ")"})
+		ev = append(ev, Event{Kind: EventError, Text: "output ended inside the reasoning (no " + ThinkClose + ")", Problem: ProblemTruncatedReasoning})
 	case stateToolCall:
-		ev = append(ev, Event{Kind: EventError, Text: "output ended inside a tool call (no " + ToolCallClose + "): generation stopped mid-call"})
-		ev = p.content(ev, ToolCallOpen+rest)
+		raw := ToolCallOpen + rest
+		ev = append(ev, Event{Kind: EventError, Text: "output ended inside a tool call (no " + ToolCallClose + "): generation stopped mid-call",
+			Problem: ProblemTruncatedToolCall, Raw: raw})
+		ev = p.content(ev, raw)
 	default:
 		if p.afterThink {
 			rest = strings.TrimLeft(rest, "\n")

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/text/chat"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/backend"
 	"github.com/forgedaemon/forged/daemon/ops"
@@ -29,14 +28,12 @@ func usageOf(u wire.Usage) *usage {
 	return out
 }
 
-// finishReason maps the daemon's finish reason; an answer with tool calls
-// finishes "tool_calls".
-func finishReason(r string, calls bool) string {
-	switch {
-	case calls:
-		return "tool_calls"
-	case r == wire.FinishLength:
-		return "length"
+// finishReason maps the daemon's finish reason: a stop string is "stop";
+// "tool_calls" (a turn that called tools) and "length" are OpenAI's too.
+func finishReason(r string) string {
+	switch r {
+	case wire.FinishLength, wire.FinishToolCalls:
+		return r
 	}
 	return "stop" // stop token or stop string
 }
@@ -87,16 +84,10 @@ func randomID(prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
-func toolCallOf(c chat.ToolCall, index *int) toolCall {
-	tc := toolCall{Index: index, ID: randomID("call_"), Type: "function"}
-	tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments
-	return tc
-}
-
 // caller builds the op handlers' view of an HTTP request's caller.
-func (a *API) caller(r *http.Request, event func(name string, data any) error, prompt func(string)) ops.Caller {
+func (a *API) caller(r *http.Request, event func(name string, data any) error) ops.Caller {
 	w := callerOf(r)
-	return ops.Caller{ID: a.ids.Add(1), Peer: w.peer, Client: w.client, Event: event, Prompt: prompt}
+	return ops.Caller{ID: a.ids.Add(1), Peer: w.peer, Client: w.client, Event: event}
 }
 
 // served is the model id the answers name and /v1/models lists.
@@ -125,32 +116,15 @@ func (a *API) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	model, revision := a.served()
 	base := completion{ID: randomID("chatcmpl-"), Object: "chat.completion", Created: time.Now().Unix(), Model: model, SystemFingerprint: revision}
-	out := newOutput(plan.tools)
 	if !q.Stream {
-		var parts []chat.Event
-		ev := func(name string, data any) error {
-			if t, ok := data.(wire.TokenEvent); ok && name == wire.EventToken {
-				parts = append(parts, out.token(t)...)
-			}
-			return nil
-		}
-		res, err := a.h.Chat(r.Context(), a.caller(r, ev, out.prompt), plan.args)
+		res, err := a.h.Chat(r.Context(), a.caller(r, func(string, any) error { return nil }), plan.args)
 		if err != nil {
 			writeError(w, fromDaemon(err, "messages"))
 			return
 		}
-		parts = append(parts, out.finish(res)...)
-		o := chat.Collect(parts)
-		m := &message{Role: "assistant", Content: &o.Content, ReasoningContent: o.Reasoning}
-		for _, c := range o.ToolCalls {
-			m.ToolCalls = append(m.ToolCalls, toolCallOf(c, nil))
-		}
-		if len(m.ToolCalls) > 0 && o.Content == "" {
-			m.Content = nil
-		}
-		fr := finishReason(res.FinishReason, len(m.ToolCalls) > 0)
+		fr := finishReason(res.FinishReason)
 		base.SystemFingerprint = res.Revision
-		base.Choices = []choice{{Message: m, FinishReason: &fr}}
+		base.Choices = []choice{{Message: wholeMessage(res), FinishReason: &fr}}
 		base.Usage = usageOf(res.Usage)
 		writeJSON(w, http.StatusOK, base)
 		return
@@ -158,28 +132,6 @@ func (a *API) chatCompletions(w http.ResponseWriter, r *http.Request) {
 
 	base.Object = "chat.completion.chunk"
 	s := a.newStream(w, q.includeUsage())
-	calls := 0
-	send := func(parts []chat.Event) error {
-		for _, p := range parts {
-			d := &delta{}
-			switch p.Kind {
-			case chat.EventReasoning:
-				d.ReasoningContent = &p.Text
-			case chat.EventContent:
-				d.Content = &p.Text
-			case chat.EventToolCall:
-				i := calls
-				calls++
-				d.ToolCalls = []toolCall{toolCallOf(*p.Call, &i)}
-			default:
-				continue // a malformed call: its text arrives as content
-			}
-			if err := s.send(base, choice{Delta: d}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	ev := func(name string, data any) error {
 		t, ok := data.(wire.TokenEvent)
 		if !ok || name != wire.EventToken {
@@ -191,18 +143,29 @@ func (a *API) chatCompletions(w http.ResponseWriter, r *http.Request) {
 				return err
 			}
 		}
-		return send(out.token(t))
+		for _, p := range parts(t) {
+			d := &delta{}
+			switch {
+			case p.call != nil:
+				d.ToolCalls = []toolCall{toolCallOf(*p.call, true)}
+			case p.reasoning != "":
+				d.ReasoningContent = &p.reasoning
+			default:
+				d.Content = &p.content
+			}
+			if err := s.send(base, choice{Delta: d}); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	res, err := a.h.Chat(r.Context(), a.caller(r, ev, out.prompt), plan.args)
-	if err == nil {
-		base.SystemFingerprint = res.Revision
-		err = send(out.finish(res))
-	}
+	res, err := a.h.Chat(r.Context(), a.caller(r, ev), plan.args)
 	if err != nil {
 		s.fail(fromDaemon(err, "messages"))
 		return
 	}
-	fr := finishReason(res.FinishReason, calls > 0)
+	base.SystemFingerprint = res.Revision
+	fr := finishReason(res.FinishReason)
 	s.end(base, choice{Delta: &delta{}, FinishReason: &fr}, res.Usage)
 }
 
@@ -220,12 +183,12 @@ func (a *API) completions(w http.ResponseWriter, r *http.Request) {
 	model, revision := a.served()
 	base := completion{ID: randomID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: model, SystemFingerprint: revision}
 	if !q.Stream {
-		res, err := a.h.Generate(r.Context(), a.caller(r, func(string, any) error { return nil }, nil), args)
+		res, err := a.h.Generate(r.Context(), a.caller(r, func(string, any) error { return nil }), args)
 		if err != nil {
 			writeError(w, fromDaemon(err, "prompt"))
 			return
 		}
-		fr := finishReason(res.FinishReason, false)
+		fr := finishReason(res.FinishReason)
 		base.SystemFingerprint = res.Revision
 		base.Choices = []choice{{Text: &res.Text, FinishReason: &fr}}
 		base.Usage = usageOf(res.Usage)
@@ -240,13 +203,13 @@ func (a *API) completions(w http.ResponseWriter, r *http.Request) {
 		}
 		return s.send(base, choice{Text: &t.Text})
 	}
-	res, err := a.h.Generate(r.Context(), a.caller(r, ev, nil), args)
+	res, err := a.h.Generate(r.Context(), a.caller(r, ev), args)
 	if err != nil {
 		s.fail(fromDaemon(err, "prompt"))
 		return
 	}
 	base.SystemFingerprint = res.Revision
-	fr := finishReason(res.FinishReason, false)
+	fr := finishReason(res.FinishReason)
 	empty := ""
 	s.end(base, choice{Text: &empty, FinishReason: &fr}, res.Usage)
 }

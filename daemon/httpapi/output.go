@@ -1,46 +1,57 @@
 package httpapi
 
 import (
-	"encoding/json"
-
-	"github.com/forgedaemon/forged/ane/text/chat"
-	"github.com/forgedaemon/forged/ane/text/jinja"
 	"github.com/forgedaemon/forged/client/wire"
 )
 
-// output is the one adapter from the daemon's generation to OpenAI's
-// parts of an answer: reasoning (reasoning_content), content and tool
-// calls. Both the streamed and the whole answer go through it, so they
-// agree. Today the daemon's events carry text only, so it parses the
-// model's <think> and <tool_call> markers with ane/text/chat's streaming
-// parser (the one the chat template's output format is tested with); once
-// generation events carry reasoning and tool calls as data, token and
-// finish read those fields instead, and nothing else here changes.
-type output struct {
-	tools  *jinja.List // the tools offered (XML-form arguments are typed by their schemas)
-	parser *chat.Parser
+// part is one piece of an answer as OpenAI names it: reasoning
+// (reasoning_content), content, or a tool call.
+type part struct {
+	reasoning, content string
+	call               *wire.ToolCall
 }
 
-func newOutput(toolsJSON json.RawMessage) *output {
-	o := &output{}
-	if len(toolsJSON) > 0 {
-		if v, err := jinja.ParseJSON(toolsJSON); err == nil {
-			o.tools, _ = v.(*jinja.List)
-		}
+// parts is the one adapter from the daemon's generation to OpenAI's parts
+// of an answer: the daemon parses the model's output (its reasoning block,
+// answer and tool calls; daemon/ops chatOutput) into each token event's
+// parsed keys, and this reads them, in the order reasoning, content, calls
+// (an event records no interleaving; a call always closes its event's
+// text). The whole answer is the reply's same keys (wholeMessage).
+func parts(ev wire.TokenEvent) []part {
+	var out []part
+	if ev.Reasoning != "" {
+		out = append(out, part{reasoning: ev.Reasoning})
 	}
-	o.parser = chat.NewParser(chat.ParseOptions{Tools: o.tools})
-	return o
+	if ev.Content != "" {
+		out = append(out, part{content: ev.Content})
+	}
+	for i := range ev.ToolCalls {
+		out = append(out, part{call: &ev.ToolCalls[i]})
+	}
+	return out
 }
 
-// prompt is told the rendered prompt before generation starts: a prompt
-// that leaves a <think> block open makes the answer start as reasoning.
-func (o *output) prompt(rendered string) {
-	o.parser = chat.NewParser(chat.ParseOptions{InThinking: chat.PromptOpensThinking(rendered), Tools: o.tools})
+// toolCallOf is a parsed call in OpenAI's shape (arguments as a JSON
+// string, the model's key order kept); index is set in a stream's delta.
+func toolCallOf(c wire.ToolCall, streamed bool) toolCall {
+	tc := toolCall{ID: c.ID, Type: "function"}
+	if streamed {
+		i := int(c.Index)
+		tc.Index = &i
+	}
+	tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments.String()
+	return tc
 }
 
-// token is one token event's parts.
-func (o *output) token(ev wire.TokenEvent) []chat.Event { return o.parser.Feed(ev.Text) }
-
-// finish is what the end of the generation completes (a held-back
-// marker prefix, an unterminated tool call kept as content).
-func (o *output) finish(*wire.GenerationResult) []chat.Event { return o.parser.Finish() }
+// wholeMessage is a non-streamed answer from the reply's parsed keys:
+// content is null when the model only called tools.
+func wholeMessage(res *wire.GenerationResult) *message {
+	m := &message{Role: "assistant", Content: &res.Content, ReasoningContent: res.Reasoning}
+	for _, c := range res.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, toolCallOf(c, false))
+	}
+	if len(m.ToolCalls) > 0 && res.Content == "" {
+		m.Content = nil
+	}
+	return m
+}

@@ -220,7 +220,6 @@ var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // answer is shaped.
 type chatPlan struct {
 	args   wire.ChatArgs
-	tools  json.RawMessage // the tools offered, for the output parser (nil: none)
 	format responseFormat
 }
 
@@ -283,7 +282,13 @@ func (m chatMessage) toWire(i int) (wire.Message, *apiError) {
 	default:
 		return wire.Message{}, badField(at("role"), "%q is not one of system, developer, user, assistant, tool", m.Role)
 	}
-	wm := wire.Message{Role: role, Name: m.Name}
+	wm := wire.Message{Role: role, Name: m.Name, ToolCallID: m.ToolCallID}
+	if m.ReasoningContent != nil {
+		if role != "assistant" {
+			return wm, badField(at("reasoning_content"), "only assistant messages carry reasoning")
+		}
+		wm.Reasoning = *m.ReasoningContent // the template renders it where it does
+	}
 	switch {
 	case isNull(m.Content):
 		if role != "assistant" {
@@ -373,7 +378,7 @@ func (p *chatPlan) setTools(raw json.RawMessage) (map[string]bool, *apiError) {
 	if err != nil {
 		return nil, badField("tools", "%v", err)
 	}
-	p.args.Tools, p.tools = objs, raw
+	p.args.Tools = objs
 	return names, nil
 }
 
@@ -390,7 +395,7 @@ func (p *chatPlan) setToolChoice(raw json.RawMessage, names map[string]bool) *ap
 		case "auto":
 			return nil
 		case "none":
-			p.args.Tools, p.tools = nil, nil
+			p.args.Tools = nil
 			return nil
 		case "required":
 			if len(names) == 0 {

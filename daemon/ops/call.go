@@ -19,18 +19,11 @@ type call struct {
 	client   string
 	sessions *state.Owner                                 // nil: no sessions (HTTP)
 	sink     func(id uint64, name string, data any) error // the request's events
-	prompt   func(rendered string)                        // nil, or told chat's rendered prompt
 }
 
 func (c *call) clientName() string { return c.client }
 
 func (c *call) event(id uint64, name string, data any) error { return c.sink(id, name, data) }
-
-func (c *call) rendered(prompt string) {
-	if c.prompt != nil {
-		c.prompt(prompt)
-	}
-}
 
 // call is a request of this connection: its events are frames on it.
 func (c *conn) call() *call {
@@ -53,19 +46,16 @@ type Caller struct {
 	Peer   transport.Peer // from the kernel (Unix socket) or the token's record (TCP)
 	Client string         // the app name: with Peer.UID, the caller identity for fairness
 	// Event receives the request's events (wire.EventToken with a
-	// wire.TokenEvent, wire.EventQueued with a wire.QueuedEvent); an
-	// error stops the generation.
+	// wire.TokenEvent, parsed keys included for a chat; wire.EventQueued
+	// with a wire.QueuedEvent); an error stops the generation.
 	Event func(name string, data any) error
-	// Prompt, when set, is told chat's rendered prompt before generation
-	// starts (to know whether it opened a reasoning block).
-	Prompt func(rendered string)
 }
 
 func (s *Handlers) callFor(who Caller, session string) (*call, error) {
 	if session != "" {
 		return nil, wire.Errorf(wire.CodeBadRequest, "sessions belong to msgpack connections; this caller has none")
 	}
-	return &call{s: s, peer: who.Peer, client: who.Client, prompt: who.Prompt,
+	return &call{s: s, peer: who.Peer, client: who.Client,
 		sink: func(_ uint64, name string, data any) error { return who.Event(name, data) }}, nil
 }
 

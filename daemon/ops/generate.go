@@ -98,7 +98,6 @@ func (c *call) chat(ctx context.Context, req wire.Request, a wire.ChatArgs) (*wi
 	if err != nil {
 		return nil, err
 	}
-	c.rendered(prompt)
 	ids, err := c.s.Backend().Tokenize(prompt)
 	if err != nil {
 		return nil, err

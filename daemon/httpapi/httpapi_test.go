@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,34 +15,32 @@ import (
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
 	"github.com/forgedaemon/forged/daemon/httpapi"
+	"github.com/forgedaemon/forged/daemon/modelbackend"
+	"github.com/forgedaemon/forged/internal/refdata"
 )
 
 const base = "http://forged"
 
 var listenTCP = httpapi.ListenTCP
 
-// scripted is the fake engine answering every request with one text, a
-// byte per step, then a stop token: the model's output format without a
-// model.
-type scripted struct {
-	*fakeengine.Engine
-	text string
-}
-
-func (s scripted) Generate(ctx context.Context, req daemon.GenerateRequest, emit func([]int) error) (daemon.Outcome, error) {
-	out := daemon.Outcome{FinishReason: wire.FinishStop, Revision: "rev"}
-	for i := 0; i < len(s.text) && i < req.MaxTokens; i++ {
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-		if err := emit([]int{int(s.text[i])}); err != nil {
-			return out, err
-		}
+// qwen3Scripted is the Qwen3 tokenizer and chat template (the repository's
+// reference data) with a scripted engine: known model text through the real
+// text side and the daemon's output parser.
+func qwen3Scripted(t *testing.T) *fakeengine.Scripted {
+	t.Helper()
+	dir, err := refdata.Dir()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(s.text) > req.MaxTokens {
-		out.FinishReason = wire.FinishLength
+	rb, err := modelbackend.Open(filepath.Join(dir, "qwen3"), modelbackend.Options{TokenizerOnly: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out, nil
+	end, err := rb.Tokenize("<|im_end|>")
+	if err != nil || len(end) != 1 {
+		t.Fatalf("<|im_end|> tokenizes to %v, %v", end, err)
+	}
+	return &fakeengine.Scripted{Backend: rb, Step: 2, EndOfTurn: end}
 }
 
 func chatBody(extra map[string]any) map[string]any {
@@ -197,8 +196,10 @@ func TestCompletions(t *testing.T) {
 // reasoning_content and a <tool_call> is a tool call (finish_reason
 // tool_calls, content null), streamed and whole alike.
 func TestReasoningAndToolCalls(t *testing.T) {
-	text := "<think>\nweather needs a lookup\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
-	h := start(t, scripted{fakeengine.New(fakeengine.Options{}), text}, daemon.Config{})
+	text := "<think>\nweather needs a lookup\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>"
+	model := qwen3Scripted(t)
+	model.Script(text, text, "It is 18C and sunny in Paris.")
+	h := start(t, model, daemon.Config{})
 	c := unixClient(h.httpSock)
 	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}}
@@ -251,8 +252,18 @@ func TestReasoningAndToolCalls(t *testing.T) {
 			"function": map[string]any{"name": "get_weather", "arguments": tc.Function.Arguments}}}},
 		map[string]any{"role": "tool", "tool_call_id": tc.ID, "content": "18C, sunny"},
 	}})
-	if r := do(t, c, base, "POST", "/v1/chat/completions", body); r.status != 200 {
+	r = do(t, c, base, "POST", "/v1/chat/completions", body)
+	if r.status != 200 || !strings.Contains(string(r.body), `"content":"It is 18C and sunny in Paris."`) || !strings.Contains(string(r.body), `"finish_reason":"stop"`) {
 		t.Fatalf("tool round trip: %d %s", r.status, r.body)
+	}
+	// The call and the tool's answer reached the template as the model
+	// sees them.
+	prompts := model.Prompts()
+	last := prompts[len(prompts)-1]
+	for _, want := range []string{"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>", "<tool_response>\n18C, sunny\n</tool_response>"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the round trip's prompt lacks %q:\n%s", want, last)
+		}
 	}
 }
 

@@ -116,7 +116,7 @@ func TestClientCancel(t *testing.T) {
 	c := dial(t, path)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{1}, MaxTokens: ptr(uint64(60000))})
+	s := c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{1}}, client.MaxTokens(60000))
 	got := 0
 	var last error
 	for _, err := range s.Tokens() {
@@ -144,7 +144,7 @@ func TestClientConcurrentStreams(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			res, err := c.Generate(context.Background(), wire.GenerateArgs{IDs: []uint32{1}, MaxTokens: ptr(uint64(10 + i))}).Result()
+			res, err := c.Generate(context.Background(), wire.GenerateArgs{IDs: []uint32{1}}, client.MaxTokens(uint64(10+i))).Result()
 			if err != nil || res.Usage.GeneratedTokens != uint64(10+i) {
 				t.Errorf("stream %d: %+v %v", i, res, err)
 			}
@@ -176,18 +176,32 @@ func TestClientSubscribe(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // When the daemon goes away, calls in flight and later calls fail with ErrClosed.
 func TestClientDaemonGone(t *testing.T) {
 	path, srv := serve(t, fakeengine.Options{TokenDelay: time.Millisecond})
 	c := dial(t, path)
-	s := c.Generate(context.Background(), wire.GenerateArgs{IDs: []uint32{1}, MaxTokens: ptr(uint64(60000))})
+	s := c.Generate(context.Background(), wire.GenerateArgs{IDs: []uint32{1}}, client.MaxTokens(60000))
 	srv.Shutdown()
 	if _, err := s.Result(); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("stream after shutdown: %v", err)
 	}
 	if _, err := c.Status(context.Background()); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("call after shutdown: %v", err)
+	}
+}
+
+// Options apply after the args struct's fields: MaxTokens(8) wins over a
+// MaxTokens already in the args, and the last option of a kind wins.
+func TestGenOptionsOverrideArgs(t *testing.T) {
+	path, _ := serve(t, fakeengine.Options{})
+	c := dial(t, path)
+	ten := uint64(10)
+	res, err := c.Generate(context.Background(), wire.GenerateArgs{IDs: []uint32{1}, MaxTokens: &ten}, client.MaxTokens(3), client.MaxTokens(8)).Result()
+	if err != nil || res.Usage.GeneratedTokens != 8 {
+		t.Fatalf("generated %+v %v, want 8 tokens", res, err)
+	}
+	res, err = c.Chat(context.Background(), wire.ChatArgs{Messages: []wire.Message{{Role: "user", Content: "hi"}}}, client.MaxTokens(5), client.Speculative(false)).Result()
+	if err != nil || res.Usage.GeneratedTokens != 5 || len(res.Usage.Acceptance) != 0 {
+		t.Fatalf("chat %+v %v: want 5 tokens without speculation", res, err)
 	}
 }

@@ -9,9 +9,16 @@
 // replies, exactly as the daemon holds a client that stops reading.
 //
 //	c, err := client.Dial(ctx, "", client.Options{Name: "myapp"})
-//	s := c.Chat(ctx, wire.ChatArgs{Messages: []wire.Message{{Role: "user", Content: "Hi"}}})
+//	s := c.Chat(ctx, wire.ChatArgs{Messages: []wire.Message{{Role: "user", Content: "Hi"}}}, client.MaxTokens(256))
 //	for ev, err := range s.Tokens() { … ev.Text … }
 //	res, err := s.Result() // usage, finish reason, revision, context entry
+//
+// The arguments the protocol takes present-or-absent are options after the
+// args struct: MaxTokens, Sampling, Speculative, Prompt (Generate's text),
+// and OnQueued, which is told the request's place while it waits for a
+// generation slot or for memory. Arguments whose zero is the default
+// (Session, Stop, Priority, Thinking…) are plain fields. Each entry point
+// has a runnable example.
 //
 // Tools (and tool calls) are wire.Object values, which keep their key order
 // because the chat template renders them in it: build them from JSON,

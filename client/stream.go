@@ -19,20 +19,30 @@ type Stream struct {
 	result *wire.GenerationResult
 	reply  *incoming // the reply, once read
 	done   bool
+
+	onQueued func(wire.QueuedEvent) // OnQueued's, or nil
 }
 
-// Chat starts a chat completion.
-func (c *Client) Chat(ctx context.Context, args wire.ChatArgs) *Stream {
-	return c.stream(ctx, wire.OpChat, args)
+// Chat starts a chat completion of args.Messages; opts set the optional
+// arguments (MaxTokens, Sampling, Speculative) and OnQueued.
+func (c *Client) Chat(ctx context.Context, args wire.ChatArgs, opts ...GenOption) *Stream {
+	o := collect(opts)
+	a, err := o.chatArgs(args)
+	if err != nil {
+		return &Stream{c: c, ctx: ctx, err: err, done: true}
+	}
+	return c.stream(ctx, wire.OpChat, a, o.onQueued)
 }
 
-// Generate starts a raw completion of a prompt or token ids.
-func (c *Client) Generate(ctx context.Context, args wire.GenerateArgs) *Stream {
-	return c.stream(ctx, wire.OpGenerate, args)
+// Generate starts a raw completion of token ids (args.IDs) or of a text
+// (the Prompt option); opts set the optional arguments as for Chat.
+func (c *Client) Generate(ctx context.Context, args wire.GenerateArgs, opts ...GenOption) *Stream {
+	o := collect(opts)
+	return c.stream(ctx, wire.OpGenerate, o.generateArgs(args), o.onQueued)
 }
 
-func (c *Client) stream(ctx context.Context, op string, args any) *Stream {
-	s := &Stream{c: c, ctx: ctx}
+func (c *Client) stream(ctx context.Context, op string, args any, onQueued func(wire.QueuedEvent)) *Stream {
+	s := &Stream{c: c, ctx: ctx, onQueued: onQueued}
 	s.id, s.cl, s.err = c.start(op, args, true)
 	s.done = s.err != nil
 	return s
@@ -72,15 +82,16 @@ func (s *Stream) Result() (*wire.GenerationResult, error) {
 	return s.result, s.err
 }
 
-// next returns the next token event, or false once the reply has arrived.
-// The reader queues a request's events before its reply, so after the reply
-// is seen the events still buffered are delivered first.
+// next returns the next token event, or false once the reply has arrived;
+// queued events on the way go to onQueued. The reader queues a request's
+// events before its reply, so after the reply is seen the events still
+// buffered are delivered first.
 func (s *Stream) next() (incoming, bool) {
 	for {
 		if s.reply != nil {
 			select {
 			case m := <-s.cl.events:
-				if m.Event == wire.EventToken {
+				if s.event(m) {
 					return m, true
 				}
 				continue
@@ -91,7 +102,7 @@ func (s *Stream) next() (incoming, bool) {
 		}
 		select {
 		case m := <-s.cl.events:
-			if m.Event == wire.EventToken {
+			if s.event(m) {
 				return m, true
 			}
 		case m := <-s.cl.reply:
@@ -101,6 +112,19 @@ func (s *Stream) next() (incoming, bool) {
 			return incoming{}, false
 		}
 	}
+}
+
+// event handles an event that is not a token (a queued event goes to
+// onQueued; kinds from a newer daemon are skipped) and reports whether m is
+// a token event.
+func (s *Stream) event(m incoming) bool {
+	if m.Event == wire.EventQueued && s.onQueued != nil {
+		var ev wire.QueuedEvent
+		if msgpack.Unmarshal(m.Data, &ev) == nil {
+			s.onQueued(ev)
+		}
+	}
+	return m.Event == wire.EventToken
 }
 
 func (s *Stream) finish(m incoming) {

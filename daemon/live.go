@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"time"
+
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/access"
 	"github.com/forgedaemon/forged/daemon/state"
 )
 
@@ -9,18 +12,19 @@ import (
 // without a restart.
 type LiveSettings = state.LiveSettings
 
-// ApplyLive switches to l. An admin group that does not resolve is an error
-// and nothing changes.
+// SessionLimits is state.SessionLimits: the caps on open sessions.
+type SessionLimits = state.SessionLimits
+
+// ApplyLive switches to l, whose names state.LiveFrom has resolved
+// (daemon/access), so nothing here can fail.
 func (s *Server) ApplyLive(l LiveSettings) error {
-	gid, err := resolveGroup(l.AdminGroup)
-	if err != nil {
-		return err
-	}
-	s.sched.SetLimits(l.Slots, l.MaxQueue, l.PerCaller)
 	s.mu.Lock()
-	s.cfg.Slots, s.cfg.MaxQueue, s.cfg.PerCaller = max(l.Slots, 1), max(l.MaxQueue, 1), max(l.PerCaller, 1)
-	s.cfg.AdminGroup, s.cfg.AllowedUIDs = l.AdminGroup, l.AllowedUIDs
-	s.auth.adminGID, s.auth.allowedUID = gid, l.AllowedUIDs
+	s.cfg.Slots, s.cfg.MaxQueue, s.cfg.PerCaller, s.cfg.PerUID = max(l.Slots, 1), max(l.MaxQueue, 1), max(l.PerCaller, 1), max(l.PerUID, 1)
+	s.cfg.Sessions = l.Sessions
+	s.sched.SetLimits(s.cfg.schedLimits())
+	s.sessions.SetLimits(l.Sessions)
+	s.cfg.AdminGroup, s.cfg.AllowedUIDs = l.Access.AdminGroup, l.Access.AllowedUIDs
+	s.auth.Rules = l.Access
 	r := s.res
 	s.mu.Unlock()
 	if r != nil {
@@ -30,7 +34,7 @@ func (s *Server) ApplyLive(l LiveSettings) error {
 }
 
 // authz is the authorizer in force (ApplyLive may replace it).
-func (s *Server) authz() authorizer {
+func (s *Server) authz() access.Authorizer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.auth
@@ -41,21 +45,32 @@ func (s *Server) configValues() wire.ConfigValues {
 	s.mu.Lock()
 	cfg, r, file := s.cfg, s.res, s.configFile
 	s.mu.Unlock()
+	sl := s.sessions.Limits()
 	v := wire.ConfigValues{
 		MaxFrame: uint64(cfg.Limits.MaxFrame), MaxDepth: uint64(cfg.Limits.MaxDepth),
 		FrameTimeoutMS: uint64(cfg.FrameTimeout.Milliseconds()), WriteTimeoutMS: uint64(cfg.WriteTimeout.Milliseconds()),
 		SlowReaderTimeoutMS: uint64(cfg.SlowReaderTimeout.Milliseconds()), EventQueue: uint64(cfg.EventQueue),
-		Slots: uint64(cfg.Slots), MaxQueue: uint64(cfg.MaxQueue), PerCaller: uint64(cfg.PerCaller),
+		Slots: uint64(cfg.Slots), MaxQueue: uint64(cfg.MaxQueue), PerCaller: uint64(cfg.PerCaller), PerUID: uint64(cfg.PerUID),
+		SessionsPerConn: uint64(sl.PerConnection), SessionsPerUID: uint64(sl.PerUID),
 		AdminGroup: cfg.AdminGroup, Socket: cfg.SocketPath,
 	}
 	if r != nil {
-		v.KeepAliveMS = -1 // never
-		if k := r.KeepAlive(); k > 0 {
-			v.KeepAliveMS = k.Milliseconds()
+		ms := int64(-1) // never
+		if k := r.KeepAlive(); k >= 0 {
+			// Whole milliseconds, rounded up: only a keep-alive of 0
+			// (unload as soon as idle) reads 0.
+			ms = (k + time.Millisecond - 1).Milliseconds()
 		}
+		v.KeepAliveMS = &ms
 	}
 	if file != nil {
 		v.File = file.Watcher().Path()
 	}
 	return v
 }
+
+// The default session caps (state.DefaultSessionsPerConnection, …).
+const (
+	DefaultSessionsPerConnection = state.DefaultSessionsPerConnection
+	DefaultSessionsPerUID        = state.DefaultSessionsPerUID
+)

@@ -22,14 +22,14 @@ func (s *Server) MemoryEstimate() (m wire.Memory, ok bool) {
 		return m, false
 	}
 	m.Weights = uint64(f.Model(false))
-	for _, si := range s.sessions.Infos() {
+	s.sessions.ForEach(func(_ *state.Owner, si *state.Session) {
 		if si.Context == 0 {
-			continue // opened but never run: the backend holds nothing yet
+			return // opened but never run (or parked): the backend holds nothing in memory
 		}
-		m.KV += uint64(f.KVPerRow * int64(f.Rows(int(si.Context))))
+		m.KV += uint64(f.KVPerRow * int64(f.Rows(si.Context)))
 		m.State += uint64(f.Recurrent)
 		m.Scratch += uint64(f.SessionScratch)
-	}
+	})
 	m.Scratch += uint64(f.Scratch)
 	m.Weights -= uint64(f.Scratch)
 	m.Total = m.Weights + m.KV + m.State + m.Scratch

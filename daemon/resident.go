@@ -12,8 +12,8 @@ type (
 	ResidencyOptions = state.ResidencyOptions
 )
 
-// Wire states the residency machine adds to protocol 1's list (§5 of
-// docs/PROTOCOL.md), kept here for existing callers; they live in wire.
+// Wire states the residency machine adds to protocol 1's list (docs/PROTOCOL.md
+// §5), kept here for existing callers; they live in wire.
 const (
 	StateUnloaded  = wire.StateUnloaded
 	StateUnloading = wire.StateUnloading

@@ -52,7 +52,8 @@ type residencyRig struct {
 func newResidencyRig(t *testing.T, opts fakeengine.Options) *residencyRig {
 	rig := &residencyRig{ts: startServer(t, daemon.Config{}, opts), clock: &fakeClock{now: time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)}}
 	rig.r = rig.ts.EnableResidency(daemon.ResidencyOptions{
-		Bundle: "fake/instant@1",
+		Bundle:    "fake/instant@1",
+		KeepAlive: residency.DefaultKeepAlive,
 		Load: func(context.Context) (daemon.Backend, error) {
 			rig.loads.Add(1)
 			e := fakeengine.New(opts)
@@ -261,16 +262,51 @@ func smallFootprint() *residency.Footprint {
 
 func (smallEngine) Footprint() *residency.Footprint { return smallFootprint() }
 
-// A session that does not fit next to another waits (queued events with its
-// position) until the other frees its memory, or with if_busy "busy" is
-// busy at once; one that could never fit is busy at once, naming the numbers.
+// holdingEngine generates like smallEngine, except that a prompt starting
+// with holdToken runs until it is cancelled: a request that keeps its memory.
+type holdingEngine struct{ smallEngine }
+
+const holdToken = 7
+
+func (e holdingEngine) Generate(ctx context.Context, req daemon.GenerateRequest, emit func([]int) error) (daemon.Outcome, error) {
+	if len(req.Prompt) > 0 && req.Prompt[0] == holdToken {
+		<-ctx.Done()
+		return daemon.Outcome{}, ctx.Err()
+	}
+	return e.smallEngine.Generate(ctx, req, emit)
+}
+
+// startHolder starts a generation that holds a 32-entry context until its
+// connection closes, and waits until it runs.
+func startHolder(t *testing.T, ts *testServer) *rawConn {
+	t.Helper()
+	hold := dialRaw(t, ts.path)
+	hold.hello()
+	hold.write(map[string]any{"id": uint64(2), "op": wire.OpGenerate, "args": map[string]any{"ids": []uint32{holdToken, 105}, "max_tokens": 20}})
+	waitFor(t, func() bool {
+		for _, q := range status(t, ts.path)["requests"].([]any) {
+			if q.(map[string]any)["state"] == "running" {
+				return true
+			}
+		}
+		return false
+	})
+	return hold
+}
+
+// A request that does not fit next to a running one waits (queued events
+// with its position) until the other frees its memory, or with if_busy
+// "busy" is busy at once; one that could never fit is busy at once, naming
+// the numbers.
 func TestAdmissionWaitsForMemory(t *testing.T) {
 	opts := fakeengine.Options{ContextSize: []int{16, 32, 64}}
 	ts := startServer(t, daemon.Config{}, opts)
 	f := smallFootprint()
 	budget := f.Model(true) + f.Session(32) + f.Session(16)/2 // room for one 32-entry session only
 	r := ts.EnableResidency(daemon.ResidencyOptions{Bundle: "small", Budget: budget,
-		Load: func(context.Context) (daemon.Backend, error) { return smallEngine{fakeengine.New(opts)}, nil }})
+		Load: func(context.Context) (daemon.Backend, error) {
+			return holdingEngine{smallEngine{fakeengine.New(opts)}}, nil
+		}})
 	ctx := context.Background()
 	if err := r.Load(ctx, "test"); err != nil {
 		t.Fatal(err)
@@ -280,10 +316,7 @@ func TestAdmissionWaitsForMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	sa, _ := c.OpenSession(ctx)
-	if res, err := c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{104, 105}, MaxTokens: max64(20), Session: sa}).Result(); err != nil || res.Context != 32 {
-		t.Fatalf("first session: %+v %v", res, err)
-	}
+	hold := startHolder(t, ts)
 
 	raw := dialRaw(t, ts.path)
 	raw.hello()
@@ -307,9 +340,7 @@ func TestAdmissionWaitsForMemory(t *testing.T) {
 	if asUint(data["position"]) != 1 || !strings.Contains(data["reason"].(string), "exceed") {
 		t.Fatalf("queued event %v, want position 1 and a reason", data)
 	}
-	if err := c.CloseSession(ctx, sa); err != nil {
-		t.Fatal(err)
-	}
+	hold.nc.Close() // the running request is cancelled and frees its memory
 	for {
 		m := raw.read()
 		if _, isEvent := m["event"]; isEvent {
@@ -364,18 +395,17 @@ func TestAdmissionWaitersCancelCleanly(t *testing.T) {
 	ts := startServer(t, daemon.Config{PerCaller: 64}, opts)
 	f := smallFootprint()
 	r := ts.EnableResidency(daemon.ResidencyOptions{Bundle: "small", Budget: f.Model(true) + f.Session(32),
-		Load: func(context.Context) (daemon.Backend, error) { return smallEngine{fakeengine.New(opts)}, nil }})
+		Load: func(context.Context) (daemon.Backend, error) {
+			return holdingEngine{smallEngine{fakeengine.New(opts)}}, nil
+		}})
 	ctx := context.Background()
 	if err := r.Load(ctx, "test"); err != nil {
 		t.Fatal(err)
 	}
+	hold := startHolder(t, ts)
+	defer hold.nc.Close()
 	raw := dialRaw(t, ts.path)
 	raw.hello()
-	s := result(t, raw.call(2, wire.OpSessionOpen, map[string]any{}))["session"].(string)
-	raw.write(map[string]any{"id": uint64(3), "op": wire.OpGenerate, "args": map[string]any{"ids": []uint32{104}, "max_tokens": 20, "session": s}})
-	if rep := readReply(raw, 3); rep["ok"] != true {
-		t.Fatalf("first session: %v", rep)
-	}
 	before := runtime.NumGoroutine()
 	for round := range 20 {
 		id := uint64(100 + round)
@@ -473,4 +503,82 @@ func TestForcedUnloadClosesAfterCancelledRequestsReturn(t *testing.T) {
 	if _, err := stream.Result(); !errors.As(err, &we) || we.Code != wire.CodeCancelled {
 		t.Fatalf("the stream under a forced unload ended with %v, want cancelled", err)
 	}
+}
+
+// Idle sessions' state never keeps a request out: with the budget full of
+// idle sessions (a backend that cannot park them), another app's request
+// is admitted at once and the least recently used session's state is
+// dropped (its next turn prefills again), as the pressure ladder does.
+// Before, the request waited for memory until those sessions closed.
+func TestAdmissionEvictsIdleSessions(t *testing.T) {
+	opts := fakeengine.Options{ContextSize: []int{16, 32, 64}}
+	ts := startServer(t, daemon.Config{}, opts)
+	f := smallFootprint()
+	r := ts.EnableResidency(daemon.ResidencyOptions{Bundle: "small", Budget: f.Model(true) + 2*f.Session(32) + f.Session(16)/2,
+		Load: func(context.Context) (daemon.Backend, error) { return smallEngine{fakeengine.New(opts)}, nil }})
+	ctx := context.Background()
+	if err := r.Load(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	idle := dialRaw(t, ts.path)
+	idle.hello()
+	var ids []string
+	for i := range 2 {
+		s := result(t, idle.call(uint64(10+i), wire.OpSessionOpen, map[string]any{}))["session"].(string)
+		idle.write(map[string]any{"id": uint64(20 + i), "op": wire.OpGenerate, "args": map[string]any{"ids": []uint32{104}, "max_tokens": 20, "session": s}})
+		if rep := readReply(idle, uint64(20+i)); rep["ok"] != true {
+			t.Fatalf("session %d: %v", i, rep)
+		}
+		ids = append(ids, s)
+	}
+	other := dialRaw(t, ts.path)
+	result(t, other.call(1, "hello", map[string]any{"protocol": 1, "client": "other-app"}))
+	other.write(map[string]any{"id": uint64(2), "op": wire.OpGenerate, "args": map[string]any{"ids": []uint32{104}, "max_tokens": 20, "if_busy": "busy"}})
+	if rep := readReply(other, 2); rep["ok"] != true {
+		t.Fatalf("a request with the budget full of idle sessions: %v, want it admitted at once", rep)
+	}
+	ctxOf := map[string]uint64{}
+	for _, s := range status(t, ts.path)["sessions"].([]any) {
+		m := s.(map[string]any)
+		ctxOf[m["session"].(string)] = asUint(m["context"])
+	}
+	if ctxOf[ids[0]] != 0 || ctxOf[ids[1]] != 32 {
+		t.Fatalf("session contexts %v: want the least recently used (%s) dropped to 0 and %s kept", ctxOf, ids[0], ids[1])
+	}
+}
+
+// Sessions are capped per connection and per uid: past a cap session.open
+// is busy naming the limit, and closing one makes room.
+func TestSessionCaps(t *testing.T) {
+	ts := startServer(t, daemon.Config{Sessions: daemon.SessionLimits{PerConnection: 3, PerUID: 5}}, fakeengine.Options{})
+	a, b := dialRaw(t, ts.path), dialRaw(t, ts.path)
+	a.hello()
+	b.hello()
+	var first string
+	for i := range 3 {
+		s := result(t, a.call(uint64(10+i), wire.OpSessionOpen, map[string]any{}))["session"].(string)
+		if i == 0 {
+			first = s
+		}
+	}
+	if msg := expectError(t, a.call(20, wire.OpSessionOpen, map[string]any{}), 20, wire.CodeBusy); !strings.Contains(msg, "sessions_per_connection") {
+		t.Errorf("per-connection cap: %q does not name the limit", msg)
+	}
+	result(t, b.call(30, wire.OpSessionOpen, map[string]any{}))
+	result(t, b.call(31, wire.OpSessionOpen, map[string]any{}))
+	if msg := expectError(t, b.call(32, wire.OpSessionOpen, map[string]any{}), 32, wire.CodeBusy); !strings.Contains(msg, "sessions_per_uid") {
+		t.Errorf("per-uid cap: %q does not name the limit", msg)
+	}
+	result(t, a.call(40, wire.OpSessionClose, map[string]any{"session": first}))
+	result(t, b.call(41, wire.OpSessionOpen, map[string]any{}))
+	st := status(t, ts.path)
+	if asUint(st["sessions_total"]) != 5 || len(st["sessions"].([]any)) != 5 {
+		t.Fatalf("status: sessions_total %v, %d listed; want 5", st["sessions_total"], len(st["sessions"].([]any)))
+	}
+	a.nc.Close() // a connection's sessions are freed with it, and leave the uid's count
+	waitFor(t, func() bool { return asUint(status(t, ts.path)["sessions_total"]) == 3 })
+	c := dialRaw(t, ts.path)
+	c.hello()
+	result(t, c.call(50, wire.OpSessionOpen, map[string]any{}))
+	result(t, c.call(51, wire.OpSessionOpen, map[string]any{}))
 }

@@ -122,6 +122,19 @@ func TestUnauthorizedRealUID(t *testing.T) {
 		t.Skip("needs root to start a process as another uid")
 	}
 	ts := startServer(t, daemon.Config{}, fakeengine.Options{})
+	out := runAsNobody(t, "TestNobodyChild", "FORGED_TEST_NOBODY_SOCKET="+ts.path)
+	if !strings.Contains(out, "NOBODY-CHECKED") {
+		t.Fatalf("child did not run its checks:\n%s", out)
+	}
+}
+
+// runAsNobody runs one test of this binary as uid 65534 with env added and
+// returns its output; the test is skipped where that cannot be done.
+func runAsNobody(t *testing.T, test string, env ...string) string {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to start a process as another uid")
+	}
 	// The test binary lives in a private build directory; copy it where nobody can run it.
 	dir, err := os.MkdirTemp("", "fdbin")
 	if err != nil {
@@ -138,8 +151,8 @@ func TestUnauthorizedRealUID(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run=^TestNobodyChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "FORGED_TEST_NOBODY_SOCKET="+ts.path)
+	cmd := exec.Command(bin, "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -148,9 +161,7 @@ func TestUnauthorizedRealUID(t *testing.T) {
 		}
 		t.Fatalf("child as uid 65534 failed: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "NOBODY-CHECKED") {
-		t.Fatalf("child did not run its checks:\n%s", out)
-	}
+	return string(out)
 }
 
 // TestNobodyChild is the client half of TestUnauthorizedRealUID.

@@ -12,6 +12,4 @@ const (
 )
 
 // NewScheduler is scheduler.NewScheduler.
-func NewScheduler(slots, maxQueue, perCaller int) *Scheduler {
-	return scheduler.NewScheduler(slots, maxQueue, perCaller)
-}
+func NewScheduler(l scheduler.Limits) *Scheduler { return scheduler.NewScheduler(l) }

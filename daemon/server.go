@@ -5,13 +5,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/access"
 	"github.com/forgedaemon/forged/daemon/ops"
+	"github.com/forgedaemon/forged/daemon/scheduler"
 	"github.com/forgedaemon/forged/daemon/state"
 	"github.com/forgedaemon/forged/daemon/tokens"
 	"github.com/forgedaemon/forged/daemon/transport"
@@ -19,14 +20,16 @@ import (
 
 // Config tunes the server. Zero values take the defaults in docs/PROTOCOL.md.
 type Config struct {
-	Limits            wire.Limits   // frame size and nesting bounds
-	FrameTimeout      time.Duration // a started frame must complete within this
-	WriteTimeout      time.Duration // one blocked write longer than this disconnects
-	SlowReaderTimeout time.Duration // a full event queue for this long disconnects
-	EventQueue        int           // outgoing messages buffered per connection
-	Slots             int           // generations run at once
-	MaxQueue          int           // generations waiting in total
-	PerCaller         int           // queued-or-running generations per caller
+	Limits            wire.Limits         // frame size and nesting bounds
+	FrameTimeout      time.Duration       // a started frame must complete within this
+	WriteTimeout      time.Duration       // one blocked write longer than this disconnects
+	SlowReaderTimeout time.Duration       // a full event queue for this long disconnects
+	EventQueue        int                 // outgoing messages buffered per connection
+	Slots             int                 // generations run at once
+	MaxQueue          int                 // generations waiting in total
+	PerCaller         int                 // queued-or-running generations per caller (uid + app name)
+	PerUID            int                 // queued-or-running generations per uid, over all its app names
+	Sessions          state.SessionLimits // open sessions per connection and per uid
 	DefaultMaxTokens  int
 	AdminGroup        string   // group name or gid whose members may use admin ops
 	AllowedUIDs       []uint32 // empty: every local user may use app ops
@@ -60,6 +63,7 @@ func (c Config) withDefaults() Config {
 	defInt(&c.Slots, 1)
 	defInt(&c.MaxQueue, 256)
 	defInt(&c.PerCaller, 4)
+	defInt(&c.PerUID, 16)
 	defInt(&c.DefaultMaxTokens, 512)
 	if c.Credentials == nil {
 		c.Credentials = KernelCredentials
@@ -70,12 +74,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+func (c Config) schedLimits() scheduler.Limits {
+	return scheduler.Limits{Slots: c.Slots, MaxQueue: c.MaxQueue, PerCaller: c.PerCaller, PerUID: c.PerUID}
+}
+
 // Server serves the protocol on a listener, backed by one Backend.
 type Server struct {
 	cfg     Config
 	backend atomic.Pointer[backendBox]
 	log     *slog.Logger
-	auth    authorizer
+	auth    access.Authorizer
 	sched   *Scheduler
 	ops     *ops.Handlers
 
@@ -118,15 +126,15 @@ func (s *Server) useModel(ctx context.Context) (context.Context, func(), error) 
 // New builds a server. The initial state is ready.
 func New(b Backend, cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
-	gid, err := resolveGroup(cfg.AdminGroup)
+	gid, err := access.ResolveGroup(cfg.AdminGroup)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger,
-		auth:     authorizer{daemonUID: uint32(os.Getuid()), adminGID: gid, allowedUID: cfg.AllowedUIDs, groupsOf: userGroups},
-		sched:    NewScheduler(cfg.Slots, cfg.MaxQueue, cfg.PerCaller),
-		sessions: state.NewSessions(),
+		auth:     access.New(access.Rules{AdminGroup: cfg.AdminGroup, AdminGID: gid, AllowedUIDs: cfg.AllowedUIDs}),
+		sched:    scheduler.NewScheduler(cfg.schedLimits()),
+		sessions: state.NewSessions(cfg.Sessions),
 		pub:      state.NewPublished(wire.StateReady),
 		quit:     make(chan struct{}),
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
+	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/bundle"
 )
 
@@ -137,7 +139,7 @@ func (e *Engine) features(n int) ([]float32, error) {
 		first := e.last.rows - n
 		for t := 0; t < n; t++ {
 			for h := 0; h < H; h++ {
-				out[t*F+k*H+h] = f16Float(b.f16(0, h, 0, first+t))
+				out[t*F+k*H+h] = half.F16Float(b.F16(0, h, 0, first+t))
 			}
 		}
 	}
@@ -220,7 +222,7 @@ func (e *Engine) resizeTo(ctx int) error {
 func (e *Engine) resize(ctx int) error {
 	L := e.m.kvLen(ctx)
 	keep := min(e.hi, L)
-	nk := map[string]*Buffer{}
+	nk := map[string]*cai.Buffer{}
 	fail := func(err error) error {
 		for _, b := range nk {
 			e.m.release(b)
@@ -228,9 +230,9 @@ func (e *Engine) resize(ctx int) error {
 		return err
 	}
 	entry := bundle.EntryName(kindVerify, ctx)
-	var mask *Buffer
+	var mask *cai.Buffer
 	for i, c := range e.m.chunks {
-		f := c.fns[entry]
+		f := c.Fns[entry]
 		for _, t := range f.Desc.Inputs {
 			switch {
 			case t.Name == "mask" && mask == nil:
@@ -250,7 +252,7 @@ func (e *Engine) resize(ctx int) error {
 				if t.Name[0] == 'v' && t.Name[1] == 's' || t.Name[0] == 'k' && t.Name[1] == 's' {
 					for g := 0; g < int(t.Shape[0]); g++ {
 						for p := 0; p < int(t.Shape[1]); p++ {
-							b.setF16(1, g, p) // scales start at 1
+							b.SetF16(1, g, p) // scales start at 1
 						}
 					}
 				}
@@ -271,7 +273,7 @@ func (e *Engine) resize(ctx int) error {
 		e.m.release(e.mask)
 	}
 	for j := 0; j < int(mask.Shape[1]); j++ {
-		mask.setF16(maskOff, 0, j)
+		mask.SetF16(cai.MaskOff, 0, j)
 	}
 	e.kvBufs, e.mask, e.maskPos = nk, mask, 0
 	e.dropPlans()
@@ -284,14 +286,14 @@ func (e *Engine) resize(ctx int) error {
 
 // copyRows copies history rows [0, n) between buffers of two lengths:
 // (heads, L, …) or, for transposed keys, (heads, dim, L).
-func copyRows(dst, src *Buffer, n int, transposed bool) {
+func copyRows(dst, src *cai.Buffer, n int, transposed bool) {
 	size := dst.DType.Size()
 	heads := int(dst.Shape[0])
 	if transposed {
 		dim := int(dst.Shape[1])
 		for g := 0; g < heads; g++ {
 			for d := 0; d < dim; d++ {
-				copy(dst.data[dst.off(g, d, 0):dst.off(g, d, 0)+n*size], src.data[src.off(g, d, 0):])
+				copy(dst.Bytes()[dst.Off(g, d, 0):dst.Off(g, d, 0)+n*size], src.Bytes()[src.Off(g, d, 0):])
 			}
 		}
 		return
@@ -299,11 +301,11 @@ func copyRows(dst, src *Buffer, n int, transposed bool) {
 	for g := 0; g < heads; g++ {
 		for p := 0; p < n; p++ {
 			if len(dst.Shape) == 2 {
-				copy(dst.data[dst.off(g, p):dst.off(g, p)+size], src.data[src.off(g, p):])
+				copy(dst.Bytes()[dst.Off(g, p):dst.Off(g, p)+size], src.Bytes()[src.Off(g, p):])
 				continue
 			}
 			w := int(dst.Shape[2]) * size
-			copy(dst.data[dst.off(g, p, 0):dst.off(g, p, 0)+w], src.data[src.off(g, p, 0):])
+			copy(dst.Bytes()[dst.Off(g, p, 0):dst.Off(g, p, 0)+w], src.Bytes()[src.Off(g, p, 0):])
 		}
 	}
 }
@@ -331,7 +333,7 @@ func (e *Engine) Snapshot() (ane.Snapshot, error) {
 	}
 	s := &snapshot{e: e, pos: e.pos, pending: e.pending, ctx: e.ctx, gen: e.gen, state: map[string][]byte{}}
 	for k, b := range e.state[e.par] {
-		s.state[k] = append([]byte(nil), b.data...)
+		s.state[k] = append([]byte(nil), b.Bytes()...)
 	}
 	return s, nil
 }
@@ -360,7 +362,7 @@ func (e *Engine) Restore(snap ane.Snapshot) error {
 		}
 	}
 	for k, b := range e.state[e.par] {
-		copy(b.data, s.state[k])
+		copy(b.Bytes(), s.state[k])
 	}
 	e.pos, e.pending, e.last = s.pos, s.pending, lastCall{}
 	// Like the published runtime, move to the smallest entry that holds the
@@ -399,7 +401,7 @@ func (e *Engine) reset() {
 	}
 	for _, set := range e.state {
 		for _, b := range set {
-			b.zero()
+			b.Zero()
 		}
 	}
 	e.pos, e.pending, e.verify, e.hi, e.last = 0, 0, 0, 0, lastCall{}
@@ -420,18 +422,18 @@ func (e *Engine) Memory() ane.MemoryReport {
 	defer e.mu.Unlock()
 	r := e.m.Memory()
 	for _, b := range e.kvBufs {
-		r.KV += int64(len(b.data))
+		r.KV += int64(len(b.Bytes()))
 	}
 	if e.mask != nil {
-		r.KV += int64(len(e.mask.data))
+		r.KV += int64(len(e.mask.Bytes()))
 	}
 	for _, set := range e.state {
 		for _, b := range set {
-			r.Recurrent += int64(len(b.data))
+			r.Recurrent += int64(len(b.Bytes()))
 		}
 	}
 	for _, b := range e.bufs {
-		r.Scratch += int64(len(b.data))
+		r.Scratch += int64(len(b.Bytes()))
 	}
 	return r
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 	"github.com/forgedaemon/forged/ane/ref"
 )
@@ -16,48 +15,15 @@ import (
 // functions refchunk computes. The driver then runs for real over the
 // purego binding and must give the logits of ane/ref's direct path.
 
-var testCtxs = []int{1024, 2048}
-
-var testTaps = []int{0, 1, 3}
+var (
+	testCtxs       = standintest.TestContexts
+	testTaps       = standintest.TestTaps
+	writeRuntime   = standintest.WriteRuntime
+	writeRuntimeIn = standintest.WriteRuntimeIn
+)
 
 // bundleSpec says how to lay out the test runtime.
-type bundleSpec struct {
-	kv       ane.KVFormat // "" is fp16
-	keysT    bool         // keys stored transposed (dim_token)
-	aliasKV  bool         // selectable fp16/kv cache with entries_by_kv names
-	noPrefix bool         // no p64 entries (manifest without pctxs)
-	taps     []int        // nil: testTaps
-}
-
-func (s bundleSpec) format() ane.KVFormat {
-	if s.kv == "" {
-		return ane.KVFP16
-	}
-	return s.kv
-}
-
-// options lay the runtime out with standin: contexts 1024 and 2048,
-// chunks of 2 layers, export "tiny".
-func (s bundleSpec) options() standin.RuntimeOptions {
-	taps := s.taps
-	if taps == nil {
-		taps = testTaps
-	}
-	return standin.RuntimeOptions{Contexts: testCtxs, ChunkLayers: 2, KV: s.format(), KeysT: s.keysT, Taps: taps,
-		Prefill: !s.noPrefix, Export: "tiny", Selectable: s.aliasKV}
-}
-
-// writeRuntime writes the tiny model's runtime laid out by spec.
-func writeRuntime(t *testing.T, spec bundleSpec) string {
-	t.Helper()
-	return writeRuntimeIn(t, t.TempDir(), spec)
-}
-
-func writeRuntimeIn(t testing.TB, dir string, spec bundleSpec) string {
-	t.Helper()
-	standintest.TinyRuntime(t, dir, spec.options())
-	return dir
-}
+type bundleSpec = standintest.Spec
 
 // openPair opens the runtime laid out by spec and ane/ref beside it.
 func openPair(t *testing.T, spec bundleSpec) (*Engine, *ref.Session) {
@@ -65,14 +31,14 @@ func openPair(t *testing.T, spec bundleSpec) (*Engine, *ref.Session) {
 	bridge := testBridge(t)
 	_, cfg, _ := tiny(t)
 	rt := t.TempDir()
-	man := standintest.TinyRuntime(t, rt, spec.options())
-	e, err := Open(rt, Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), KV: spec.format(), CacheDir: t.TempDir()})
+	man := standintest.TinyRuntime(t, rt, spec.Options())
+	e, err := Open(rt, Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), KV: spec.Format(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
 	e.SetRoPE(cfg.RopeTheta)
-	return e, standintest.Reference(t, man, spec.format())
+	return e, standintest.Reference(t, man, spec.Format())
 }
 
 // newPair compares e with the reference s.
@@ -87,10 +53,10 @@ func TestDriverMatchesReference(t *testing.T) {
 		spec bundleSpec
 	}{
 		{"fp16", bundleSpec{}},
-		{"v8-keysT-selectable", bundleSpec{kv: ane.KVV8, keysT: true, aliasKV: true}},
-		{"fp16-no-prefill", bundleSpec{noPrefix: true}}, // every prompt row through 8-row verify calls
-		{"kv8-keysT-selectable", bundleSpec{kv: ane.KVKV8, keysT: true, aliasKV: true}},
-		{"kv8", bundleSpec{kv: ane.KVKV8}},
+		{"v8-keysT-selectable", bundleSpec{KV: ane.KVV8, KeysT: true, AliasKV: true}},
+		{"fp16-no-prefill", bundleSpec{NoPrefix: true}}, // every prompt row through 8-row verify calls
+		{"kv8-keysT-selectable", bundleSpec{KV: ane.KVKV8, KeysT: true, AliasKV: true}},
+		{"kv8", bundleSpec{KV: ane.KVKV8}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e, s := openPair(t, c.spec)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/bundle"
 )
 
@@ -31,10 +32,10 @@ type Options struct {
 	// KV picks the cache format of a selectable bundle ("" = its default).
 	KV ane.KVFormat
 	// Compute is the compute unit preference (default ANE-preferred).
-	Compute Compute
+	Compute cai.Compute
 	// Chip overrides detection (0 = DetectChip; a failed detection only
 	// skips the compile-mode setting and the per-chip entry aliases).
-	Chip Chip
+	Chip cai.Chip
 	// CacheDir is the Core AI specialization cache purged on a load
 	// failure ("" = paths.CoreAICache()).
 	CacheDir string
@@ -42,36 +43,30 @@ type Options struct {
 
 // pkg is one loaded chunk or head package.
 type pkg struct {
-	spec  *bundle.Chunk // nil for the head
-	path  string
-	bytes int64
-	model *Package
-	fns   map[string]*Function // canonical entry name → function
-	gdnJ  []int
-	attJ  []int
-	info  PackageInfo
+	*cai.Loaded
+	spec *bundle.Chunk // nil for the head
+	gdnJ []int
+	attJ []int
+}
+
+// close releases the package (nil: nothing).
+func (p *pkg) close() {
+	if p != nil {
+		p.Loaded.Close()
+	}
 }
 
 // Info is what status shows about a loaded model.
 type Info struct {
-	Compute       string        `json:"compute"`        // compute units asked for: ane, gpu, cpu, default
-	BridgeRelease string        `json:"bridge_release"` // cai_release
-	OSMPSGraph    string        `json:"os_mpsgraph"`    // the OS's MPSGraph version ("" if the bridge could not tell)
-	Chip          string        `json:"chip,omitempty"` // e.g. "H17"; "" when not detected
-	SoC           string        `json:"soc,omitempty"`  // entries_by_soc key, e.g. "m5"
-	CompileMode   int           `json:"compile_mode,omitempty"`
-	KV            ane.KVFormat  `json:"kv"`
-	KeysT         bool          `json:"keys_transposed,omitempty"` // key_layout dim_token
-	Packages      []PackageInfo `json:"packages"`                  // the chunks in order, then the head
-}
-
-// PackageInfo is one loaded package.
-type PackageInfo struct {
-	File     string `json:"file"`     // the manifest's file (the source .aimodel)
-	Loaded   string `json:"loaded"`   // the file actually loaded (the compiled package when Compiled)
-	Compiled bool   `json:"compiled"` // the compiled package was loaded, not the source
-	MPSGraph string `json:"mpsgraph"` // the loaded package's MPSGraph version ("" if unreadable)
-	Bytes    int64  `json:"bytes"`    // size on disk
+	Compute       string            `json:"compute"`        // compute units asked for: ane, gpu, cpu, default
+	BridgeRelease string            `json:"bridge_release"` // cai_release
+	OSMPSGraph    string            `json:"os_mpsgraph"`    // the OS's MPSGraph version ("" if the bridge could not tell)
+	Chip          string            `json:"chip,omitempty"` // e.g. "H17"; "" when not detected
+	SoC           string            `json:"soc,omitempty"`  // entries_by_soc key, e.g. "m5"
+	CompileMode   int               `json:"compile_mode,omitempty"`
+	KV            ane.KVFormat      `json:"kv"`
+	KeysT         bool              `json:"keys_transposed,omitempty"` // key_layout dim_token
+	Packages      []cai.PackageInfo `json:"packages"`                  // the chunks in order, then the head
 }
 
 // Model is a loaded Core AI runtime: the manifest, the bridge library,
@@ -87,7 +82,7 @@ type PackageInfo struct {
 // releases the functions and packages. Closing the sessions first is
 // equally fine.
 type Model struct {
-	lib    *Library
+	lib    *cai.Library
 	dir    string
 	man    *bundle.Manifest
 	emb    Embedding
@@ -138,13 +133,13 @@ type Engine struct {
 	// Feed runs, with their positions (the drafter's context).
 	FeatureSink func(features []float32, positions []int) error
 
-	rope    []float64          // inverse frequencies
-	bufs    map[string]*Buffer // per-call inputs and outputs by key
-	state   [2]map[string]*Buffer
-	kvBufs  map[string]*Buffer // "k3@chunk1" etc. for the current context
-	mask    *Buffer
+	rope    []float64              // inverse frequencies
+	bufs    map[string]*cai.Buffer // per-call inputs and outputs by key
+	state   [2]map[string]*cai.Buffer
+	kvBufs  map[string]*cai.Buffer // "k3@chunk1" etc. for the current context
+	mask    *cai.Buffer
 	maskPos int // mask rows [0, maskPos) are 0
-	plans   map[planKey][]*Binding
+	plans   map[planKey][]*cai.Binding
 	par     int
 	ctx     int
 	pos     int
@@ -188,7 +183,7 @@ func Load(runtimeDir string, opts Options) (*Model, error) {
 	if man.Head == nil {
 		return nil, errors.New("coreai: manifest.json: head is missing")
 	}
-	lib, err := OpenLibrary(opts.Bridge)
+	lib, err := cai.OpenLibrary(opts.Bridge)
 	if err != nil {
 		return nil, err
 	}
@@ -209,17 +204,17 @@ func Load(runtimeDir string, opts Options) (*Model, error) {
 	if m.ladder, err = ane.NewLadder(ctxs); err != nil {
 		return nil, fmt.Errorf("coreai: requested contexts %v against manifest %v: %w", opts.Ladder, man.Ctxs, err)
 	}
-	lo, err := newLoadOptions(opts.Chip, opts.Compute, opts.CacheDir)
+	lo, err := cai.NewLoadOptions(opts.Chip, opts.Compute, opts.CacheDir)
 	if err != nil {
 		return nil, err
 	}
-	m.prefer = lo.soc
+	m.prefer = lo.SoC
 	load := func(file, compiled string, spec *bundle.Chunk) (*pkg, error) {
-		p, err := loadPackage(lib, runtimeDir, file, compiled, lo)
-		if p != nil {
-			p.spec = spec
+		l, err := cai.LoadFrom(lib, runtimeDir, file, compiled, lo)
+		if err != nil {
+			return nil, err
 		}
-		return p, err
+		return &pkg{Loaded: l, spec: spec}, nil
 	}
 	fail := func(err error) (*Model, error) { m.Close(); return nil, err }
 	for i := range man.Chunks {
@@ -232,34 +227,34 @@ func Load(runtimeDir string, opts Options) (*Model, error) {
 		m.chunks = append(m.chunks, p)
 		for _, ctx := range m.ladder {
 			for _, canonical := range m.entriesFor(ctx) {
-				f, err := p.model.LoadFunction(physicalEntry(c, canonical, string(m.kv), m.prefer))
+				f, err := p.Model.LoadFunction(physicalEntry(c, canonical, string(m.kv), m.prefer))
 				if err != nil {
 					return fail(err)
 				}
-				p.fns[canonical] = f
+				p.Fns[canonical] = f
 			}
 		}
 	}
 	if m.head, err = load(man.Head.File, man.Head.Compiled, nil); err != nil {
 		return fail(err)
 	}
-	hf, err := m.head.model.LoadFunction("h8")
+	hf, err := m.head.Model.LoadFunction("h8")
 	if err != nil {
 		return fail(err)
 	}
-	m.head.fns["h8"] = hf
+	m.head.Fns["h8"] = hf
 	if err := m.readDims(); err != nil {
 		return fail(err)
 	}
 	m.findUnwritten()
 	osv, _ := lib.OSMPSGraphVersion()
-	m.info = Info{Compute: lo.compute.String(), BridgeRelease: lib.Release(), OSMPSGraph: osv, KV: m.kv, KeysT: m.keysT,
-		CompileMode: lo.mode, SoC: lo.soc}
-	if lo.chip != 0 {
-		m.info.Chip = lo.chip.String()
+	m.info = Info{Compute: lo.Compute.String(), BridgeRelease: lib.Release(), OSMPSGraph: osv, KV: m.kv, KeysT: m.keysT,
+		CompileMode: lo.Mode, SoC: lo.SoC}
+	if lo.Chip != 0 {
+		m.info.Chip = lo.Chip.String()
 	}
 	for _, p := range append(slices.Clone(m.chunks), m.head) {
-		m.info.Packages = append(m.info.Packages, p.info)
+		m.info.Packages = append(m.info.Packages, p.Info)
 	}
 	m.LoadTime = time.Since(t0)
 	return m, nil
@@ -286,7 +281,7 @@ func Open(runtimeDir string, opts Options) (*Engine, error) {
 // NewSession allocates one session's buffers (per-call inputs and
 // outputs, two DeltaNet state sets, K/V and mask at the smallest context).
 func (m *Model) NewSession() (*Engine, error) {
-	e := &Engine{m: m, bufs: map[string]*Buffer{}, plans: map[planKey][]*Binding{}, LoadTime: m.LoadTime}
+	e := &Engine{m: m, bufs: map[string]*cai.Buffer{}, plans: map[planKey][]*cai.Binding{}, LoadTime: m.LoadTime}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m.smu.Lock()
@@ -295,7 +290,7 @@ func (m *Model) NewSession() (*Engine, error) {
 		return nil, errors.New("coreai: NewSession: the model is closed")
 	}
 	if m.theta != 0 {
-		e.rope = ropeInv(m.theta, m.rot)
+		e.rope = cai.RoPEInv(m.theta, m.rot)
 	}
 	m.sessions[e] = struct{}{}
 	m.smu.Unlock()
@@ -383,10 +378,10 @@ func (m *Model) Info() Info {
 func (m *Model) Memory() ane.MemoryReport {
 	r := ane.MemoryReport{Embedding: m.emb.Bytes()}
 	for _, p := range m.chunks {
-		r.Weights += p.bytes
+		r.Weights += p.Bytes
 	}
 	if m.head != nil {
-		r.Weights += m.head.bytes
+		r.Weights += m.head.Bytes
 	}
 	return r
 }
@@ -450,7 +445,7 @@ func (m *Model) kvLen(ctx int) int { return m.man.KVLen[strconv.Itoa(ctx)] }
 
 // readDims takes hidden size, vocab and RoPE width from the descriptions.
 func (m *Model) readDims() error {
-	hd := m.head.fns["h8"].Desc
+	hd := m.head.Fns["h8"].Desc
 	x, ok1 := hd.Find("x")
 	lg, ok2 := hd.Find("logits")
 	if !ok1 || !ok2 || len(lg.Shape) != 2 || len(x.Shape) != 4 {
@@ -460,7 +455,7 @@ func (m *Model) readDims() error {
 		return fmt.Errorf("coreai: head hidden size %d, embedding width %d", x.Shape[1], m.hidden)
 	}
 	m.vocab = int(lg.Shape[1])
-	f := m.chunks[0].fns[bundle.EntryName("v8", m.ladder.Smallest())]
+	f := m.chunks[0].Fns[bundle.EntryName("v8", m.ladder.Smallest())]
 	cs, ok := f.Desc.Find("cos")
 	if !ok || len(cs.Shape) != 2 {
 		return fmt.Errorf("coreai: %s has no cos (T, rot) input", f.Desc.Name)
@@ -474,7 +469,7 @@ func (m *Model) readDims() error {
 // overwritten by the next call, so a park must keep both sets.
 func (m *Model) findUnwritten() {
 	for i, c := range m.chunks {
-		for _, f := range c.fns {
+		for _, f := range c.Fns {
 			for _, t := range f.Desc.Inputs {
 				if base, ok := stateName(t.Name); ok {
 					if _, out := f.Desc.Find(base + "_out"); !out {
@@ -489,7 +484,7 @@ func (m *Model) findUnwritten() {
 // SetRoPE sets θ for the RoPE tables (default 1e7, the published value).
 func (e *Engine) SetRoPE(theta float64) {
 	e.mu.Lock()
-	e.rope = ropeInv(theta, e.m.rot)
+	e.rope = cai.RoPEInv(theta, e.m.rot)
 	e.mu.Unlock()
 }
 
@@ -526,7 +521,7 @@ func (e *Engine) closeLocked() {
 func (e *Engine) releaseBridge() {
 	e.dropPlans()
 	e.m.release(e.buffers()...)
-	e.bufs, e.state, e.kvBufs, e.mask = map[string]*Buffer{}, [2]map[string]*Buffer{}, nil, nil
+	e.bufs, e.state, e.kvBufs, e.mask = map[string]*cai.Buffer{}, [2]map[string]*cai.Buffer{}, nil, nil
 }
 
 func (e *Engine) dropPlans() {
@@ -542,13 +537,13 @@ func (e *Engine) dropPlans() {
 
 // Bridge calls of the model's sessions, under the model's mutex.
 
-func (m *Model) newBuffer(t TensorDesc) (*Buffer, error) {
+func (m *Model) newBuffer(t cai.TensorDesc) (*cai.Buffer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lib.NewBufferFor(t)
 }
 
-func (m *Model) release(bufs ...*Buffer) {
+func (m *Model) release(bufs ...*cai.Buffer) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, b := range bufs {
@@ -556,13 +551,13 @@ func (m *Model) release(bufs ...*Buffer) {
 	}
 }
 
-func (m *Model) bind(f *Function, in, out map[string]*Buffer) (*Binding, error) {
+func (m *Model) bind(f *cai.Function, in, out map[string]*cai.Buffer) (*cai.Binding, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return f.Bind(in, out, nil)
 }
 
-func (m *Model) run(plan []*Binding) error {
+func (m *Model) run(plan []*cai.Binding) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.lib.Run(plan, nil); err != nil {
@@ -586,9 +581,9 @@ func (e *Engine) AllocatedBytes() int64 {
 }
 
 // buffers lists every live buffer of the session.
-func (e *Engine) buffers() []*Buffer {
-	var all []*Buffer
-	for _, m := range []map[string]*Buffer{e.bufs, e.state[0], e.state[1], e.kvBufs} {
+func (e *Engine) buffers() []*cai.Buffer {
+	var all []*cai.Buffer
+	for _, m := range []map[string]*cai.Buffer{e.bufs, e.state[0], e.state[1], e.kvBufs} {
 		for _, b := range m {
 			all = append(all, b)
 		}
@@ -620,3 +615,20 @@ func (e *Engine) Vocab() int { return e.m.vocab }
 func (e *Engine) Ladder() ane.Ladder { return e.m.ladder }
 
 var _ ane.Engine = (*Engine)(nil)
+
+// physicalEntry maps a canonical entry name (v8_8k) through the chunk's
+// KV-format and chip aliases.
+func physicalEntry(c *bundle.Chunk, canonical string, kv string, soc string) string {
+	name := canonical
+	if m, ok := c.EntriesByKV[kv]; ok {
+		if p, ok := m[canonical]; ok {
+			name = p
+		}
+	}
+	if m, ok := c.EntriesBySoC[soc]; ok {
+		if p, ok := m[canonical]; ok {
+			name = p
+		}
+	}
+	return name
+}

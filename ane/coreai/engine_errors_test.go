@@ -111,7 +111,7 @@ func TestMemoryAndClose(t *testing.T) {
 	bridge := testBridge(t)
 	_, cfg, _ := tiny(t)
 	emb := standintest.TinyEmbedding(t)
-	rt := writeRuntime(t, bundleSpec{kv: ane.KVV8, aliasKV: true})
+	rt := writeRuntime(t, bundleSpec{KV: ane.KVV8, AliasKV: true})
 	before := live()
 	e, err := Open(rt, Options{Bridge: bridge, Embedding: emb, KV: ane.KVV8, CacheDir: t.TempDir()})
 	if err != nil {

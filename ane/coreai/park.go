@@ -12,6 +12,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 )
 
 // Parking moves what a session holds in bridge buffers to host memory or
@@ -177,8 +179,8 @@ func (e *Engine) discardParked() {
 // parkItems lists what a park keeps, in payload order.
 func (e *Engine) parkItems() []parkItem {
 	var items []parkItem
-	whole := func(key string, b *Buffer) {
-		items = append(items, parkItem{key: key, n: int64(len(b.data))})
+	whole := func(key string, b *cai.Buffer) {
+		items = append(items, parkItem{key: key, n: int64(len(b.Bytes()))})
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.state[e.par])) {
 		whole("s0/"+k, e.state[e.par][k])
@@ -212,7 +214,7 @@ func (e *Engine) transposed(key string) bool {
 }
 
 // itemBuffer is the live buffer of a payload item.
-func (e *Engine) itemBuffer(it parkItem) *Buffer {
+func (e *Engine) itemBuffer(it parkItem) *cai.Buffer {
 	kind, key, _ := strings.Cut(it.key, "/")
 	switch kind {
 	case "s0":
@@ -235,7 +237,7 @@ func (e *Engine) eachSpan(items []parkItem, f func([]byte) error) error {
 		if b == nil {
 			return fmt.Errorf("no buffer for %s", it.key)
 		}
-		ss := [][2]int{{0, len(b.data)}}
+		ss := [][2]int{{0, len(b.Bytes())}}
 		if strings.HasPrefix(it.key, "kv/") {
 			ss = spans(b, it.rows, e.transposed(it.key[3:]))
 		}
@@ -247,7 +249,7 @@ func (e *Engine) eachSpan(items []parkItem, f func([]byte) error) error {
 			return fmt.Errorf("%s holds %d bytes, the park saved %d", it.key, n, it.n)
 		}
 		for _, s := range ss {
-			if err := f(b.data[s[0]:s[1]]); err != nil {
+			if err := f(b.Bytes()[s[0]:s[1]]); err != nil {
 				return err
 			}
 		}
@@ -258,7 +260,7 @@ func (e *Engine) eachSpan(items []parkItem, f func([]byte) error) error {
 // spans lists the byte ranges of history rows [0, rows) of a buffer laid
 // out (heads, L, dim), (heads, L) or, transposed, (heads, dim, L), merging
 // contiguous ranges.
-func spans(b *Buffer, rows int, transposed bool) [][2]int {
+func spans(b *cai.Buffer, rows int, transposed bool) [][2]int {
 	var out [][2]int
 	add := func(a, n int) {
 		if n == 0 {
@@ -276,14 +278,14 @@ func spans(b *Buffer, rows int, transposed bool) [][2]int {
 		switch {
 		case transposed:
 			for d := 0; d < int(b.Shape[1]); d++ {
-				add(b.off(g, d, 0), rows*size)
+				add(b.Off(g, d, 0), rows*size)
 			}
 		case len(b.Shape) == 2:
-			add(b.off(g, 0), rows*size)
+			add(b.Off(g, 0), rows*size)
 		default:
 			w := int(b.Shape[2]) * size
 			for p := 0; p < rows; p++ {
-				add(b.off(g, p, 0), w)
+				add(b.Off(g, p, 0), w)
 			}
 		}
 	}

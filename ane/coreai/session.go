@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/bundle"
 )
@@ -18,7 +19,6 @@ import (
 const (
 	kindVerify  = "v8"
 	kindPrefill = "p64"
-	maskOff     = -1e4 // history mask value of positions not yet valid
 )
 
 var sharedInputs = []string{"cos", "sin", "conv_sel", "commit", "commit_last", "conv_sel_out", "valid"}
@@ -64,16 +64,16 @@ func kvName(name string) bool {
 
 // template returns the function whose description shapes the buffers of
 // chunk i for an entry kind (the smallest context that has the kind).
-func (e *Engine) template(i int, kind string) *Function {
+func (e *Engine) template(i int, kind string) *cai.Function {
 	for _, ctx := range e.m.ladder {
-		if f, ok := e.m.chunks[i].fns[bundle.EntryName(kind, ctx)]; ok {
+		if f, ok := e.m.chunks[i].Fns[bundle.EntryName(kind, ctx)]; ok {
 			return f
 		}
 	}
 	return nil
 }
 
-func (e *Engine) newBuf(key string, t TensorDesc) error {
+func (e *Engine) newBuf(key string, t cai.TensorDesc) error {
 	if _, ok := e.bufs[key]; ok {
 		return nil
 	}
@@ -88,7 +88,7 @@ func (e *Engine) newBuf(key string, t TensorDesc) error {
 // allocate creates the per-call inputs, per-(chunk, kind) outputs, the two
 // DeltaNet state sets per chunk, and the head's buffers.
 func (e *Engine) allocate() error {
-	e.state = [2]map[string]*Buffer{{}, {}}
+	e.state = [2]map[string]*cai.Buffer{{}, {}}
 	for i := range e.m.chunks {
 		for _, kind := range []string{kindVerify, kindPrefill} {
 			f := e.template(i, kind)
@@ -127,7 +127,7 @@ func (e *Engine) allocate() error {
 			}
 		}
 	}
-	hd := e.m.head.fns["h8"].Desc
+	hd := e.m.head.Fns["h8"].Desc
 	x, _ := hd.Find("x")
 	lg, _ := hd.Find("logits")
 	if err := e.newBuf("hx", x); err != nil {
@@ -141,8 +141,8 @@ func (e *Engine) outKey(kind string, chunk int, name string) string {
 }
 
 // resolve finds the buffer bound to tensor name of chunk i.
-func (e *Engine) resolve(i int, kind string, par int, name string, output bool) (*Buffer, error) {
-	var b *Buffer
+func (e *Engine) resolve(i int, kind string, par int, name string, output bool) (*cai.Buffer, error) {
+	var b *cai.Buffer
 	if base, ok := stateName(name); ok {
 		set := par
 		if output {
@@ -173,13 +173,13 @@ func (e *Engine) resolve(i int, kind string, par int, name string, output bool) 
 
 // plan returns the cached bindings for an entry and parity: every chunk,
 // followed by the head for verify entries.
-func (e *Engine) plan(entry, kind string, par int) ([]*Binding, error) {
+func (e *Engine) plan(entry, kind string, par int) ([]*cai.Binding, error) {
 	key := planKey{entry: entry, par: par}
 	if p, ok := e.plans[key]; ok {
 		return p, nil
 	}
-	var plan []*Binding
-	fail := func(err error) ([]*Binding, error) {
+	var plan []*cai.Binding
+	fail := func(err error) ([]*cai.Binding, error) {
 		e.m.mu.Lock()
 		for _, b := range plan {
 			b.Close()
@@ -188,11 +188,11 @@ func (e *Engine) plan(entry, kind string, par int) ([]*Binding, error) {
 		return nil, err
 	}
 	for i, c := range e.m.chunks {
-		f := c.fns[entry]
+		f := c.Fns[entry]
 		if f == nil {
 			return fail(fmt.Errorf("coreai: %s has no entry %s", c.spec.File, entry))
 		}
-		in, out := map[string]*Buffer{}, map[string]*Buffer{}
+		in, out := map[string]*cai.Buffer{}, map[string]*cai.Buffer{}
 		for _, t := range f.Desc.Inputs {
 			b, err := e.resolve(i, kind, par, t.Name, false)
 			if err != nil {
@@ -215,7 +215,7 @@ func (e *Engine) plan(entry, kind string, par int) ([]*Binding, error) {
 	}
 	if kind == kindVerify {
 		hx := e.bufs[e.outKey(kind, len(e.m.chunks)-1, "y")]
-		bd, err := e.m.bind(e.m.head.fns["h8"], map[string]*Buffer{"x": hx}, map[string]*Buffer{"logits": e.bufs["logits"]})
+		bd, err := e.m.bind(e.m.head.Fns["h8"], map[string]*cai.Buffer{"x": hx}, map[string]*cai.Buffer{"logits": e.bufs["logits"]})
 		if err != nil {
 			return fail(err)
 		}
@@ -226,119 +226,75 @@ func (e *Engine) plan(entry, kind string, par int) ([]*Binding, error) {
 }
 
 // headPlan is the head bound to the host-filled hx (after prefill).
-func (e *Engine) headPlan() ([]*Binding, error) {
+func (e *Engine) headPlan() ([]*cai.Binding, error) {
 	key := planKey{entry: "h8", head: true}
 	if p, ok := e.plans[key]; ok {
 		return p, nil
 	}
-	bd, err := e.m.bind(e.m.head.fns["h8"], map[string]*Buffer{"x": e.bufs["hx"]}, map[string]*Buffer{"logits": e.bufs["logits"]})
+	bd, err := e.m.bind(e.m.head.Fns["h8"], map[string]*cai.Buffer{"x": e.bufs["hx"]}, map[string]*cai.Buffer{"logits": e.bufs["logits"]})
 	if err != nil {
 		return nil, err
 	}
-	e.plans[key] = []*Binding{bd}
+	e.plans[key] = []*cai.Binding{bd}
 	return e.plans[key], nil
 }
-
-// off is the byte offset of an element.
-func (b *Buffer) off(idx ...int) int {
-	o := 0
-	for k, i := range idx {
-		o += i * int(b.Strides[k])
-	}
-	return o * b.DType.Size()
-}
-
-func (b *Buffer) setF16(v float32, idx ...int) {
-	binary.LittleEndian.PutUint16(b.data[b.off(idx...):], half.F16(v))
-}
-
-func (b *Buffer) f16(idx ...int) uint16 { return binary.LittleEndian.Uint16(b.data[b.off(idx...):]) }
-
-func (b *Buffer) putU16(v uint16, idx ...int) {
-	binary.LittleEndian.PutUint16(b.data[b.off(idx...):], v)
-}
-
-func (b *Buffer) zero() { clear(b.data) }
 
 // fillInputs writes the per-call inputs of an entry kind for n real rows
 // of T at the current position.
 func (e *Engine) fillInputs(kind string, ids []int, T int) error {
 	n, p0 := len(ids), e.pos
 	x := e.bufs["x/"+kind]
-	x.zero()
+	x.Zero()
 	row := make([]float32, e.m.hidden)
 	for t, id := range ids {
 		e.m.emb.Row(id, row)
 		for h, v := range row {
-			x.setF16(v, 0, h, 0, t)
+			x.SetF16(v, 0, h, 0, t)
 		}
 	}
 	if e.rope == nil {
-		e.rope = ropeInv(1e7, e.m.rot)
+		e.rope = cai.RoPEInv(1e7, e.m.rot)
 	}
 	// Padding rows repeat the last position.
-	fillRoPE(e.bufs["in/"+kind+"/cos"], e.bufs["in/"+kind+"/sin"], e.rope, func(t int) int { return min(p0+t, p0+n-1) })
+	cai.FillRoPE(e.bufs["in/"+kind+"/cos"], e.bufs["in/"+kind+"/sin"], e.rope, func(t int) int { return min(p0+t, p0+n-1) })
 	// The mask is 0 over [0, p0) and −1e4 after; only the rows between the
 	// last call's position and this one change.
 	for j := e.maskPos; j < p0; j++ {
-		e.mask.setF16(0, 0, j)
+		e.mask.SetF16(0, 0, j)
 	}
 	for j := p0; j < e.maskPos; j++ {
-		e.mask.setF16(maskOff, 0, j)
+		e.mask.SetF16(cai.MaskOff, 0, j)
 	}
 	e.maskPos = p0
 	sel := e.bufs["in/"+kind+"/conv_sel"]
-	sel.zero()
+	sel.Zero()
 	for r := 0; r < int(sel.Shape[0]); r++ {
-		sel.setF16(1, r, e.pending+r)
+		sel.SetF16(1, r, e.pending+r)
 	}
 	commit, last := e.bufs["in/"+kind+"/commit"], e.bufs["in/"+kind+"/commit_last"]
-	commit.zero()
-	last.zero()
+	commit.Zero()
+	last.Zero()
 	for j := 0; j < e.pending; j++ {
-		commit.setF16(1, 0, j, 0)
+		commit.SetF16(1, 0, j, 0)
 	}
 	if e.pending > 0 {
-		last.setF16(1, 0, e.pending-1, 0)
+		last.SetF16(1, 0, e.pending-1, 0)
 	}
 	if kind == kindPrefill {
 		out, valid := e.bufs["in/"+kind+"/conv_sel_out"], e.bufs["in/"+kind+"/valid"]
 		if out == nil || valid == nil {
 			return errors.New("coreai: prefill entry lacks conv_sel_out or valid")
 		}
-		out.zero()
+		out.Zero()
 		for r := 0; r < int(out.Shape[0]); r++ {
-			out.setF16(1, r, n+r)
+			out.SetF16(1, r, n+r)
 		}
-		valid.zero()
+		valid.Zero()
 		for t := 0; t < n; t++ {
-			valid.setF16(1, 0, t, 0)
+			valid.SetF16(1, 0, t, 0)
 		}
 	}
 	return nil
-}
-
-// fillRoPE writes the (rows, dims) cos and sin tables of the positions
-// pos(t): NeoX layout, dim i and dim i + dims/2 share the angle pos·inv[i].
-func fillRoPE(cs, sn *Buffer, inv []float64, pos func(t int) int) {
-	half := len(inv)
-	for t := 0; t < int(cs.Shape[0]); t++ {
-		p := float64(pos(t))
-		for i := 0; i < int(cs.Shape[1]); i++ {
-			s, c := math.Sincos(p * inv[i%half])
-			cs.setF16(float32(c), t, i)
-			sn.setF16(float32(s), t, i)
-		}
-	}
-}
-
-// ropeInv is the RoPE inverse frequencies θ^(−2i/dims), i < dims/2.
-func ropeInv(theta float64, dims int) []float64 {
-	inv := make([]float64, dims/2)
-	for i := range inv {
-		inv[i] = 1 / math.Pow(theta, float64(2*i)/float64(dims))
-	}
-	return inv
 }
 
 func (e *Engine) checkIDs(ids []int) error {
@@ -404,9 +360,9 @@ func (e *Engine) prefill(ids []int) error {
 		return err
 	}
 	y, hx := e.bufs[e.outKey(kindPrefill, len(e.m.chunks)-1, "y")], e.bufs["hx"]
-	hx.zero()
+	hx.Zero()
 	for h := 0; h < e.m.hidden; h++ {
-		hx.putU16(y.f16(0, h, 0, n-1), 0, h, 0, 0)
+		hx.PutU16(y.F16(0, h, 0, n-1), 0, h, 0, 0)
 	}
 	hp, err := e.headPlan()
 	if err != nil {
@@ -434,8 +390,8 @@ func (e *Engine) readLogits(rows int) {
 	}
 	e.logits = e.logits[:rows*e.m.vocab]
 	for t := 0; t < rows; t++ {
-		o := lg.off(t, 0)
-		half.F16ToF32(e.logits[t*e.m.vocab:(t+1)*e.m.vocab], half.View(lg.data[o:o+2*e.m.vocab]))
+		o := lg.Off(t, 0)
+		half.F16ToF32(e.logits[t*e.m.vocab:(t+1)*e.m.vocab], half.View(lg.Bytes()[o:o+2*e.m.vocab]))
 	}
 }
 
@@ -459,33 +415,33 @@ func (e *Engine) appendRows(kind string, k int) {
 				for t := 0; t < k; t++ {
 					p := e.pos + t
 					// Rows are contiguous (last stride 1): copy them whole.
-					krow := kn.data[kn.off(g, t, 0) : kn.off(g, t, 0)+2*hd]
+					krow := kn.Bytes()[kn.Off(g, t, 0) : kn.Off(g, t, 0)+2*hd]
 					switch {
 					case e.m.kv == ane.KVKV8:
 						half.F16ToF32(vals, half.View(krow))
-						ks.putU16(QuantizeV8(codes, vals), g, p)
+						ks.PutU16(QuantizeV8(codes, vals), g, p)
 						if e.m.keysT {
 							for d, b := range codeBytes {
-								kb.data[kb.off(g, d, p)] = b
+								kb.Bytes()[kb.Off(g, d, p)] = b
 							}
 						} else {
-							copy(kb.data[kb.off(g, p, 0):], codeBytes)
+							copy(kb.Bytes()[kb.Off(g, p, 0):], codeBytes)
 						}
 					case e.m.keysT:
 						for d := 0; d < hd; d++ {
-							kb.putU16(binary.LittleEndian.Uint16(krow[2*d:]), g, d, p)
+							kb.PutU16(binary.LittleEndian.Uint16(krow[2*d:]), g, d, p)
 						}
 					default:
-						copy(kb.data[kb.off(g, p, 0):], krow)
+						copy(kb.Bytes()[kb.Off(g, p, 0):], krow)
 					}
-					vrow := vn.data[vn.off(g, t, 0) : vn.off(g, t, 0)+2*hd]
+					vrow := vn.Bytes()[vn.Off(g, t, 0) : vn.Off(g, t, 0)+2*hd]
 					if e.m.kv == ane.KVFP16 {
-						copy(vb.data[vb.off(g, p, 0):], vrow)
+						copy(vb.Bytes()[vb.Off(g, p, 0):], vrow)
 						continue
 					}
 					half.F16ToF32(vals, half.View(vrow))
-					vs.putU16(QuantizeV8(codes, vals), g, p)
-					copy(vb.data[vb.off(g, p, 0):], codeBytes)
+					vs.PutU16(QuantizeV8(codes, vals), g, p)
+					copy(vb.Bytes()[vb.Off(g, p, 0):], codeBytes)
 				}
 			}
 		}

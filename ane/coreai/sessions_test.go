@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 )
 
@@ -25,7 +26,7 @@ func loadTiny(t *testing.T, spec bundleSpec) *Model {
 	bridge := testBridge(t)
 	_, cfg, _ := tiny(t)
 	rt := writeRuntime(t, spec)
-	m, err := Load(rt, Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), KV: spec.format(), CacheDir: t.TempDir()})
+	m, err := Load(rt, Options{Bridge: bridge, Embedding: standintest.TinyEmbedding(t), KV: spec.Format(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,12 +37,7 @@ func loadTiny(t *testing.T, spec bundleSpec) *Model {
 
 func newSession(t *testing.T, m *Model) *Engine {
 	t.Helper()
-	e, err := m.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return standintest.Session(t, m.NewSession)
 }
 
 // op is one step of a conversation.
@@ -157,18 +153,7 @@ func (r *runner) run(t *testing.T, ops []op) {
 	}
 }
 
-// sameRecords fails unless two runs recorded exactly the same values.
-func sameRecords(t *testing.T, what string, got, want [][]float32) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d results, want %d", what, len(got), len(want))
-	}
-	for i := range want {
-		if !slices.Equal(got[i], want[i]) {
-			t.Fatalf("%s: result %d differs (%d values)", what, i, len(want[i]))
-		}
-	}
-}
+var sameRecords = standintest.SameRecords
 
 // Two sessions of one Model, interleaved call by call, give exactly what
 // each gives alone; so do two sessions running at the same time in two
@@ -323,9 +308,9 @@ func TestParkResumeMatchesNeverParked(t *testing.T) {
 		long bool
 	}{
 		{"fp16-memory", bundleSpec{}, false, true},
-		{"kv8-keysT-disk", bundleSpec{kv: ane.KVKV8, keysT: true, aliasKV: true}, true, true},
-		{"v8-keysT-memory", bundleSpec{kv: ane.KVV8, keysT: true, aliasKV: true}, false, false},
-		{"fp16-no-prefill-disk", bundleSpec{noPrefix: true}, true, false},
+		{"kv8-keysT-disk", bundleSpec{KV: ane.KVKV8, KeysT: true, AliasKV: true}, true, true},
+		{"v8-keysT-memory", bundleSpec{KV: ane.KVV8, KeysT: true, AliasKV: true}, false, false},
+		{"fp16-no-prefill-disk", bundleSpec{NoPrefix: true}, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := loadTiny(t, c.spec)
@@ -593,7 +578,7 @@ func TestRunErrorNamesPackageAndEntry(t *testing.T) {
 		}
 		clearFault()
 		wantErr(t, err, fmt.Sprintf("coreai: %s entry %s: run: injected ANE failure", c.pkg, c.ent))
-		var re *RunError
+		var re *cai.RunError
 		if !errors.As(err, &re) || re.Package != c.pkg || re.Entry != c.ent || re.Err.Error() != "injected ANE failure" {
 			t.Fatalf("error %#v", err)
 		}
@@ -604,7 +589,7 @@ func TestRunErrorNamesPackageAndEntry(t *testing.T) {
 		both(feed(randIDs(r, 12, 400)))
 	}
 	// With entries_by_kv aliases the entry is the package's own name.
-	mv := loadTiny(t, bundleSpec{kv: ane.KVV8, aliasKV: true})
+	mv := loadTiny(t, bundleSpec{KV: ane.KVV8, AliasKV: true})
 	ev := newSession(t, mv)
 	failRun(t, 1)
 	_, err := ev.Verify([]int{1, 2, 3})
@@ -619,13 +604,13 @@ func TestModelInfo(t *testing.T) {
 	bridge := testBridge(t)
 	_, cfg, _ := tiny(t)
 	emb := standintest.TinyEmbedding(t)
-	rt := writeRuntime(t, bundleSpec{kv: ane.KVV8, keysT: true, aliasKV: true})
+	rt := writeRuntime(t, bundleSpec{KV: ane.KVV8, KeysT: true, AliasKV: true})
 	m, err := Load(rt, Options{Bridge: bridge, Embedding: emb, KV: ane.KVV8, Chip: 17, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	lib, _ := OpenLibrary(bridge)
+	lib, _ := cai.OpenLibrary(bridge)
 	osv, _ := lib.OSMPSGraphVersion()
 	i := m.Info()
 	if i.Compute != "ane" || i.BridgeRelease != lib.Release() || i.OSMPSGraph != osv || osv == "" || i.Chip != "H17" ||

@@ -58,7 +58,7 @@ type AssembleReport struct {
 	Verify      *verify.Report `json:"verify"`
 }
 
-// Upstream model named by default in release.json (reference §1.1).
+// Upstream model named by default in release.json (Anemll/anemll-forge scripts/hf_release.py).
 const (
 	DefaultModelID       = "Qwen/Qwen3.8-27B"
 	DefaultModelRevision = "1d4bf0f2ff6012fd82039f2fa52739d0dd7c60c0"

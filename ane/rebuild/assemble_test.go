@@ -13,6 +13,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/smoke"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/layout"
@@ -289,7 +290,7 @@ func standInBridge(t *testing.T) string {
 // layers 0, 1 and 3) verifies PASS as a speculative bundle and says what
 // its packages are; coreai runs its coreai/ over the stand-in bridge with
 // ane/ref's greedy tokens on the same bundle, for a prompt that starts in
-// the 1024 entry and ends in the 2048 one too; coreai.Smoke with the
+// the 1024 entry and ends in the 2048 one too; smoke.Run with the
 // bundle's DFlash2 drafter on the stand-in gives the plain greedy tokens.
 func TestAssembleStandIn(t *testing.T) {
 	lib := standInBridge(t)
@@ -366,11 +367,11 @@ func TestAssembleStandIn(t *testing.T) {
 			t.Fatalf("%s: context %d at position %d", c.name, e.Context(), e.Position())
 		}
 		if c.name == "smoke prompt" {
-			sm, err := coreai.Smoke(out, coreai.SmokeOptions{Bridge: lib, Tokens: c.n})
+			sm, err := smoke.Run(out, smoke.Options{Bridge: lib, Tokens: c.n})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sm.Drafter != coreai.SmokeDFlash2 || sm.DraftsProposed == 0 || !slices.Equal(sm.Tokens, want) {
+			if sm.Drafter != smoke.DFlash2 || sm.DraftsProposed == 0 || !slices.Equal(sm.Tokens, want) {
 				t.Fatalf("smoke: drafter %s, %d drafts, tokens %v; plain greedy %v", sm.Drafter, sm.DraftsProposed, sm.Tokens, want)
 			}
 			t.Logf("smoke: %d verify calls, %d/%d drafts accepted (random synthetic drafter)", sm.VerifyCalls, sm.DraftsAccepted, sm.DraftsProposed)
@@ -435,7 +436,7 @@ func greedy(t *testing.T, feed func([]int) ([]float32, error), prompt []int, n i
 }
 
 // bundleEmbedding maps the bundle's model/embed_tokens_fp16.npy, as
-// coreai.Smoke does.
+// smoke.Run does.
 func bundleEmbedding(t *testing.T, dir string) (ref.Embedding, func()) {
 	t.Helper()
 	emb, err := tensor.OpenF16Table(filepath.Join(dir, "model", bundle.EmbeddingFile))

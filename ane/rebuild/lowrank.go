@@ -53,11 +53,11 @@ func matrixSeed(seed uint64, layer int, key string) uint64 {
 	return h
 }
 
-// LowRank writes a copy of the export with rank-r FP16 factors (lr_a =
-// U·S, lr_b = Vᵀ of the residual E = W_bf16 − dequant(Q)) added to the
-// selected mixer matrices (§4.8). Other files are copied unchanged (a
-// bundle may not hold symlinks); the mixer files record lr_rank and
-// lr_seed in their metadata.
+// LowRank writes a copy of the export with rank-r FP16 factors (lr_a = U·S,
+// lr_b = Vᵀ of the residual E = W_bf16 − dequant(Q)) added to the selected
+// mixer matrices (Anemll/anemll-forge scripts/qwen38_lowrank_export.py). Other
+// files are copied unchanged (a bundle may not hold symlinks); the mixer files
+// record lr_rank and lr_seed in their metadata.
 func LowRank(o LowRankOptions) (*LowRankReport, error) {
 	if o.Rank == 0 {
 		o.Rank = 64

@@ -150,7 +150,8 @@ type pipeline struct {
 	started int // matrices done when this run began (resumed ones)
 }
 
-// Quantize runs the true-sequential quantization of §4.5 and writes the
+// Quantize runs the true-sequential quantization of Anemll/anemll-forge
+// scripts/qwen38_gptq_27b.py and writes the
 // export. Per layer: the mixer's reader projections on the captured mixer
 // input (DeltaNet in_proj_qkv and in_proj_z share one Hessian; attention
 // q/k/v, k/v in the KV format), then out_proj/o_proj on inputs recaptured

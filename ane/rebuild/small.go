@@ -22,7 +22,7 @@ type SmallReport struct {
 // IsSmallTensor reports whether a checkpoint tensor stays unquantized
 // beside the export: everything except the embedding (its own .npy) and
 // the projections the export stores. in_proj_a/b are projections the
-// export leaves in BF16 (§4.1), so they are small tensors too.
+// export leaves in BF16 (as the published export does), so they are small tensors too.
 func IsSmallTensor(t layout.TensorSpec) bool {
 	switch t.Kind {
 	case layout.Embedding:

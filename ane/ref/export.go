@@ -10,7 +10,7 @@ import (
 	"github.com/forgedaemon/forged/ane/kernels"
 )
 
-// Export file names (anemll-forge §4.1).
+// Export file names (Anemll/anemll-forge scripts/qwen3_lut_common.py, scripts/qwen38_gptq_27b.py).
 func mlpFile(i int) string   { return fmt.Sprintf("layer_%02d.safetensors", i) }
 func mixerFile(i int) string { return fmt.Sprintf("layer_%02d_mixer.safetensors", i) }
 

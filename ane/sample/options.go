@@ -1,7 +1,8 @@
 // Package sample turns a row of logits into the next token the way the
-// published ANEMLL Forge server does (reference §3.6): top-k, presence
-// penalty, optional DRY, temperature, top-p, a seeded PRNG; and decides when
-// generation ends (stop tokens, stop strings, max tokens, the loop guard).
+// published ANEMLL Forge server does (Anemll/anemll-forge
+// scripts/qwen38_server.py): top-k, presence penalty, optional DRY,
+// temperature, top-p, a seeded PRNG; and decides when generation ends (stop
+// tokens, stop strings, max tokens, the loop guard).
 //
 // Plain and speculative decoding both sample from Sampler.Dist, so the
 // speculative cycle (package ane/speculative) can keep the target's distribution.
@@ -13,7 +14,7 @@ import (
 	"math"
 )
 
-// Defaults from the published server (reference §3.6).
+// Defaults from the published server (scripts/qwen38_server.py).
 const (
 	DefaultTopK      = 20
 	DefaultMaxTokens = 4096

@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// naiveDist is an independent float64 statement of reference §3.6: full
+// naiveDist is an independent float64 statement of the published server's dist()
+// (Anemll/anemll-forge scripts/qwen38_server.py): full
 // sort for top-k, a set for "seen", suffix comparison for DRY.
 func naiveDist(logits []float32, history []int, o Options) ([]int, []float64) {
 	o = o.withDefaults()

@@ -17,8 +17,9 @@ const (
 	FinishLoop FinishReason = "loop"
 )
 
-// Loop guard geometry (reference §3.6): periods 4..256 tokens, checked when
-// the output reaches 64 tokens and every 32 tokens after.
+// Loop guard geometry (Anemll/anemll-forge scripts/qwen38_server.py): periods
+// 4..256 tokens, checked when the output reaches 64 tokens and every 32 tokens
+// after.
 const (
 	loopMinPeriod  = 4
 	loopMaxPeriod  = 256

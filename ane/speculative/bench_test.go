@@ -24,7 +24,8 @@ func (p costProfile) cycleCost() float64 {
 var profiles = []costProfile{
 	// The published ANE runtime: the v8 verify entry has a fixed shape, so
 	// one row costs what eight do; the drafter costs ~0.18 of a verify
-	// (16.7 ms incl. the 3 ms gap vs 91.5 ms, reference §5.3).
+	// (16.7 ms incl. the 3 ms gap vs 91.5 ms, Anemll/anemll-forge
+	// docs/verifier_len.md).
 	{"ane", 200_000, 0, 36_000},
 	// A CPU backend: verify cost grows with rows (weights streamed once per
 	// call, then per-row compute), same relative drafter cost.

@@ -1,8 +1,9 @@
 // Package speculative runs the speculative decoding cycle of the published ANEMLL
-// Forge runtime (reference §3.5) over small interfaces: a drafter proposes
-// seven tokens after the anchor, the target verifies anchor + drafts in one
-// call, the longest acceptable prefix is kept and one more token is taken
-// from the target, so every cycle yields 1..8 tokens for one target call.
+// Forge runtime (draft_cycle in Anemll/anemll-forge scripts/qwen38_server.py)
+// over small interfaces: a drafter proposes seven tokens after the anchor, the
+// target verifies anchor + drafts in one call, the longest acceptable prefix is
+// kept and one more token is taken from the target, so every cycle yields 1..8
+// tokens for one target call.
 //
 // Greedy acceptance keeps the output identical to greedy plain decoding;
 // sampled acceptance is rejection sampling that keeps the output
@@ -156,7 +157,7 @@ func (sp *Speculator) plain(anchor, pos int, history []int) ([]int, error) {
 	return sp.out, nil
 }
 
-// cycle is one speculative cycle (reference §3.5).
+// cycle is one speculative cycle (draft_cycle, scripts/qwen38_server.py).
 func (sp *Speculator) cycle(anchor, pos int, history []int) ([]int, error) {
 	prop, err := sp.drafter.Propose(anchor, pos)
 	if err != nil {

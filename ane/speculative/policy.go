@@ -45,10 +45,10 @@ type Config struct {
 // Zero fields take defaults derived from CycleCost, the backend's cost of
 // one cycle (a verify of 8 rows plus a drafter call) in plain steps.
 type Auto struct {
-	// CycleCost defaults to 1.18, the ANE: its verify has a fixed T = 8
-	// shape and the drafter costs about 0.18 of it (16.7 ms incl. the 3 ms
-	// gap vs 91.5 ms, reference §5.3). A CPU backend, whose verify cost
-	// grows with rows, must say so here.
+	// CycleCost defaults to 1.18, the ANE: its verify has a fixed T = 8 shape
+	// and the drafter costs about 0.18 of it (16.7 ms incl. the 3 ms gap vs
+	// 91.5 ms, Anemll/anemll-forge docs/verifier_len.md). A CPU
+	// backend, whose verify cost grows with rows, must say so here.
 	CycleCost float64
 	// MinAccepted defaults to BreakEven(CycleCost, 1) + 0.1 (0.28 on the
 	// ANE): the margin covers the window mean's noise (s.d. ≈ 0.25 for a

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Baseline for bench/gptq: the published GPTQ (reference/anemll-forge.md §4.5,
+"""Baseline for bench/gptq: the published GPTQ (gptq() in Anemll/anemll-forge scripts/qwen3_lut_common.py,
 IST-DASLab/gptq fasterquant) in PyTorch on the CPU, with the same inputs and
 the same fitted rounder (LUT4 per-tensor + pcs) as the Go run.
 

@@ -5,7 +5,7 @@
 # run one after the other, printing each run's peak RSS, wall and CPU time
 # and the ratio. Memory must be bounded by one layer: ratio ≤ 1.1.
 #
-# The default recipe is the published one (reference §4.5–4.7) scaled to
+# The default recipe is the published one (Anemll/anemll-forge scripts/qwen38_gptq_27b.py) scaled to
 # the depth: GPTQ; MLPs `vector 2x16 + pcs` except `LUT4 per-tensor + pcs`
 # in the layers where mix25in_mixr.json (64 layers) puts LUT4 in most of
 # the four layers they stand for (16-layer layers 6–13 and 15); mixers

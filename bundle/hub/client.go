@@ -24,6 +24,13 @@ import (
 // DefaultEndpoint is used when neither a flag nor HF_ENDPOINT names one.
 const DefaultEndpoint = "https://huggingface.co"
 
+// The default slow-drip rule: below 32 KiB/s averaged over a minute, a
+// request fails (docs/OPERATIONS.md, limits).
+const (
+	DefaultMinRate    = 32 << 10
+	DefaultRateWindow = time.Minute
+)
+
 // Client talks to one hub endpoint.
 type Client struct {
 	Endpoint     string
@@ -33,7 +40,19 @@ type Client struct {
 	Backoff      time.Duration // first 5xx/network backoff, doubled per attempt
 	MaxBackoff   time.Duration
 	StallTimeout time.Duration // no body bytes for this long = retry
-	PartSize     int64         // resume checkpoint interval: a crash costs at most this much
+	// PartSize is the interval of resume checkpoints. They save hashing
+	// only: a restart re-hashes the bytes on disk beyond the last one and
+	// continues from their end (Fetch), so a crash costs what was in flight.
+	PartSize int64
+	// MinRate and RateWindow are the slow-drip rule beside StallTimeout: a
+	// request whose body brings fewer than MinRate bytes a second, averaged
+	// over each RateWindow, fails and is not retried (a dripping server
+	// "makes progress" forever). MinRate 0 turns the rule off.
+	MinRate    int64
+	RateWindow time.Duration
+	// MinRateFunc, if set, gives the minimum for each request instead of
+	// MinRate (a client behind a bandwidth limiter lowers it to its share).
+	MinRateFunc func() int64
 	// Streams is the number of parallel ranged requests for one large
 	// file (1 = a single stream). They fetch PartSize/Streams segments.
 	Streams   int
@@ -61,6 +80,8 @@ func New(endpoint, token string) *Client {
 		MaxBackoff:   30 * time.Second,
 		StallTimeout: 30 * time.Second,
 		PartSize:     64 << 20,
+		MinRate:      DefaultMinRate,
+		RateWindow:   DefaultRateWindow,
 		Streams:      1,
 		UserAgent:    "forged",
 	}

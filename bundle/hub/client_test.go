@@ -220,37 +220,14 @@ func TestFetchResumesFromCheckpointAcrossProcesses(t *testing.T) {
 			const p = "coreai/chunk.bin"
 			const part = 1 << 20
 			d := fx.download(t, p)
-			// First "process": dies after 3.5 MiB. The files are copied at
-			// that moment, as a kill -9 would leave them (no final checkpoint).
-			crash := filepath.Join(t.TempDir(), "crash")
-			ctx, cancel := context.WithCancel(context.Background())
-			var got atomic.Int64
-			var crashedAt int64
-			var once sync.Once
-			d.Progress = func(n int64) {
-				if got.Add(n) >= 3<<20+1<<19 {
-					once.Do(func() {
-						crashedAt = got.Load()
-						copyFile(t, d.Partial+".state", crash+".state")
-						copyFile(t, d.Partial, crash)
-						cancel()
-					})
-				}
-			}
 			c := fx.client()
 			c.Streams = streams
-			if _, err := c.Fetch(ctx, d); !errors.Is(err, context.Canceled) {
-				t.Fatalf("expected cancellation, got %v", err)
-			}
-			// Second "process" starts from the crash state.
-			d.Progress = nil
-			copyFile(t, crash, d.Partial)
-			copyFile(t, crash+".state", d.Partial+".state")
+			crashedAt := crashFetch(t, fx, c, d, 3<<20+1<<19)
 			res := fx.fetchOK(t, c, d)
 			again := crashedAt - res.ResumedFrom
 			t.Logf("crashed after receiving %d bytes, resumed from %d: %d bytes fetched twice", crashedAt, res.ResumedFrom, again)
-			if streams == 1 && res.ResumedFrom != crashedAt/part*part {
-				t.Fatalf("one stream: resumed from %d, want the last part boundary %d", res.ResumedFrom, crashedAt/part*part)
+			if streams == 1 && res.ResumedFrom != crashedAt {
+				t.Fatalf("one stream: resumed from %d, want the end of what was written, %d", res.ResumedFrom, crashedAt)
 			}
 			if res.ResumedFrom == 0 || again < 0 || again > part {
 				t.Fatalf("resumed from %d after receiving %d: more than one part (%d) fetched twice", res.ResumedFrom, crashedAt, part)
@@ -260,6 +237,43 @@ func TestFetchResumesFromCheckpointAcrossProcesses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// crashFetch runs a first "process" that dies once it has received at
+// least n bytes of d (the hub stalls at offset n, so the download cannot
+// finish first): the partial file and its checkpoint are copied at that
+// moment, as a kill -9 would leave them (no final checkpoint), and put back
+// in place for a second process. It returns the bytes received then.
+func crashFetch(t *testing.T, fx *fixture, c *Client, d Download, n int64) int64 {
+	t.Helper()
+	fx.hub.Inject(hubtest.Fault{Kind: hubtest.Stall, Path: d.Path, N: n, Times: 1})
+	crash := filepath.Join(t.TempDir(), "crash")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got atomic.Int64
+	var crashedAt int64
+	var once sync.Once
+	d.Progress = func(delta int64) {
+		if got.Add(delta) >= n {
+			once.Do(func() {
+				crashedAt = got.Load()
+				copyFile(t, d.Partial, crash)
+				if _, err := os.Stat(d.Partial + ".state"); err == nil {
+					copyFile(t, d.Partial+".state", crash+".state")
+				}
+				cancel()
+			})
+		}
+	}
+	if _, err := c.Fetch(ctx, d); !errors.Is(err, context.Canceled) {
+		t.Fatalf("expected cancellation, got %v", err)
+	}
+	os.Remove(d.Partial + ".state")
+	copyFile(t, crash, d.Partial)
+	if _, err := os.Stat(crash + ".state"); err == nil {
+		copyFile(t, crash+".state", d.Partial+".state")
+	}
+	return crashedAt
 }
 
 func copyFile(t *testing.T, from, to string) {

@@ -18,6 +18,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/forgedaemon/forged/internal/atomicfile"
+	"github.com/forgedaemon/forged/internal/units"
 )
 
 // Download describes one file to fetch at a commit.
@@ -26,7 +29,8 @@ type Download struct {
 	Size               int64  // from release.json
 	SHA256             string // from release.json
 	// Partial is where the bytes go; Partial+".state" holds the resume
-	// checkpoint (offset and SHA-256 state) at every PartSize boundary.
+	// checkpoint (offset and SHA-256 state), written when the download
+	// starts, at every PartSize boundary and when it fails.
 	Partial  string
 	Progress func(delta int64) // bytes received, may be called concurrently with other files
 	// NoSync skips the fsync of the finished file. The caller then owns
@@ -64,11 +68,20 @@ type checkpoint struct {
 	Size   int64  `json:"size"`
 	Offset int64  `json:"offset"`
 	Hash   []byte `json:"hash"` // crypto/sha256 MarshalBinary state after Offset bytes
+	// Sequential: the bytes beyond Offset were written in order by one
+	// stream, so a resume hashes what the file holds beyond Offset and keeps
+	// it. Parallel segments land out of order (a hole reads as zeros): a
+	// resume truncates to Offset.
+	Sequential bool `json:"sequential,omitempty"`
 }
 
 // Fetch downloads d.Path into d.Partial, hashing while it streams, and
-// returns nil only when size and SHA-256 match. It resumes from the last
-// checkpoint a previous process left, so a crash costs at most one part.
+// returns nil only when size and SHA-256 match. It resumes from what a
+// previous process left on disk: the checkpoint's hash state, plus the
+// bytes a single stream wrote after it, hashed again from the file (disk
+// speed, no network), so a crash costs only what was in flight. The
+// whole-file SHA-256 still decides: bytes on disk that are not the file's
+// (zeros after a power loss) make it a mismatch, never a served file.
 func (c *Client) Fetch(ctx context.Context, d Download) (Result, error) {
 	var res Result
 	f, h, offset, err := c.openPartial(d)
@@ -81,6 +94,8 @@ func (c *Client) Fetch(ctx context.Context, d Download) (Result, error) {
 	w := newHashWriter(f, h)
 	defer w.close()
 	if c.Streams > 1 && d.Size-offset >= 2*c.segmentSize() {
+		// Before any segment lands beyond offset: a resume must not keep them.
+		c.checkpointAt(d, w, offset, false)
 		offset, err = c.fetchSegments(ctx, d, w, offset, &res)
 		switch {
 		case errors.Is(err, errRangeIgnored):
@@ -92,6 +107,11 @@ func (c *Client) Fetch(ctx context.Context, d Download) (Result, error) {
 		case err != nil:
 			return res, err
 		}
+	}
+	if offset < d.Size {
+		// Before the first byte: a crash from here on resumes from the end
+		// of what this stream wrote.
+		c.checkpointAt(d, w, offset, true)
 	}
 	failures := 0
 	for offset < d.Size {
@@ -133,18 +153,27 @@ func (c *Client) Fetch(ctx context.Context, d Download) (Result, error) {
 	got := hex.EncodeToString(w.h.Sum(nil))
 	if offset != d.Size || got != d.SHA256 {
 		os.Remove(d.Partial)
-		os.Remove(d.Partial + ".state")
+		removeCheckpoint(d)
 		if offset != d.Size {
 			return res, fmt.Errorf("%s: received %d bytes, release.json says %d", d.Path, offset, d.Size)
 		}
 		return res, &HashMismatchError{Path: d.Path, Got: got, Want: d.SHA256}
 	}
-	os.Remove(d.Partial + ".state")
+	removeCheckpoint(d)
 	return res, nil
 }
 
+// removeCheckpoint drops the checkpoint of a finished (or discarded)
+// download and any temporary one a crash left while writing it.
+func removeCheckpoint(d Download) {
+	os.Remove(d.Partial + ".state")
+	atomicfile.RemoveTemporaries(d.Partial + ".state")
+}
+
 // openPartial opens (or creates) the partial file and restores the hash
-// state from its checkpoint; without a usable checkpoint it starts over.
+// state from its checkpoint, then (for a sequential checkpoint) hashes the
+// bytes the file holds beyond it, up to the file's size; without a usable
+// checkpoint it starts over.
 func (c *Client) openPartial(d Download) (*os.File, hash.Hash, int64, error) {
 	f, err := os.OpenFile(d.Partial, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -159,6 +188,14 @@ func (c *Client) openPartial(d Download) (*os.File, hash.Hash, int64, error) {
 			cp.Offset >= 0 && cp.Offset <= d.Size && st.Size() >= cp.Offset &&
 			h.(encoding.BinaryUnmarshaler).UnmarshalBinary(cp.Hash) == nil {
 			offset = cp.Offset
+			if cp.Sequential {
+				end := min(st.Size(), d.Size)
+				if _, err := io.Copy(h, io.NewSectionReader(f, offset, end-offset)); err != nil {
+					f.Close()
+					return nil, nil, 0, fmt.Errorf("%s: reading the partial download %s: %w", d.Path, d.Partial, err)
+				}
+				offset = end
+			}
 		} else {
 			h.Reset()
 		}
@@ -170,11 +207,11 @@ func (c *Client) openPartial(d Download) (*os.File, hash.Hash, int64, error) {
 	return f, h, offset, nil
 }
 
-// saveCheckpoint records offset and hash state once every written byte
-// is hashed and synced.
+// saveCheckpoint records offset and hash state of the single stream once
+// every written byte is hashed.
 func (c *Client) saveCheckpoint(d Download, w *hashWriter, offset int64) {
 	if w.sync() == nil {
-		c.checkpointAt(d, w, offset)
+		c.checkpointAt(d, w, offset, true)
 	}
 }
 
@@ -239,6 +276,7 @@ type rangeBody struct {
 	c       *Client
 	timer   *time.Timer
 	stalled *atomic.Bool
+	rate    *rateWatch
 	cancel  context.CancelFunc
 }
 
@@ -246,18 +284,84 @@ func (b *rangeBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
 		b.timer.Reset(b.c.StallTimeout)
+		b.rate.add(n)
 	}
-	if err != nil && err != io.EOF && b.stalled.Load() {
-		err = fmt.Errorf("stalled: no data for %v", b.c.StallTimeout)
+	if err != nil && err != io.EOF {
+		if slow := b.rate.failure(); slow != nil {
+			err = slow
+		} else if b.stalled.Load() {
+			err = fmt.Errorf("stalled: no data for %v", b.c.StallTimeout)
+		}
 	}
 	return n, err
 }
 
 func (b *rangeBody) Close() error {
 	b.timer.Stop()
+	b.rate.stop()
 	err := b.ReadCloser.Close() // before cancel, so a drained connection is reused
 	b.cancel()
 	return err
+}
+
+// rateWatch is the slow-drip rule of one request (Client.MinRate): at the
+// end of each RateWindow it compares the bytes received in the window with
+// the minimum and, below it, cancels the request. A nil *rateWatch (the
+// rule off) does nothing.
+type rateWatch struct {
+	min    int64 // bytes a window must bring
+	window time.Duration
+	bytes  atomic.Int64
+	slow   atomic.Int64 // bytes of the window that failed, -1 until one does
+	timer  *time.Timer
+}
+
+func (c *Client) watchRate(cancel context.CancelFunc) *rateWatch {
+	rate := c.MinRate
+	if c.MinRateFunc != nil {
+		rate = c.MinRateFunc()
+	}
+	if rate <= 0 || c.RateWindow <= 0 {
+		return nil
+	}
+	r := &rateWatch{min: int64(float64(rate) * c.RateWindow.Seconds()), window: c.RateWindow}
+	r.slow.Store(-1)
+	r.timer = time.AfterFunc(r.window, func() {
+		if n := r.bytes.Swap(0); n < r.min {
+			r.slow.Store(n)
+			cancel()
+			return
+		}
+		r.timer.Reset(r.window)
+	})
+	return r
+}
+
+func (r *rateWatch) add(n int) {
+	if r != nil {
+		r.bytes.Add(int64(n))
+	}
+}
+
+func (r *rateWatch) stop() {
+	if r != nil {
+		r.timer.Stop()
+	}
+}
+
+// failure is the error of a request the rule cancelled (nil otherwise):
+// final, since a retry would drip the same way.
+func (r *rateWatch) failure() error {
+	if r == nil {
+		return nil
+	}
+	n := r.slow.Load()
+	if n < 0 {
+		return nil
+	}
+	rate := int64(float64(n) / r.window.Seconds())
+	return &finalError{fmt.Errorf("too slow: %s in %v (%s/s), below the minimum of %s/s (the hub or the network is dripping; the rule is the config keys download.min_rate and download.rate_window)",
+		units.Bytes(n), r.window, units.Bytes(rate), units.Bytes(int64(float64(r.min)/r.window.Seconds())))}
 }
 
 // openRange requests bytes [start, end) (open-ended when end is the file
@@ -275,17 +379,22 @@ func (c *Client) openRange(ctx context.Context, d Download, start, end int64) (*
 	}
 	var stalled atomic.Bool
 	timer := time.AfterFunc(c.StallTimeout, func() { stalled.Store(true); cancel() })
+	rate := c.watchRate(cancel)
 	resp, _, err := c.do(ctx, http.MethodGet, c.FileURL(d.Repo, d.Commit, d.Path), hdr,
 		func(h http.Header) error { return checkHeaders(d, h) })
 	if err != nil {
 		timer.Stop()
+		rate.stop()
 		cancel()
+		if slow := rate.failure(); slow != nil {
+			return nil, slow
+		}
 		if stalled.Load() {
 			return nil, fmt.Errorf("no response for %v", c.StallTimeout)
 		}
 		return nil, err
 	}
-	body := &rangeBody{ReadCloser: resp.Body, c: c, timer: timer, stalled: &stalled, cancel: cancel}
+	body := &rangeBody{ReadCloser: resp.Body, c: c, timer: timer, stalled: &stalled, rate: rate, cancel: cancel}
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
 		got, ok := contentRangeStart(resp.Header.Get("Content-Range"))

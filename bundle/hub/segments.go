@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/forgedaemon/forged/internal/atomicfile"
 )
 
 // errRangeIgnored: the server answered a segment's Range with the whole
@@ -123,7 +125,7 @@ func (c *Client) fetchSegments(ctx context.Context, d Download, w *hashWriter, o
 		}
 		s.buf = nil
 		if pos < d.Size {
-			c.checkpointAt(d, w, pos)
+			c.checkpointAt(d, w, pos, false)
 		}
 		<-window
 	}
@@ -191,20 +193,19 @@ func (c *Client) readRange(ctx context.Context, d Download, start, end int64, bu
 }
 
 // checkpointAt records the hash state after offset bytes (the file may
-// hold more; a resume truncates it to offset). It does not fsync: a killed
-// process leaves its writes in the page cache, and after a power loss a
-// checkpoint ahead of the data only costs a refetch, because the whole
-// file is hashed before it is accepted.
-func (c *Client) checkpointAt(d Download, w *hashWriter, offset int64) {
+// hold more: with sequential a resume hashes and keeps it, without it
+// truncates to offset). It does not fsync: a killed process leaves its
+// writes in the page cache, and after a power loss a checkpoint ahead of
+// the data only costs a refetch, because the whole file is hashed before
+// it is accepted. A failed write (a full disk) keeps the old checkpoint
+// and leaves no temporary file.
+func (c *Client) checkpointAt(d Download, w *hashWriter, offset int64, sequential bool) {
 	state, err := w.h.(encoding.BinaryMarshaler).MarshalBinary()
 	if err != nil {
 		return
 	}
-	data, _ := json.Marshal(checkpoint{Path: d.Path, SHA256: d.SHA256, Size: d.Size, Offset: offset, Hash: state})
-	tmp := d.Partial + ".state.tmp"
-	if os.WriteFile(tmp, data, 0o644) == nil {
-		os.Rename(tmp, d.Partial+".state")
-	}
+	data, _ := json.Marshal(checkpoint{Path: d.Path, SHA256: d.SHA256, Size: d.Size, Offset: offset, Hash: state, Sequential: sequential})
+	atomicfile.Replace(d.Partial+".state", data, 0o600)
 }
 
 // resetTo drops anything after offset and positions the file there. A

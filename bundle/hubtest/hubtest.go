@@ -2,11 +2,12 @@
 // and demos. It serves directories as repositories at named commits on one
 // loopback listener and redirects large ("LFS") files to a second listener
 // that plays the CDN, the way huggingface.co redirects to its storage host.
-// Faults can be injected per file: a cut body, a flipped byte, a stall,
-// 500s, 429 with Retry-After, and a server that ignores Range.
+// Faults can be injected per file: a cut body, a flipped byte, a stall, a
+// slow drip, 500s, 429 with Retry-After, and a server that ignores Range.
 package hubtest
 
 import (
+	"cmp"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
@@ -44,6 +45,9 @@ const (
 	TooManyRequests
 	// IgnoreRange answers ranged requests with the whole file and 200.
 	IgnoreRange
+	// Drip sends the body from file offset N on DripBytes at a time, one
+	// chunk every DripEvery (a slow but never stalled server).
+	Drip
 )
 
 // Fault is one injected misbehaviour.
@@ -54,6 +58,8 @@ type Fault struct {
 	Times      int           // requests it applies to; 0 means every request
 	RetryAfter int           // seconds, for TooManyRequests
 	StallFor   time.Duration // 0 means until the client goes away
+	DripBytes  int64         // for Drip (default 1 KiB)
+	DripEvery  time.Duration // for Drip (default 100ms)
 	used       int
 }
 
@@ -401,6 +407,11 @@ func (h *Hub) serveBody(w http.ResponseWriter, r *http.Request, path string, f f
 	cut := h.takeFaultIn(path, start, end, CutAfter)
 	flip := h.takeFaultIn(path, start, end, FlipByte)
 	stall := h.takeFaultIn(path, start, end, Stall)
+	drip := h.takeFaultIn(path, start, end, Drip)
+	if drip != nil {
+		drip.DripBytes = cmp.Or(drip.DripBytes, 1<<10)
+		drip.DripEvery = cmp.Or(drip.DripEvery, 100*time.Millisecond)
+	}
 	buf := make([]byte, 256<<10)
 	for off := start; off < end; {
 		n := int64(len(buf))
@@ -408,9 +419,20 @@ func (h *Hub) serveBody(w http.ResponseWriter, r *http.Request, path string, f f
 			n = end - off
 		}
 		// Stop chunks at the cut and stall points so they happen exactly there.
-		for _, flt := range []*Fault{cut, stall} {
+		for _, flt := range []*Fault{cut, stall, drip} {
 			if flt != nil && off < flt.N && off+n > flt.N {
 				n = flt.N - off
+			}
+		}
+		if drip != nil && off >= drip.N {
+			n = min(n, drip.DripBytes)
+			if off > drip.N {
+				w.(http.Flusher).Flush()
+				select {
+				case <-time.After(drip.DripEvery):
+				case <-r.Context().Done():
+					return
+				}
 			}
 		}
 		if cut != nil && off >= cut.N {

@@ -55,10 +55,11 @@ var errLocked = errors.New("locked by another process")
 // conflicting lock is errLocked; with it, waiting (after calling waiting,
 // if set) until free.
 func (s *Store) flock(p string, how int, wait bool, waiting func()) (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	// 0600: anyone who can open a lock file can flock it (perm.go).
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -116,6 +116,22 @@ func (s *Store) Verify(repo string, full bool) (*verify.Report, error) {
 	return s.verifyCommit(repo, commit, full)
 }
 
+// VerifyCommit checks the installed snapshot of repo at commit (the one a
+// daemon serves, which need not be the store's current one), after
+// settling pending downloads like Verify.
+func (s *Store) VerifyCommit(repo, commit string, full bool) (*verify.Report, error) {
+	if err := hub.CheckRepo(repo); err != nil {
+		return nil, err
+	}
+	if !hub.IsCommit(commit) {
+		return nil, fmt.Errorf("%q is not a commit", commit)
+	}
+	if err := s.settle(); err != nil {
+		return nil, err
+	}
+	return s.verifyCommit(repo, commit, full)
+}
+
 // verifyCommit checks the installed snapshot of repo at commit.
 func (s *Store) verifyCommit(repo, commit string, full bool) (*verify.Report, error) {
 	rec, err := s.readRecord(repo, commit)
@@ -140,24 +156,31 @@ type UpdateCheck struct {
 // CheckUpdate resolves rev and reads its release.json, without
 // downloading anything else, and says what an update would fetch.
 func (s *Store) CheckUpdate(ctx context.Context, repo string, o PullOptions) (*UpdateCheck, error) {
-	if s.Client == nil {
-		return nil, fmt.Errorf("offline: cannot check %s for updates (FORGE_OFFLINE is set)", repo)
-	}
 	st, err := s.Current(repo)
 	if err != nil {
 		return nil, err
+	}
+	return s.CheckUpdateFrom(ctx, repo, st.Commit, o)
+}
+
+// CheckUpdateFrom is CheckUpdate against from instead of the current
+// record: a daemon compares with the commit it serves, which another
+// writer of the store may have moved the record away from.
+func (s *Store) CheckUpdateFrom(ctx context.Context, repo, from string, o PullOptions) (*UpdateCheck, error) {
+	if s.Client == nil {
+		return nil, fmt.Errorf("offline: cannot check %s for updates (FORGE_OFFLINE is set)", repo)
 	}
 	latest, err := s.Client.ResolveRevision(ctx, repo, o.Revision)
 	if err != nil {
 		return nil, err
 	}
-	uc := &UpdateCheck{Repo: repo, Current: st.Commit, Latest: latest, UpToDate: latest == st.Commit, ChangedFiles: []string{}}
+	uc := &UpdateCheck{Repo: repo, Current: from, Latest: latest, UpToDate: latest == from, ChangedFiles: []string{}}
 	_, files, _, err := s.fetchSelection(ctx, repo, latest, o.Selection)
 	if err != nil {
 		return nil, err
 	}
 	var old map[string]verify.RecordEntry
-	if rec, err := s.readRecord(repo, st.Commit); err == nil {
+	if rec, err := s.readRecord(repo, from); err == nil {
 		old = rec.Record.Files
 	}
 	for _, f := range files {
@@ -216,8 +239,9 @@ type GCResult struct {
 	FreedBytes int64    `json:"freed_bytes"`
 }
 
-// GC removes snapshots that are neither current nor previous, staging
-// trees, and blobs no snapshot links to (link count 1). With partials it
+// GC removes snapshots that are neither current nor previous nor leased
+// by a running process (lease.go), staging trees, and blobs no snapshot
+// links to (link count 1). With partials it
 // also drops the partial downloads of interrupted pulls. It holds each
 // repository's lock while it works on it and the blob lock while it
 // deletes blobs and partials, so it never races a pull.
@@ -277,11 +301,15 @@ func (s *Store) gcRepo(repo string, res *GCResult) error {
 	if err != nil {
 		return err
 	}
+	leased, err := s.leased(repo)
+	if err != nil {
+		return err
+	}
 	dir := s.path("snapshots", repoPath(repo))
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		name := e.Name()
-		if name == st.Commit || name == st.Previous {
+		if name == st.Commit || name == st.Previous || leased[name] {
 			continue
 		}
 		// Not current, not previous, or a staging tree left by a crash

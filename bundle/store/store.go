@@ -13,6 +13,7 @@
 //	<root>/pending/<owner>+<name>+<commit>+<ns>.json  blobs not yet fsynced (pending.go)
 //	<root>/locks/<owner>/<name>.lock       per-repository flock
 //	<root>/locks/settle.lock               settling pending markers
+//	<root>/leases/<owner>/<name>/<pid>-<ns>.json  commits a running process serves (lease.go)
 package store
 
 import (
@@ -107,10 +108,8 @@ func OpenBoot(root string, bootID func() (string, error)) (*Store, error) {
 	if root == "" {
 		return nil, errors.New("store: empty data directory")
 	}
-	for _, d := range []string{"blobs/sha256", "snapshots", "records", "refs", "current", "partial", "pending", "locks"} {
-		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o755); err != nil {
-			return nil, fmt.Errorf("store: %w", err)
-		}
+	if err := secure(root); err != nil {
+		return nil, err
 	}
 	s := &Store{Root: root, Workers: 4, FreeSpace: freeSpace, MarginBytes: 256 << 20, MarginPercent: 2, BootID: bootID}
 	if err := s.settle(); err != nil {

@@ -67,13 +67,15 @@ const (
 const (
 	EventToken = "token"
 	EventState = "state"
-	// EventQueued is sent while a generation waits for memory (its data is
-	// a QueuedEvent). It is not sent when memory is free.
+	// EventQueued is sent while a generation waits, for memory or for a
+	// generation slot (its data is a QueuedEvent), when it starts waiting
+	// and when its place changes. It is not sent to a request that runs at
+	// once.
 	EventQueued = "queued"
 )
 
 // QueuedEvent is the data of a queued event: why the generation waits and
-// its place in the memory queue (position 1 is next).
+// its place in that queue (position 1 is next).
 type QueuedEvent struct {
 	Reason   string `msgpack:"reason"`
 	Position uint64 `msgpack:"position"`
@@ -179,12 +181,18 @@ type SessionInfo struct {
 }
 
 // RequestInfo is one queued or running generation in a status result.
+// ID is the caller's own id, unique only on its connection; Seq numbers
+// requests across the daemon (unique for the daemon's life).
 type RequestInfo struct {
 	ID        uint64 `msgpack:"id" json:"id"`
+	Seq       uint64 `msgpack:"seq" json:"seq"`
 	UID       uint32 `msgpack:"uid" json:"uid"`
+	PID       int32  `msgpack:"pid,omitempty" json:"pid,omitempty"` // the caller's process; absent where the kernel does not say
 	Client    string `msgpack:"client" json:"client"`
 	Op        string `msgpack:"op" json:"op"`
+	Priority  string `msgpack:"priority" json:"priority"` // PriorityInteractive or PriorityBackground
 	State     string `msgpack:"state" json:"state"`
+	AgeMS     uint64 `msgpack:"age_ms" json:"age_ms"` // since the daemon received it
 	Generated uint64 `msgpack:"generated" json:"generated"`
 }
 
@@ -201,8 +209,11 @@ type StatusResult struct {
 	Running     uint64        `msgpack:"running" json:"running"`
 	Slots       uint64        `msgpack:"slots" json:"slots"`
 	Sessions    []SessionInfo `msgpack:"sessions" json:"sessions"`
-	Requests    []RequestInfo `msgpack:"requests" json:"requests"`
-	Memory      Memory        `msgpack:"memory" json:"memory"`
+	// SessionsTotal counts every open session; Sessions lists at most
+	// 1024 of them, the caller's uid's first.
+	SessionsTotal uint64        `msgpack:"sessions_total" json:"sessions_total"`
+	Requests      []RequestInfo `msgpack:"requests" json:"requests"`
+	Memory        Memory        `msgpack:"memory" json:"memory"`
 	// MemoryEstimate is the memory model's account of the same things
 	// (weights from the manifest, KV from the cache format × rows in
 	// use), next to the measured Memory; absent without a memory model.
@@ -469,11 +480,15 @@ type ConfigValues struct {
 	Slots               uint64 `msgpack:"slots" json:"slots"`
 	MaxQueue            uint64 `msgpack:"max_queue" json:"max_queue"`
 	PerCaller           uint64 `msgpack:"per_caller" json:"per_caller"`
+	PerUID              uint64 `msgpack:"per_uid" json:"per_uid"`
+	SessionsPerConn     uint64 `msgpack:"sessions_per_connection" json:"sessions_per_connection"`
+	SessionsPerUID      uint64 `msgpack:"sessions_per_uid" json:"sessions_per_uid"`
 	AdminGroup          string `msgpack:"admin_group" json:"admin_group"`
 	Socket              string `msgpack:"socket" json:"socket"`
-	// KeepAliveMS is the residency keep-alive (-1: never unload); absent
-	// when the served model is always loaded.
-	KeepAliveMS int64 `msgpack:"keep_alive_ms,omitempty" json:"keep_alive_ms,omitempty"`
+	// KeepAliveMS is the residency keep-alive: 0 unloads as soon as the
+	// model is idle, -1 never; absent (nil) when the served model is
+	// always loaded.
+	KeepAliveMS *int64 `msgpack:"keep_alive_ms,omitempty" json:"keep_alive_ms,omitempty"`
 	// File is the config file the daemon follows; absent without --config.
 	File string `msgpack:"file,omitempty" json:"file,omitempty"`
 }

@@ -92,8 +92,9 @@ func TestChatArgsKeepToolKeyOrder(t *testing.T) {
 }
 
 // Random values encoded by msgpack/v5 with sorted keys transcode to exactly
-// what encoding/json (which also sorts) writes for the same values; and the
-// JSON converts back to msgpack that transcodes to the same JSON.
+// what encoding/json (which also sorts) writes for the same values, floats
+// kept in a float's form (floatForm); and the JSON converts back to msgpack
+// that transcodes to the same JSON.
 func TestObjectMatchesEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 500 {
@@ -110,7 +111,7 @@ func TestObjectMatchesEncodingJSON(t *testing.T) {
 		var want bytes.Buffer
 		jenc := json.NewEncoder(&want)
 		jenc.SetEscapeHTML(false)
-		if err := jenc.Encode(v); err != nil {
+		if err := jenc.Encode(floatForm(v)); err != nil {
 			t.Fatal(err)
 		}
 		obj, err := ObjectFromMsgpack(mp.Bytes())
@@ -138,6 +139,41 @@ func randString(rng *rand.Rand) string {
 		b.WriteString(pieces[rng.IntN(len(pieces))])
 	}
 	return b.String()
+}
+
+// jsonFloat is a float as an Object writes it: encoding/json's digits,
+// with ".0" when they would read back as an integer.
+type jsonFloat[F float32 | float64] struct{ f F }
+
+func (j jsonFloat[F]) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(j.f)
+	if err == nil && !bytes.ContainsAny(b, ".eE") {
+		b = append(b, ".0"...)
+	}
+	return b, err
+}
+
+// floatForm is v with every float wrapped in jsonFloat.
+func floatForm(v any) any {
+	switch x := v.(type) {
+	case float64:
+		return jsonFloat[float64]{x}
+	case float32:
+		return jsonFloat[float32]{x}
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = floatForm(e)
+		}
+		return l
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = floatForm(e)
+		}
+		return m
+	}
+	return v
 }
 
 func randValue(rng *rand.Rand, depth int) any {
@@ -300,8 +336,8 @@ func FuzzObjectFromMsgpack(f *testing.F) {
 }
 
 // FuzzObjectFromJSON: arbitrary text never panics; the JSON an accepted
-// object emits is a fixed point (0e0 becomes 0, which stays 0; -0 and
-// -0.0 stay -0).
+// object emits is a fixed point (0e0 becomes 0.0, which stays 0.0; -0
+// becomes 0 and -0.0 stays -0.0).
 func FuzzObjectFromJSON(f *testing.F) {
 	f.Add([]byte(weatherJSON))
 	f.Add([]byte(`{"a":[1e300,-0.5,18446744073709551615,-9223372036854775808,"\u0000"]}`))
@@ -373,5 +409,29 @@ func TestObjectKeysAndDecode(t *testing.T) {
 	}
 	if keys := (Object{}).Keys(); len(keys) != 0 {
 		t.Errorf("the zero Object has keys %v", keys)
+	}
+}
+
+// Numbers keep their source form through an Object, as Python's json
+// reads them: a float stays a float (300.0, 1e2 → 100.0, -0.0), an integer
+// an integer (-0 is 0), so the chat template's tojson prints what
+// transformers' would (daemon: TestChatFloatArgumentsRenderAsPython).
+func TestObjectNumbersKeepFloatForm(t *testing.T) {
+	in := `{"a":300.0,"b":300,"c":1e-06,"d":-0.0,"e":-0,"f":1e21,"g":1e2,"h":[1.0,2,0.5],"i":18446744073709551615}`
+	want := `{"a":300.0,"b":300,"c":0.000001,"d":-0.0,"e":0,"f":1e+21,"g":100.0,"h":[1.0,2,0.5],"i":18446744073709551615}`
+	obj, err := ObjectFromJSON([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := obj.MarshalJSON(); string(j) != want {
+		t.Fatalf("JSON form\n got %s\nwant %s", j, want)
+	}
+	// A float32 from a msgpack client: integral, still a float.
+	f32, err := ObjectOf("w", float32(300))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := f32.MarshalJSON(); string(j) != `{"w":300.0}` {
+		t.Fatalf("float32 300: %s", j)
 	}
 }

@@ -16,7 +16,7 @@ const (
 // OpSpec is what the protocol says about one operation.
 type OpSpec struct {
 	Name string
-	// Admin: only root, the daemon's own uid and the admin group may call it (§6).
+	// Admin: only root, the daemon's own uid and the admin group may call it (docs/PROTOCOL.md §6).
 	Admin bool
 	// Streaming: it may send events before its reply, runs beside the
 	// connection's other requests and can be cancelled.

@@ -276,7 +276,10 @@ func (t *mpReader) key() (string, error) {
 }
 
 // appendJSONFloat writes a finite number as encoding/json would (float32
-// values with 32-bit shortest digits).
+// values with 32-bit shortest digits), but always in a float's form: an
+// integral value gets ".0" (300.0, -0.0), so whoever reads the JSON back
+// (the chat template, as Python's json.loads would) still sees a float,
+// and tojson prints 300.0 as transformers' json.dumps does.
 func appendJSONFloat[F float32 | float64](out []byte, f F) ([]byte, error) {
 	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
 		return nil, problem("%v has no JSON form (numbers must be finite)", f)
@@ -285,7 +288,11 @@ func appendJSONFloat[F float32 | float64](out []byte, f F) ([]byte, error) {
 	if err != nil {
 		return nil, problem("%v", err)
 	}
-	return append(out, j...), nil
+	out = append(out, j...)
+	if !bytes.ContainsAny(j, ".eE") {
+		out = append(out, ".0"...)
+	}
+	return out, nil
 }
 
 // appendJSONString quotes valid UTF-8 s, escaping only what JSON requires
@@ -473,12 +480,14 @@ func appendMsgpackStr(out []byte, s string) []byte {
 	return append(out, s...)
 }
 
-// appendMsgpackNumber writes a JSON number: an integer in the smallest
-// msgpack integer form when it fits 64 bits, else a float64. "-0" is the
-// float −0 (an integer 0 would drop the sign, and −0 prints as "-0").
+// appendMsgpackNumber writes a JSON number in its source form, as
+// Python's json.loads reads it (the chat template sees what transformers'
+// would): without a fraction or exponent an integer, in the smallest
+// msgpack integer form when it fits 64 bits ("-0" is the integer 0);
+// otherwise a float64 (300.0 stays a float, -0.0 keeps its sign).
 func appendMsgpackNumber(out []byte, s string) ([]byte, error) {
 	if !strings.ContainsAny(s, ".eE") {
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil && (i != 0 || s[0] != '-') {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 			return appendMsgpackInt(out, i), nil
 		}
 		if u, err := strconv.ParseUint(s, 10, 64); err == nil {

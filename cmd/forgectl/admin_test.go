@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -49,8 +50,8 @@ func TestConfigGetAndSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"limits.max_frame        1048576\n", "limits.per_caller       3\n", "file                    " + cfgPath + "\n"} {
-		if !strings.Contains(out, want) {
+	for _, want := range []string{`limits\.max_frame +1048576\n`, `limits\.per_caller +3\n`, `limits\.per_uid +16\n`, `file +` + regexp.QuoteMeta(cfgPath) + `\n`} {
+		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("config get lacks %q:\n%s", want, out)
 		}
 	}
@@ -418,7 +419,7 @@ func TestConfigGetKeepAliveName(t *testing.T) {
 			t.Errorf("keepAliveText(%d) = %q, want %q", c.ms, got, c.want)
 		}
 	}
-	v := &wire.ConfigValues{MaxFrame: 8, PerCaller: 3, KeepAliveMS: 300000}
+	v := &wire.ConfigValues{MaxFrame: 8, PerCaller: 3, KeepAliveMS: ptr(int64(300000))}
 	var out bytes.Buffer
 	if err := showConfig(&out, v, "", false); err != nil || !strings.Contains(out.String(), "keep_alive ") || strings.Contains(out.String(), "keep_alive_ms") ||
 		!strings.Contains(out.String(), "5m\n") {
@@ -433,5 +434,13 @@ func TestConfigGetKeepAliveName(t *testing.T) {
 	out.Reset()
 	if err := showConfig(&out, v, "keep_alive", true); err != nil || out.String() != "\"5m\"\n" {
 		t.Errorf("config get keep_alive --json: %v %q", err, out.String())
+	}
+	// keep_alive 0s (unload as soon as idle) is a value, not an absence.
+	v.KeepAliveMS = ptr(int64(0))
+	for key, want := range map[string]string{"keep_alive": "0s\n", "keep_alive_ms": "0\n"} {
+		out.Reset()
+		if err := showConfig(&out, v, key, false); err != nil || out.String() != want {
+			t.Errorf("config get %s with keep_alive 0s: %v %q, want %q", key, err, out.String(), want)
+		}
 	}
 }

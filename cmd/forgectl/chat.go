@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 
 	"github.com/forgedaemon/forged/client"
@@ -41,8 +42,7 @@ on: /reset starts a new one.`,
 		if *thinking != "on" && *thinking != "off" {
 			return fmt.Errorf("--thinking must be on or off, got %q", *thinking)
 		}
-		base := wire.ChatArgs{MaxTokens: &opts.maxTokens, Sampling: opts.sampling(), Speculative: opts.speculative(),
-			Stop: opts.stop, Priority: opts.priority(), Thinking: *thinking, ThinkingBudget: *budget}
+		base := wire.ChatArgs{Stop: opts.stop, Priority: opts.priority(), Thinking: *thinking, ThinkingBudget: *budget}
 		if *toolsFile != "" {
 			data, err := os.ReadFile(*toolsFile)
 			if err != nil {
@@ -76,11 +76,12 @@ on: /reset starts a new one.`,
 		if !interactive {
 			req := base
 			req.Messages = append(first, wire.Message{Role: "user", Content: message})
-			_, err := printStream(cl.Chat(cmd.Context(), req), cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON, opts.showUsage,
+			q := newQueueNote(cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON)
+			_, err := printStream(cl.Chat(cmd.Context(), req, append(opts.options(), q.option())...), q, cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON, opts.showUsage,
 				newChatView(*hideReasoning, dim))
 			return err
 		}
-		return chatREPL(cmd, cl, base, *system, *asJSON, opts.showUsage, func() *chatView { return newChatView(*hideReasoning, dim) })
+		return chatREPL(cmd, cl, base, opts.options(), *system, *asJSON, opts.showUsage, func() *chatView { return newChatView(*hideReasoning, dim) })
 	}
 	return c
 }
@@ -88,14 +89,14 @@ on: /reset starts a new one.`,
 // chatREPL runs the interactive conversation on the terminal: line
 // editing and history at the prompt, Ctrl-C clearing the line (at an empty
 // prompt, twice, leaving) or cancelling the running turn.
-func chatREPL(cmd *cobra.Command, cl *client.Client, base wire.ChatArgs, system string, asJSON, showUsage bool, view func() *chatView) error {
+func chatREPL(cmd *cobra.Command, cl *client.Client, base wire.ChatArgs, opts []client.GenOption, system string, asJSON, showUsage bool, view func() *chatView) error {
 	// SIGINT is caught for the whole conversation (the prompt reads in raw
 	// mode, where Ctrl-C is a key, so it comes only while a turn runs).
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
 	defer signal.Stop(sig)
-	r := &repl{cl: cl, base: base, system: system, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
-		asJSON: asJSON, showUsage: showUsage, view: view, readLine: promptReader(cmd.InOrStdin().(*os.File), cmd.OutOrStdout()),
+	r := &repl{cl: cl, base: base, opts: opts, system: system, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
+		asJSON: asJSON, showUsage: showUsage, view: view, tty: cli.WriterIsTerminal(cmd.ErrOrStderr()), readLine: promptReader(cmd.InOrStdin().(*os.File), cmd.OutOrStdout()),
 		interrupts: func() (<-chan os.Signal, func()) {
 			for len(sig) > 0 { // one from before this turn is not for it
 				<-sig
@@ -125,10 +126,12 @@ func (interrupted) Error() string { return "interrupted" }
 type repl struct {
 	cl                *client.Client
 	base              wire.ChatArgs
-	system            string // the system prompt of the conversation ("" none)
+	opts              []client.GenOption // each turn's (max tokens, sampling, …)
+	system            string             // the system prompt of the conversation ("" none)
 	out, errOut       io.Writer
 	asJSON, showUsage bool
 	view              func() *chatView // a fresh view for each answer
+	tty               bool             // errOut is a terminal: the queued note is rewritten in place
 	// readLine reads one line: io.EOF on Ctrl-D, interrupted on Ctrl-C.
 	readLine func() (string, error)
 	// interrupts delivers Ctrl-C while a turn runs, until stop.
@@ -255,7 +258,8 @@ func (r *repl) turn(ctx context.Context, message string) error {
 	if r.view != nil {
 		view = r.view()
 	}
-	_, err := printStream(r.cl.Chat(tctx, req), r.out, r.errOut, r.asJSON, r.showUsage, view)
+	q := &queueNote{out: r.out, errOut: r.errOut, tty: r.tty, asJSON: r.asJSON}
+	_, err := printStream(r.cl.Chat(tctx, req, append(slices.Clip(r.opts), q.option())...), q, r.out, r.errOut, r.asJSON, r.showUsage, view)
 	var we *wire.Error
 	switch {
 	case err == nil:

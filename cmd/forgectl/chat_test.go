@@ -7,9 +7,11 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
 	"github.com/forgedaemon/forged/internal/cli"
@@ -113,5 +115,87 @@ func TestREPLCtrlC(t *testing.T) {
 	}
 	if strings.Count(errOut, "Ctrl-C again or Ctrl-D to leave") != 2 {
 		t.Errorf("hint after each first Ctrl-C at an empty prompt:\n%s", errOut)
+	}
+}
+
+// notifyWriter is a buffer that closes seen the first time what it holds
+// contains want.
+type notifyWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+}
+
+func (w *notifyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if w.seen != nil && strings.Contains(w.buf.String(), w.want) {
+		close(w.seen)
+		w.seen = nil
+	}
+	return n, err
+}
+
+func (w *notifyWriter) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.buf.String() }
+
+// A turn that waits for the daemon's one generation slot shows "queued
+// (position 1)…" (on a terminal, in place) until its answer starts, then
+// clears it: a real daemon, another app's generation holding the slot
+// until the REPL has shown the note.
+func TestREPLShowsQueuedTurn(t *testing.T) {
+	sock, _ := serveDaemon(t, fakeengine.New(fakeengine.Options{TokenDelay: time.Millisecond}))
+	other, err := cli.Dial(context.Background(), sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	hold, release := context.WithCancel(context.Background())
+	defer release()
+	busy := other.Generate(hold, wire.GenerateArgs{IDs: []uint32{1}}, client.MaxTokens(60000))
+	for {
+		st, err := other.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Running == 1 {
+			break
+		}
+	}
+	cl, err := cli.Dial(context.Background(), sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	errOut := &notifyWriter{want: "queued (position 1)…", seen: make(chan struct{})}
+	seen := errOut.seen
+	go func() { <-seen; release() }() // the note is up: free the slot
+	var out bytes.Buffer
+	lines := []string{"hello"}
+	r := &repl{cl: cl, opts: []client.GenOption{client.MaxTokens(4)}, out: &out, errOut: errOut, tty: true,
+		readLine: func() (string, error) {
+			if len(lines) == 0 {
+				return "", io.EOF
+			}
+			l := lines[0]
+			lines = lines[1:]
+			return l, nil
+		},
+		interrupts: func() (<-chan os.Signal, func()) { return make(chan os.Signal), func() {} }}
+	if err := r.run(context.Background()); err != nil {
+		t.Fatalf("REPL ended with %v\n%s", err, errOut.String())
+	}
+	busy.Result()
+	e := errOut.String()
+	note := strings.LastIndex(e, "queued (position 1)…")
+	if note < 0 {
+		t.Fatalf("no queued note while the slot was busy:\n%q", e)
+	}
+	if !strings.Contains(e[note:], "\r\x1b[K") {
+		t.Errorf("the queued note was not cleared when the answer started:\n%q", e)
+	}
+	if strings.TrimSpace(out.String()) == "" {
+		t.Errorf("no answer after the wait; stderr %q", e)
 	}
 }

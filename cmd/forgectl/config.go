@@ -210,11 +210,14 @@ func fromJSON(v any) (any, error) {
 // docs/CONFIG.md) of the settings config.get reports under the protocol's
 // names. Settings the file does not hold keep the protocol's name.
 var fileKeys = map[string]string{
-	"keep_alive_ms": "keep_alive",
-	"max_frame":     "limits.max_frame",
-	"slots":         "limits.slots",
-	"max_queue":     "limits.max_queue",
-	"per_caller":    "limits.per_caller",
+	"keep_alive_ms":           "keep_alive",
+	"max_frame":               "limits.max_frame",
+	"slots":                   "limits.slots",
+	"max_queue":               "limits.max_queue",
+	"per_caller":              "limits.per_caller",
+	"per_uid":                 "limits.per_uid",
+	"sessions_per_connection": "limits.sessions_per_connection",
+	"sessions_per_uid":        "limits.sessions_per_uid",
 }
 
 // configRow is one setting as config get shows it.
@@ -242,8 +245,8 @@ func configRows(v *wire.ConfigValues) ([]configRow, error) {
 		if n, ok := fileKeys[k]; ok {
 			r.name = n
 		}
-		if k == "keep_alive_ms" {
-			r.value, _ = json.Marshal(keepAliveText(v.KeepAliveMS))
+		if k == "keep_alive_ms" && v.KeepAliveMS != nil {
+			r.value, _ = json.Marshal(keepAliveText(*v.KeepAliveMS))
 		}
 		rows = append(rows, r)
 	}
@@ -303,7 +306,7 @@ func showConfig(w io.Writer, v *wire.ConfigValues, key string, asJSON bool) erro
 	}
 	why := ""
 	if k := key; k == "keep_alive" || k == "keep_alive_ms" {
-		why = " (the daemon reports no keep-alive: its model is not under residency control, or the keep-alive is 0s)"
+		why = " (the daemon reports no keep-alive: its model is not under residency control)"
 	}
 	return fmt.Errorf("config.get has no key %q%s: it has %s (config set takes the file's keys, docs/CONFIG.md)", key, why, strings.Join(names, ", "))
 }

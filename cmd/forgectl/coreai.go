@@ -5,7 +5,8 @@ import (
 	"io"
 
 	"github.com/forgedaemon/forged/ane"
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
+	"github.com/forgedaemon/forged/ane/coreai/smoke"
 	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/spf13/cobra"
 )
@@ -20,12 +21,12 @@ func newCoreAICmd() *cobra.Command {
 	}
 	chipJSON := cli.JSONFlag(chip)
 	chip.RunE = func(cmd *cobra.Command, _ []string) error {
-		ch, err := coreai.DetectChip()
+		ch, err := cai.DetectChip()
 		if err != nil {
 			return err
 		}
-		mode, merr := coreai.CompileMode(ch)
-		out := map[string]any{"chip": ch.String(), "soc": ch.SoC(), "compile_mode": mode, "env": coreai.CompileModeEnv}
+		mode, merr := cai.CompileMode(ch)
+		out := map[string]any{"chip": ch.String(), "soc": ch.SoC(), "compile_mode": mode, "env": cai.CompileModeEnv}
 		if merr != nil {
 			out["error"] = merr.Error()
 		}
@@ -35,25 +36,25 @@ func newCoreAICmd() *cobra.Command {
 		if merr != nil {
 			return merr
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s (%s): %s=%d\n", ch, ch.SoC(), coreai.CompileModeEnv, mode)
+		fmt.Fprintf(cmd.OutOrStdout(), "%s (%s): %s=%d\n", ch, ch.SoC(), cai.CompileModeEnv, mode)
 		return nil
 	}
 
-	smoke := &cobra.Command{
+	smokeCmd := &cobra.Command{
 		Use:   "smoke",
 		Short: "Load a bundle's Core AI runtime and decode greedily with speculation (macOS hardware test)",
 		Args:  cobra.NoArgs,
 	}
 	var bundleDir, kv string
-	var opts coreai.SmokeOptions
-	smoke.Flags().StringVar(&bundleDir, "bundle", "", "bundle directory (holding coreai/ and model/)")
-	smoke.Flags().StringVar(&opts.Bridge, "bridge", "", "path of libCoreAIBridge.dylib (default: the first found of $FORGE_BRIDGE, <bin>/../lib/forged, the Homebrew and /usr/local paths, build/)")
-	smoke.Flags().StringVar(&opts.Prompt, "prompt", "", "raw prompt (default \"The capital of France is\")")
-	smoke.Flags().IntVar(&opts.Tokens, "tokens", 16, "greedy tokens to generate (2..64)")
-	smoke.Flags().IntVar(&opts.Ctx, "ctx", 0, "context entry (default the smallest)")
-	smoke.Flags().StringVar(&kv, "kv", "", "KV cache format of a selectable bundle: fp16 or v8")
-	smokeJSON := cli.JSONFlag(smoke)
-	smoke.RunE = func(cmd *cobra.Command, _ []string) error {
+	var opts smoke.Options
+	smokeCmd.Flags().StringVar(&bundleDir, "bundle", "", "bundle directory (holding coreai/ and model/)")
+	smokeCmd.Flags().StringVar(&opts.Bridge, "bridge", "", "path of libCoreAIBridge.dylib (default: the first found of $FORGE_BRIDGE, <bin>/../lib/forged, the Homebrew and /usr/local paths, build/)")
+	smokeCmd.Flags().StringVar(&opts.Prompt, "prompt", "", "raw prompt (default \"The capital of France is\")")
+	smokeCmd.Flags().IntVar(&opts.Tokens, "tokens", 16, "greedy tokens to generate (2..64)")
+	smokeCmd.Flags().IntVar(&opts.Ctx, "ctx", 0, "context entry (default the smallest)")
+	smokeCmd.Flags().StringVar(&kv, "kv", "", "KV cache format of a selectable bundle: fp16 or v8")
+	smokeJSON := cli.JSONFlag(smokeCmd)
+	smokeCmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if bundleDir == "" {
 			return fmt.Errorf("coreai smoke: --bundle is required")
 		}
@@ -62,7 +63,7 @@ func newCoreAICmd() *cobra.Command {
 			return fmt.Errorf("coreai smoke: %w", err)
 		}
 		opts.Bridge, opts.KV = bridge, ane.KVFormat(kv)
-		rep, err := coreai.Smoke(bundleDir, opts)
+		rep, err := smoke.Run(bundleDir, opts)
 		if err != nil {
 			return err
 		}
@@ -72,25 +73,25 @@ func newCoreAICmd() *cobra.Command {
 		printSmoke(cmd.OutOrStdout(), rep)
 		return nil
 	}
-	c.AddCommand(chip, smoke)
+	c.AddCommand(chip, smokeCmd)
 	return c
 }
 
 // bridgePath is the --bridge flag, or else the first bridge dylib found on
-// the standard search path (coreai.FindBridge).
+// the standard search path (cai.FindBridge).
 func bridgePath(flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
-	p, _, err := coreai.FindBridge()
+	p, _, err := cai.FindBridge()
 	if err != nil {
-		return "", fmt.Errorf("%w; give --bridge or set %s", err, coreai.BridgeEnv)
+		return "", fmt.Errorf("%w; give --bridge or set %s", err, cai.BridgeEnv)
 	}
 	return p, nil
 }
 
 // printSmoke prints a smoke test report (coreai smoke, verify --smoke).
-func printSmoke(w io.Writer, rep coreai.SmokeReport) {
+func printSmoke(w io.Writer, rep smoke.Report) {
 	fmt.Fprintf(w, "bridge: %s\nload: %.2fs  generation: %.2fs  %.1f tok/s\n"+
 		"prompt %d tokens, generated %d in %d verify calls, %d/%d %s drafts accepted (%.0f%%)\ntext: %q\n",
 		rep.Bridge, rep.LoadSeconds, rep.GenerationSeconds, rep.TokensPerSecond, rep.PromptTokens,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 )
 
 func TestCoreAIChipJSON(t *testing.T) {
@@ -35,19 +35,19 @@ func TestCoreAISmokeNeedsBridge(t *testing.T) {
 	}
 	// Without --bridge the standard search path is used; here it holds
 	// nothing, and the error lists where it looked.
-	missing := filepath.Join(t.TempDir(), "nowhere", coreai.BridgeName)
-	t.Setenv(coreai.BridgeEnv, missing)
+	missing := filepath.Join(t.TempDir(), "nowhere", cai.BridgeName)
+	t.Setenv(cai.BridgeEnv, missing)
 	_, _, err := runCtl(t, "", "coreai", "smoke", "--bundle", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "not found") || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "--bridge") {
 		t.Fatalf("no bridge found: %v", err)
 	}
 	// A bridge found through $FORGE_BRIDGE gets the smoke test as far as
 	// the bundle (an empty directory: no tokenizer).
-	found := filepath.Join(t.TempDir(), coreai.BridgeName)
+	found := filepath.Join(t.TempDir(), cai.BridgeName)
 	os.WriteFile(found, nil, 0o644)
-	t.Setenv(coreai.BridgeEnv, found)
+	t.Setenv(cai.BridgeEnv, found)
 	if _, _, err := runCtl(t, "", "coreai", "smoke", "--bundle", t.TempDir()); err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
-		t.Fatalf("bridge from %s, empty bundle: %v", coreai.BridgeEnv, err)
+		t.Fatalf("bridge from %s, empty bundle: %v", cai.BridgeEnv, err)
 	}
 	_, _, err = runCtl(t, "", "coreai", "smoke", "--bundle", t.TempDir(), "--bridge", filepath.Join(t.TempDir(), "lib.dylib"))
 	if err == nil || !strings.Contains(err.Error(), "tokenizer.json") {

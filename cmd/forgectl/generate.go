@@ -40,11 +40,14 @@ func addGenFlags(c *cobra.Command) *genOptions {
 	return o
 }
 
-func (o *genOptions) sampling() *wire.Sampling {
-	if o.temperature == 0 && o.topP == 0 && o.topK == 0 && o.seed == 0 {
-		return nil
+// options are the client options the flags ask for (greedy unless a
+// sampling flag is given).
+func (o *genOptions) options() []client.GenOption {
+	opts := []client.GenOption{client.MaxTokens(o.maxTokens), client.Speculative(!o.noSpeculative)}
+	if o.temperature != 0 || o.topP != 0 || o.topK != 0 || o.seed != 0 {
+		opts = append(opts, client.Sampling(wire.Sampling{Temperature: o.temperature, TopP: o.topP, TopK: o.topK, Seed: o.seed}))
 	}
-	return &wire.Sampling{Temperature: o.temperature, TopP: o.topP, TopK: o.topK, Seed: o.seed}
+	return opts
 }
 
 func (o *genOptions) priority() string {
@@ -54,15 +57,59 @@ func (o *genOptions) priority() string {
 	return wire.PriorityInteractive
 }
 
-func (o *genOptions) speculative() *bool { v := !o.noSpeculative; return &v }
+// queueNote shows where a request waits in the daemon's queue until its
+// first token: on a terminal one line rewritten in place, "queued
+// (position 2)…", cleared when the answer starts; elsewhere a line per
+// place; with --json a {"event":"queued"} line on out.
+type queueNote struct {
+	out, errOut io.Writer
+	tty, asJSON bool
+	shown       bool // a terminal line is showing
+	err         error
+}
+
+func newQueueNote(out, errOut io.Writer, asJSON bool) *queueNote {
+	return &queueNote{out: out, errOut: errOut, tty: cli.WriterIsTerminal(errOut), asJSON: asJSON}
+}
+
+// option is the client option that feeds the note.
+func (q *queueNote) option() client.GenOption { return client.OnQueued(q.queued) }
+
+func (q *queueNote) queued(ev wire.QueuedEvent) {
+	switch {
+	case q.asJSON:
+		q.err = cli.WriteJSONLine(q.out, struct {
+			Event string `json:"event"`
+			wire.QueuedEvent
+		}{wire.EventQueued, ev})
+	case q.tty:
+		fmt.Fprintf(q.errOut, "\r\x1b[Kqueued (position %d)…", ev.Position)
+		q.shown = true
+	default:
+		fmt.Fprintf(q.errOut, "queued (position %d)…\n", ev.Position)
+	}
+}
+
+// clear removes the terminal line, once the answer starts or ends.
+func (q *queueNote) clear() {
+	if q.shown {
+		fmt.Fprint(q.errOut, "\r\x1b[K")
+		q.shown = false
+	}
+}
 
 // printStream writes a generation as it streams: text as it arrives (a
 // chat through view: reasoning, answer and tool calls apart), or one JSON
 // line per token event and a final {"event":"done"} line with the reply.
-func printStream(s *client.Stream, out, errOut io.Writer, asJSON, showUsage bool, view *chatView) (*wire.GenerationResult, error) {
+// q (from the same call's OnQueued) is cleared at the first token.
+func printStream(s *client.Stream, q *queueNote, out, errOut io.Writer, asJSON, showUsage bool, view *chatView) (*wire.GenerationResult, error) {
+	defer q.clear()
 	for ev, err := range s.Tokens() {
 		if err != nil {
 			return nil, err
+		}
+		if q.clear(); q.err != nil {
+			return nil, q.err
 		}
 		if asJSON {
 			if err := cli.WriteJSONLine(out, struct {
@@ -110,8 +157,8 @@ Give the prompt as arguments, or token ids with --ids 1,2,3.`,
 	opts := addGenFlags(c)
 	idList := c.Flags().String("ids", "", "comma-separated prompt token ids instead of a text prompt")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
-		req := wire.GenerateArgs{MaxTokens: &opts.maxTokens, Sampling: opts.sampling(), Speculative: opts.speculative(),
-			Stop: opts.stop, Priority: opts.priority()}
+		req := wire.GenerateArgs{Stop: opts.stop, Priority: opts.priority()}
+		gen := opts.options()
 		switch {
 		case *idList != "" && len(args) > 0:
 			return fmt.Errorf("give either a prompt or --ids, not both")
@@ -122,8 +169,7 @@ Give the prompt as arguments, or token ids with --ids 1,2,3.`,
 			}
 			req.IDs = ids
 		case len(args) > 0:
-			p := strings.Join(args, " ")
-			req.Prompt = &p
+			gen = append(gen, client.Prompt(strings.Join(args, " ")))
 		default:
 			return fmt.Errorf("no prompt: give it as arguments or --ids")
 		}
@@ -132,7 +178,8 @@ Give the prompt as arguments, or token ids with --ids 1,2,3.`,
 			return err
 		}
 		defer cl.Close()
-		_, err = printStream(cl.Generate(cmd.Context(), req), cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON, opts.showUsage, nil)
+		q := newQueueNote(cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON)
+		_, err = printStream(cl.Generate(cmd.Context(), req, append(gen, q.option())...), q, cmd.OutOrStdout(), cmd.ErrOrStderr(), *asJSON, opts.showUsage, nil)
 		return err
 	}
 	return c

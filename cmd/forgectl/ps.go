@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/internal/cli"
@@ -35,16 +37,16 @@ func showPs(w io.Writer, st *wire.StatusResult, asJSON bool) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\n", s.Session, s.UID, s.Client, s.Tokens, s.Context, state)
 	}
-	fmt.Fprintln(tw, "\nREQUEST\tUID\tCLIENT\tOP\tSTATE\tGENERATED")
-	seen, shared := map[uint64]bool{}, false
+	// REQUEST is the daemon-wide number; ID the caller's own, unique only
+	// on its connection (what its cancel names).
+	fmt.Fprintln(tw, "\nREQUEST\tID\tUID\tPID\tCLIENT\tOP\tPRIORITY\tSTATE\tAGE\tGENERATED")
 	for _, r := range st.Requests {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\n", r.ID, r.UID, r.Client, r.Op, r.State, r.Generated)
-		shared = shared || seen[r.ID]
-		seen[r.ID] = true
-	}
-	if shared {
-		// The status result names no connection (nor a daemon-wide id).
-		fmt.Fprintln(tw, "(a REQUEST id is the caller's own, on its connection: the same id on two lines is two connections)")
+		pid := "-"
+		if r.PID != 0 {
+			pid = strconv.Itoa(int(r.PID))
+		}
+		age := (time.Duration(r.AgeMS) * time.Millisecond).Round(100 * time.Millisecond)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Seq, r.ID, r.UID, pid, r.Client, r.Op, r.Priority, r.State, age, r.Generated)
 	}
 	fmt.Fprintf(tw, "\nmemory: kv %s, state %s, total %s\n", units.Bytes(st.Memory.KV), units.Bytes(st.Memory.State), units.Bytes(st.Memory.Total))
 	return tw.Flush()

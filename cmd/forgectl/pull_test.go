@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle/hubtest"
 	"github.com/forgedaemon/forged/bundle/store"
@@ -285,7 +285,7 @@ func TestGCSaysItWaitsForAPull(t *testing.T) {
 	if _, err := store.Open(data); err != nil { // an (empty) store: gc refuses a directory that is none
 		t.Fatal(err)
 	}
-	lock, err := os.OpenFile(filepath.Join(data, "locks", "blobs.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := os.OpenFile(filepath.Join(data, "locks", "blobs.lock"), os.O_RDWR|os.O_CREATE, 0o600) // as the store makes it: a 0644 one is replaced
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +482,7 @@ func TestPullOnMacFollowsTheBackend(t *testing.T) {
 		t.Fatalf("Mac with a bridge: %+v (export present: %v)", r, hasExport(r.Result.Snapshot))
 	}
 
-	pretendHost(t, "darwin", modelbackend.Bridge{Tried: []string{"/a/libCoreAIBridge.dylib"}, Err: coreai.ErrBridgeNotFound})
+	pretendHost(t, "darwin", modelbackend.Bridge{Tried: []string{"/a/libCoreAIBridge.dylib"}, Err: cai.ErrBridgeNotFound})
 	r = pull("--config", cfg)
 	if r.Backend != "" || !strings.Contains(r.Warning, "packaging/bridge/build.sh") || !strings.Contains(r.Warning, "looked in /a/libCoreAIBridge.dylib") {
 		t.Fatalf("Mac without a bridge: %+v", r)

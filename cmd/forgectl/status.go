@@ -64,7 +64,10 @@ func showStatus(w io.Writer, st *wire.StatusResult, asJSON bool) error {
 			parked++
 		}
 	}
-	sessions := fmt.Sprintf("%d sessions", len(st.Sessions))
+	sessions := fmt.Sprintf("%d sessions", max(uint64(len(st.Sessions)), st.SessionsTotal))
+	if st.SessionsTotal > uint64(len(st.Sessions)) {
+		sessions += fmt.Sprintf(" (%d listed)", len(st.Sessions))
+	}
 	if parked > 0 {
 		sessions += fmt.Sprintf(" (%d parked)", parked)
 	}

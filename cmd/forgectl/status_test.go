@@ -1,12 +1,18 @@
 package main
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/client"
 
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
@@ -210,16 +216,58 @@ func TestPsShowsSessionStates(t *testing.T) {
 	}
 }
 
-// Request ids are per connection: ps says so when two lines share one.
-func TestPsSaysIDsArePerConnection(t *testing.T) {
-	var out bytes.Buffer
-	st := &wire.StatusResult{Requests: []wire.RequestInfo{{ID: 1, UID: 501, Client: "a", Op: "chat", State: "running"}, {ID: 2, UID: 501, Client: "a", Op: "chat", State: "queued"}}}
-	if err := showPs(&out, st, false); err != nil || strings.Contains(out.String(), "two connections") {
-		t.Errorf("distinct ids: %v\n%s", err, out.String())
+// Request ids are per connection (each client numbers its own, so two
+// connections both have an id 2): ps shows the daemon-wide number beside
+// it, the caller (uid, pid, app name), the priority and the age, for a
+// running and a queued generation of a real daemon with one slot.
+func TestPsShowsDaemonWideIDsAndCallers(t *testing.T) {
+	sock, _ := serveDaemon(t, fakeengine.New(fakeengine.Options{TokenDelay: time.Millisecond}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var streams []*client.Stream
+	for i, prio := range []string{wire.PriorityInteractive, wire.PriorityBackground} {
+		c, err := client.Dial(ctx, sock, client.Options{Name: fmt.Sprintf("app%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		streams = append(streams, c.Generate(ctx, wire.GenerateArgs{IDs: []uint32{1}, Priority: prio}, client.MaxTokens(60000)))
+		for { // the first runs before the second is sent, so the order is known
+			st, err := c.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Requests) == i+1 {
+				break
+			}
+		}
 	}
-	st.Requests[1].ID = 1
-	out.Reset()
-	if err := showPs(&out, st, false); err != nil || !strings.Contains(out.String(), "the same id on two lines is two connections") {
-		t.Errorf("shared id: %v\n%s", err, out.String())
+	out, _, err := runCtl(t, "", "ps", "--socket", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, pid := os.Getuid(), os.Getpid()
+	for i, want := range []string{
+		fmt.Sprintf(`^1 +2 +%d +%d +app0 +generate +interactive +running +\d`, uid, pid),
+		fmt.Sprintf(`^2 +2 +%d +%d +app1 +generate +background +queued +\d`, uid, pid),
+	} {
+		if !regexp.MustCompile(`(?m)` + want).MatchString(out) {
+			t.Errorf("request %d: no line matching %s in\n%s", i+1, want, out)
+		}
+	}
+	if !strings.Contains(out, "REQUEST  ID  UID") {
+		t.Errorf("header:\n%s", out)
+	}
+	out, _, err = runCtl(t, "", "ps", "--socket", sock, "--json")
+	var ps struct{ Requests []wire.RequestInfo }
+	if err != nil || json.Unmarshal([]byte(out), &ps) != nil || len(ps.Requests) != 2 {
+		t.Fatalf("ps --json: %v\n%s", err, out)
+	}
+	if r := ps.Requests[1]; r.Seq != 2 || r.ID != 2 || r.PID != int32(pid) || r.Priority != wire.PriorityBackground || r.AgeMS > ps.Requests[0].AgeMS {
+		t.Errorf("ps --json second request %+v (first %+v)", r, ps.Requests[0])
+	}
+	cancel()
+	for _, s := range streams {
+		s.Result()
 	}
 }

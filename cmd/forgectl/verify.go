@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
+	"github.com/forgedaemon/forged/ane/coreai/smoke"
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/internal/cli"
@@ -26,7 +27,7 @@ size and SHA-256, the layout rules and the drafter pairing. --repo checks the
 served snapshot of an installed repository (trusting the install record for
 unchanged files unless --full); --bundle checks any bundle directory (always
 hashing). It never runs the model unless --smoke is given: then, after a
-PASS, the Core AI hardware smoke test (coreai.Smoke, as forgectl coreai
+PASS, the Core AI hardware smoke test (smoke.Run, as forgectl coreai
 smoke) runs on the bundle; that needs macOS on Apple silicon and the
 bridge dylib, and elsewhere --smoke fails before anything is read.
 
@@ -38,7 +39,7 @@ out); only when no daemon answers on --socket does it read the store itself.`,
 	var f storeFlags
 	var d daemonFlags
 	var repo, dir string
-	var full, smoke bool
+	var full, withSmoke bool
 	var bridge string
 	var opts verify.Options
 	addDataFlag(c, &f)
@@ -48,7 +49,7 @@ out); only when no daemon answers on --socket does it read the store itself.`,
 	c.Flags().BoolVar(&opts.Plain, "plain", false, "with --bundle: ignore the drafter")
 	c.Flags().BoolVar(&opts.IncludeExport, "include-export", false, "with --bundle: check export/ too")
 	c.Flags().IntVar(&opts.Ctx, "ctx", 0, "with --bundle: context to report (default the smallest); with --smoke: context to run")
-	c.Flags().BoolVar(&smoke, "smoke", false, "after a PASS, run the Core AI hardware smoke test (macOS with the bridge dylib only)")
+	c.Flags().BoolVar(&withSmoke, "smoke", false, "after a PASS, run the Core AI hardware smoke test (macOS with the bridge dylib only)")
 	c.Flags().StringVar(&bridge, "bridge", "", "with --smoke: path of libCoreAIBridge.dylib (default: the standard search path, as doctor)")
 	addDaemonFlags(c, &d)
 	asJSON := cli.JSONFlag(c)
@@ -67,7 +68,7 @@ out); only when no daemon answers on --socket does it read the store itself.`,
 		if repo == "" && dir == "" {
 			return errors.New("give --repo REPO or --bundle DIR (forged is not answering, so there is no served bundle to check)")
 		}
-		if smoke {
+		if withSmoke {
 			if err := smokeSupported(runtime.GOOS); err != nil {
 				return err
 			}
@@ -78,7 +79,7 @@ out); only when no daemon answers on --socket does it read the store itself.`,
 			if oerr != nil {
 				return oerr
 			}
-			if report, err = s.Verify(repo, full); err == nil && smoke {
+			if report, err = s.Verify(repo, full); err == nil && withSmoke {
 				dir, err = s.ServedDir(repo)
 			}
 		} else {
@@ -88,8 +89,8 @@ out); only when no daemon answers on --socket does it read the store itself.`,
 		if err != nil {
 			return err
 		}
-		var smokeRep *coreai.SmokeReport
-		if smoke && report.Passed() {
+		var smokeRep *smoke.Report
+		if withSmoke && report.Passed() {
 			if smokeRep, err = runSmoke(dir, bridge, opts.Ctx); err != nil {
 				return err
 			}
@@ -146,7 +147,7 @@ func verifyServed(cmd *cobra.Command, cl *client.Client, socket, repo string, fu
 // test's report under "smoke" when --smoke ran.
 type verifyOutput struct {
 	*verify.Report
-	Smoke *coreai.SmokeReport `json:"smoke,omitempty"`
+	Smoke *smoke.Report `json:"smoke,omitempty"`
 }
 
 // smokeSupported says, before any work, whether the Core AI smoke test can
@@ -155,16 +156,16 @@ func smokeSupported(goos string) error {
 	if goos == "darwin" {
 		return nil
 	}
-	return fmt.Errorf("verify --smoke: the Core AI smoke test needs macOS on Apple silicon and the bridge dylib %s; this is %s (run verify without --smoke for the integrity checks)", coreai.BridgeName, goos)
+	return fmt.Errorf("verify --smoke: the Core AI smoke test needs macOS on Apple silicon and the bridge dylib %s; this is %s (run verify without --smoke for the integrity checks)", cai.BridgeName, goos)
 }
 
-// runSmoke runs coreai.Smoke on a bundle that passed integrity.
-func runSmoke(dir, bridgeFlag string, ctx int) (*coreai.SmokeReport, error) {
+// runSmoke runs smoke.Run on a bundle that passed integrity.
+func runSmoke(dir, bridgeFlag string, ctx int) (*smoke.Report, error) {
 	bridge, err := bridgePath(bridgeFlag)
 	if err != nil {
 		return nil, fmt.Errorf("verify --smoke: %w", err)
 	}
-	rep, err := coreai.Smoke(dir, coreai.SmokeOptions{Bridge: bridge, Ctx: ctx})
+	rep, err := smoke.Run(dir, smoke.Options{Bridge: bridge, Ctx: ctx})
 	if err != nil {
 		return nil, fmt.Errorf("verify --smoke: %w", err)
 	}

@@ -94,6 +94,46 @@ func waitState(t *testing.T, states <-chan wire.StateEvent, want string) wire.St
 	}
 }
 
+// keepAliveIs reports whether config.get reported keep_alive_ms as ms.
+func keepAliveIs(v *wire.ConfigValues, ms int64) bool {
+	return v.KeepAliveMS != nil && *v.KeepAliveMS == ms
+}
+
+// keep_alive "0s" means one thing from the file to config.get to
+// config.set: unload as soon as idle. config.get reports it as 0 (it used
+// to be stored as 1 ns and omitted), config.set takes what get reported
+// back without a change, and the model is in fact unloaded once idle.
+func TestRunConfigKeepAliveZeroRoundTrip(t *testing.T) {
+	path, c, states := configDaemon(t, map[string]any{"keep_alive": "0s"})
+	ctx := context.Background()
+	v := configGet(t, c)
+	if !keepAliveIs(v, 0) {
+		t.Fatalf("config.get keep_alive_ms = %v with keep_alive \"0s\" in the file, want 0", v.KeepAliveMS)
+	}
+	waitState(t, states, "keep-alive 0s") // the preloaded model unloads once idle
+	var res wire.ConfigSetResult
+	if err := c.Admin(ctx, wire.OpConfigSet, wire.ConfigSetArgs{Key: "keep_alive", Value: "0s"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	var file map[string]any
+	data, _ := os.ReadFile(path)
+	if err := json.Unmarshal(data, &file); err != nil || len(res.Changed) != 0 || file["keep_alive"] != "0s" {
+		t.Fatalf("setting the value config.get reported changed %v; file %s", res.Changed, data)
+	}
+	if err := c.Admin(ctx, wire.OpConfigSet, wire.ConfigSetArgs{Key: "keep_alive", Value: "5m"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if v := configGet(t, c); !keepAliveIs(v, 300_000) {
+		t.Fatalf("after config.set 5m: keep_alive_ms %v", v.KeepAliveMS)
+	}
+	if err := c.Admin(ctx, wire.OpConfigSet, wire.ConfigSetArgs{Key: "keep_alive", Value: "0s"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if v := configGet(t, c); !keepAliveIs(v, 0) || len(res.Changed) != 1 || res.Changed[0] != "keep_alive" {
+		t.Fatalf("after config.set 0s: keep_alive_ms %v, changed %v", v.KeepAliveMS, res.Changed)
+	}
+}
+
 func configGet(t *testing.T, c *client.Client) *wire.ConfigValues {
 	t.Helper()
 	v, err := c.ConfigGet(context.Background())
@@ -110,7 +150,7 @@ func TestRunConfigFileEdits(t *testing.T) {
 	path, c, states := configDaemon(t, map[string]any{"keep_alive": "10m", "limits": map[string]any{"per_caller": 3}})
 	ctx := context.Background()
 	v := configGet(t, c)
-	if v.KeepAliveMS != 600_000 || v.PerCaller != 3 || v.File != path {
+	if !keepAliveIs(v, 600_000) || v.PerCaller != 3 || v.File != path {
 		t.Fatalf("config.get after start: %+v", v)
 	}
 
@@ -119,7 +159,7 @@ func TestRunConfigFileEdits(t *testing.T) {
 	if !strings.Contains(ev.Reason, "keep_alive") {
 		t.Errorf("rejection event does not name the key: %q", ev.Reason)
 	}
-	if v := configGet(t, c); v.KeepAliveMS != 600_000 || v.PerCaller != 3 {
+	if v := configGet(t, c); !keepAliveIs(v, 600_000) || v.PerCaller != 3 {
 		t.Fatalf("a bad edit changed the config in force: %+v", v)
 	}
 	if ids, err := c.Tokenize(ctx, "hello world"); err != nil || len(ids) != 2 {
@@ -132,7 +172,7 @@ func TestRunConfigFileEdits(t *testing.T) {
 	if !strings.Contains(ev.Reason, "keep_alive") {
 		t.Errorf("reload event %q does not list keep_alive", ev.Reason)
 	}
-	if v := configGet(t, c); v.KeepAliveMS != 180_000 || v.PerCaller != 3 {
+	if v := configGet(t, c); !keepAliveIs(v, 180_000) || v.PerCaller != 3 {
 		t.Fatalf("good edit not applied: %+v", v)
 	}
 }
@@ -153,7 +193,7 @@ func TestRunConfigSet(t *testing.T) {
 	if len(res.Changed) != 1 || res.Changed[0] != "limits.per_caller" || len(res.RestartNeeded) != 0 {
 		t.Fatalf("config.set result %+v", res)
 	}
-	if v := configGet(t, c); v.PerCaller != 7 || v.KeepAliveMS != 600_000 {
+	if v := configGet(t, c); v.PerCaller != 7 || !keepAliveIs(v, 600_000) {
 		t.Fatalf("config.get after config.set: %+v", v)
 	}
 	var file map[string]any

@@ -73,6 +73,7 @@ type runFlags struct {
 	httpSocket, httpListen                                    string // the HTTP API (docs/HTTP.md)
 	tokenizerOnly                                             bool
 	maxFrame, slots, perCaller, maxQueue                      int
+	perUID, sessionsPerConn, sessionsPerUID                   int
 	frameTimeout                                              time.Duration
 	keepAlive                                                 time.Duration
 	memoryReserve                                             string
@@ -81,6 +82,7 @@ type runFlags struct {
 	backend                                                   string // auto, coreai or ref (--repo)
 	contextMax                                                int    // config context.max: 0 = the whole ladder
 	allowedUIDs                                               []uint32
+	download                                                  config.Download // the slow-drip rule of downloads
 	// changed reports whether a flag was given on the command line (it
 	// then wins over the config file); nil: none was.
 	changed func(name string) bool
@@ -134,10 +136,13 @@ configuration stays in force. The installed services run forged run --config FIL
 	fl.IntVar(&f.maxFrame, "max-frame", wire.DefaultLimits.MaxFrame, "largest request frame in bytes")
 	fl.DurationVar(&f.frameTimeout, "frame-timeout", 10*time.Second, "a started frame must complete within this")
 	fl.IntVar(&f.slots, "slots", 1, "generations run at once")
-	fl.IntVar(&f.perCaller, "per-caller", 4, "queued-or-running generations per caller")
+	fl.IntVar(&f.perCaller, "per-caller", 4, "queued-or-running generations per caller (uid + app name)")
+	fl.IntVar(&f.perUID, "per-uid", 16, "queued-or-running generations per uid, over all its app names")
+	fl.IntVar(&f.sessionsPerConn, "sessions-per-connection", daemon.DefaultSessionsPerConnection, "open sessions per connection")
+	fl.IntVar(&f.sessionsPerUID, "sessions-per-uid", daemon.DefaultSessionsPerUID, "open sessions per uid")
 	fl.IntVar(&f.maxQueue, "max-queue", 256, "generations waiting in total before busy")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fl.DurationVar(&f.keepAlive, "keep-alive", residency.DefaultKeepAlive, "unload the model after this long without a request; negative: never (a file's keep_alive cannot say never: it is 0s or more, 0s unloading as soon as idle, docs/CONFIG.md); 0: the default")
+	fl.DurationVar(&f.keepAlive, "keep-alive", residency.DefaultKeepAlive, "unload the model after this long without a request; 0: as soon as it is idle; negative: never (a file's keep_alive cannot say never: it is 0s or more, docs/CONFIG.md)")
 	fl.StringVar(&f.memoryReserve, "memory-reserve", defaultReserve, "memory left to the system and other apps; requests that do not fit in the rest wait")
 	c.MarkFlagsMutuallyExclusive("model", "repo")
 	rootCmd.AddCommand(c)
@@ -203,7 +208,8 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	waiting := daemon.Unavailable{Reason: "the model is loading", Bundle: wire.Bundle{Repo: f.repo}}
 	srv, err := daemon.New(waiting, daemon.Config{
 		Limits: wire.Limits{MaxFrame: f.maxFrame}, FrameTimeout: f.frameTimeout, Slots: f.slots,
-		PerCaller: f.perCaller, MaxQueue: f.maxQueue, AdminGroup: f.adminGroup, AllowedUIDs: f.allowedUIDs,
+		PerCaller: f.perCaller, PerUID: f.perUID, MaxQueue: f.maxQueue, AdminGroup: f.adminGroup, AllowedUIDs: f.allowedUIDs,
+		Sessions:   daemon.SessionLimits{PerConnection: f.sessionsPerConn, PerUID: f.sessionsPerUID},
 		SocketPath: f.socket, Tokens: toks, Logger: log,
 	})
 	if err != nil {
@@ -248,7 +254,7 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		}()
 	}
 	tick := 10 * time.Second // keep-alive and pressure polling
-	if f.keepAlive > 0 && f.keepAlive/4 < tick {
+	if f.keepAlive >= 0 && f.keepAlive/4 < tick {
 		tick = max(f.keepAlive/4, 100*time.Millisecond)
 	}
 	go res.Run(ctx, tick, sysinfo.Host())
@@ -323,6 +329,18 @@ func serveStore(ctx context.Context, srv *daemon.Server, f runFlags, budget int6
 		s.Client = hub.New(hub.EndpointFromEnv(""), hub.TokenFromEnv())
 		bg.Client = hub.New(hub.EndpointFromEnv(""), hub.TokenFromEnv())
 		bg.Client.HTTP.Transport = updater.NewLimiter(bandwidth).Transport(bg.Client.HTTP.Transport)
+		if f.download.RateWindow > 0 { // from the config file (else hub's defaults, the same)
+			s.Client.MinRate, s.Client.RateWindow = int64(f.download.MinRate), f.download.RateWindow.D()
+			bg.Client.MinRate, bg.Client.RateWindow = s.Client.MinRate, s.Client.RateWindow
+		}
+		// Under update.bandwidth_limit each background request gets a share
+		// of the limit: the minimum is at most half of that share.
+		bg.Client.MinRateFunc = func() int64 {
+			if limit := bandwidth(); limit > 0 {
+				return min(bg.Client.MinRate, limit/int64(2*max(bg.Workers, 1)*max(bg.Client.Streams, 1)))
+			}
+			return bg.Client.MinRate
+		}
 	}
 	res, err = srv.ServeStore(ctx, daemon.Bundles{
 		Store: s, Background: bg, Repo: f.repo, Revision: f.revision,
@@ -359,7 +377,7 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 	if !given("model") && !given("repo") && f.model == "" && f.repo == "" {
 		f.repo, f.revision = c.Repo, c.Revision
 	}
-	f.drafter, f.contextMax = c.Drafter, c.Context.Max
+	f.drafter, f.contextMax, f.download = c.Drafter, c.Context.Max, c.Download
 	str("backend", &f.backend, c.Backend)
 	str("admin-group", &f.adminGroup, c.AdminGroup)
 	str("log-level", &f.logLevel, c.LogLevel)
@@ -367,17 +385,18 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 	num("max-frame", &f.maxFrame, c.Limits.MaxFrame)
 	num("slots", &f.slots, c.Limits.Slots)
 	num("per-caller", &f.perCaller, c.Limits.PerCaller)
+	num("per-uid", &f.perUID, c.Limits.PerUID)
+	num("sessions-per-connection", &f.sessionsPerConn, c.Limits.SessionsPerConnection)
+	num("sessions-per-uid", &f.sessionsPerUID, c.Limits.SessionsPerUID)
 	num("max-queue", &f.maxQueue, c.Limits.MaxQueue)
 	if !given("keep-alive") {
-		// keep_alive 0 in the file means "unload as soon as idle"; the
-		// flag's 0 would mean the default.
-		f.keepAlive = max(c.KeepAlive.D(), time.Nanosecond)
+		f.keepAlive = c.KeepAlive.D()
 	}
 	live, err := daemon.LiveFrom(c)
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
-	f.allowedUIDs = live.AllowedUIDs
+	f.allowedUIDs = live.Access.AllowedUIDs
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/residency"
 )
 
 // runInBackground starts runDaemon and returns a stop function that cancels
@@ -23,6 +24,9 @@ func runInBackground(t *testing.T, f runFlags) (socket string, stop func() error
 	f.data = filepath.Join(dir, "data")
 	f.logLevel = "error"
 	f.maxFrame, f.slots, f.perCaller, f.maxQueue, f.frameTimeout = 1<<20, 1, 4, 256, time.Second
+	if f.keepAlive == 0 { // the flag's default (0 would unload as soon as idle)
+		f.keepAlive = residency.DefaultKeepAlive
+	}
 	return startDaemon(t, f)
 }
 

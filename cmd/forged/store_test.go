@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/bundle/hubtest"
 	"github.com/forgedaemon/forged/client"
@@ -244,7 +244,7 @@ func TestRunServesCoreAIOnlyBundle(t *testing.T) {
 	}
 	t.Setenv("HF_ENDPOINT", h.URL)
 	t.Setenv("FORGE_OFFLINE", "")
-	t.Setenv(coreai.BridgeEnv, bridge)
+	t.Setenv(cai.BridgeEnv, bridge)
 	for _, backend := range []string{"auto", "coreai"} {
 		t.Run(backend, func(t *testing.T) {
 			sock, stop := runInBackground(t, runFlags{repo: repo, keepAlive: -1, backend: backend})

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/user"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -32,6 +31,7 @@ type Config struct {
 	Repo         string   `json:"repo"`
 	Revision     string   `json:"revision"`
 	Update       Update   `json:"update"`
+	Download     Download `json:"download"`
 	Memory       Memory   `json:"memory"`
 	KeepAlive    Duration `json:"keep_alive"`
 	AdminGroup   string   `json:"admin_group"`
@@ -80,6 +80,13 @@ type Update struct {
 	Bandwidth ByteSize `json:"bandwidth_limit"` // bytes per second; 0 = unlimited
 }
 
+// Download is the slow-drip rule of every download (bundle/hub): a request
+// bringing less than MinRate bytes a second over a RateWindow fails.
+type Download struct {
+	MinRate    ByteSize `json:"min_rate"` // bytes per second; 0 = no rule
+	RateWindow Duration `json:"rate_window"`
+}
+
 // Memory is the memory budget policy.
 type Memory struct {
 	Reserve ByteSize `json:"reserve"`
@@ -89,8 +96,12 @@ type Memory struct {
 type Limits struct {
 	MaxFrame  int `json:"max_frame"`
 	PerCaller int `json:"per_caller"`
-	MaxQueue  int `json:"max_queue"`
-	Slots     int `json:"slots"`
+	PerUID    int `json:"per_uid"`
+	// SessionsPerConnection and SessionsPerUID cap open sessions.
+	SessionsPerConnection int `json:"sessions_per_connection"`
+	SessionsPerUID        int `json:"sessions_per_uid"`
+	MaxQueue              int `json:"max_queue"`
+	Slots                 int `json:"slots"`
 }
 
 // Context caps the context ladder.
@@ -129,13 +140,15 @@ func Default() *Config {
 			Interval: Duration(6 * time.Hour),
 			Jitter:   Duration(30 * time.Minute),
 		},
+		Download:     Download{MinRate: 32 << 10, RateWindow: Duration(time.Minute)},
 		Memory:       Memory{Reserve: 4 << 30},
 		KeepAlive:    Duration(10 * time.Minute),
 		AllowedUsers: []string{}, // written as [], never null
-		Limits:       Limits{MaxFrame: 1 << 20, PerCaller: 4, MaxQueue: 256, Slots: 1},
-		Drafter:      DrafterAuto,
-		Backend:      BackendAuto,
-		LogLevel:     "info",
+		Limits: Limits{MaxFrame: 1 << 20, PerCaller: 4, PerUID: 16, MaxQueue: 256, Slots: 1,
+			SessionsPerConnection: 64, SessionsPerUID: 256},
+		Drafter:  DrafterAuto,
+		Backend:  BackendAuto,
+		LogLevel: "info",
 	}
 }
 
@@ -219,6 +232,12 @@ func (c *Config) Validate() error {
 	if c.Update.Bandwidth != 0 && c.Update.Bandwidth < 64<<10 {
 		bad("update.bandwidth_limit", "must be 0 (unlimited) or at least 64KiB per second, got %s", c.Update.Bandwidth)
 	}
+	if c.Download.MinRate > 1<<30 {
+		bad("download.min_rate", "must be 0 (no rule) or a rate up to 1GiB per second, got %s", c.Download.MinRate)
+	}
+	if c.Download.RateWindow < Duration(time.Second) || c.Download.RateWindow > Duration(time.Hour) {
+		bad("download.rate_window", "must be between 1s and 1h, got %q", c.Download.RateWindow)
+	}
 	if c.KeepAlive < 0 {
 		bad("keep_alive", "must not be negative, got %q (use 0 to unload as soon as idle)", c.KeepAlive)
 	}
@@ -238,6 +257,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.PerCaller < 1 {
 		bad("limits.per_caller", "must be at least 1, got %d", c.Limits.PerCaller)
+	}
+	if c.Limits.PerUID < 1 {
+		bad("limits.per_uid", "must be at least 1, got %d", c.Limits.PerUID)
+	}
+	if c.Limits.SessionsPerConnection < 1 {
+		bad("limits.sessions_per_connection", "must be at least 1, got %d", c.Limits.SessionsPerConnection)
+	}
+	if c.Limits.SessionsPerUID < 1 {
+		bad("limits.sessions_per_uid", "must be at least 1, got %d", c.Limits.SessionsPerUID)
 	}
 	if c.Limits.MaxQueue < 1 {
 		bad("limits.max_queue", "must be at least 1, got %d", c.Limits.MaxQueue)
@@ -287,24 +315,6 @@ func validName(s string) bool {
 		}
 	}
 	return true
-}
-
-// AllowedUIDs resolves allowed_users to uids (an empty list means every local user).
-func (c *Config) AllowedUIDs() ([]int, error) {
-	var out []int
-	for i, name := range c.AllowedUsers {
-		if n, err := strconv.Atoi(name); err == nil {
-			out = append(out, n)
-			continue
-		}
-		u, err := user.Lookup(name)
-		if err != nil {
-			return nil, fmt.Errorf("allowed_users[%d]: %w", i, err)
-		}
-		n, _ := strconv.Atoi(u.Uid)
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 // RestartKeys are the keys a running daemon cannot apply without a restart.

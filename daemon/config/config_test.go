@@ -24,7 +24,8 @@ func TestParseOverlaysDefaults(t *testing.T) {
 	c, err := Parse([]byte(`{
 		"repo": "me/bundle", "keep_alive": "30m", "allowed_users": ["alice", "501"],
 		"update": {"interval": "2h", "jitter": "5m", "window": "23:30-05:00", "bandwidth_limit": "10MiB", "auto": false},
-		"memory": {"reserve": "6GiB"}, "limits": {"per_caller": 2}, "context": {"max": 32768}, "drafter": "off"
+		"memory": {"reserve": "6GiB"}, "limits": {"per_caller": 2}, "context": {"max": 32768}, "drafter": "off",
+		"download": {"min_rate": "64KiB", "rate_window": "30s"}
 	}`))
 	if err != nil {
 		t.Fatal(err)
@@ -34,13 +35,14 @@ func TestParseOverlaysDefaults(t *testing.T) {
 	want.Update = Update{Interval: Duration(2 * time.Hour), Jitter: Duration(5 * time.Minute),
 		Window: Window{Start: 23*60 + 30, End: 5 * 60, Set: true}, Bandwidth: 10 << 20}
 	want.Memory.Reserve = 6 << 30
+	want.Download = Download{MinRate: 64 << 10, RateWindow: Duration(30 * time.Second)}
 	want.Limits.PerCaller = 2
 	want.Context.Max = 32768
 	want.Drafter = DrafterOff
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got  %+v\nwant %+v", c, want)
 	}
-	if got := Changed(Default(), c); strings.Join(got, " ") != "allowed_users context.max drafter keep_alive limits.per_caller memory.reserve repo update.auto update.bandwidth_limit update.interval update.jitter update.window" {
+	if got := Changed(Default(), c); strings.Join(got, " ") != "allowed_users context.max download.min_rate download.rate_window drafter keep_alive limits.per_caller memory.reserve repo update.auto update.bandwidth_limit update.interval update.jitter update.window" {
 		t.Errorf("Changed = %v", got)
 	}
 }
@@ -89,6 +91,9 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{`{"memory": {"reserve": -1}}`, "memory.reserve: must be a size"},
 		{`{"memory": {"reserve": "2TiB"}}`, "memory.reserve: must be at most 1TiB"},
 		{`{"keep_alive": "-1m"}`, "keep_alive: must not be negative"},
+		{`{"download": {"rate_window": "100ms"}}`, `download.rate_window: must be between 1s and 1h, got "100ms"`},
+		{`{"download": {"min_rate": "2GiB"}}`, "download.min_rate: must be 0 (no rule) or a rate up to 1GiB per second"},
+		{`{"download": {"min_rate": "fast"}}`, "download.min_rate: must be a size"},
 		{`{"socket": "relative.sock"}`, "socket: must be an absolute path"},
 		{`{"socket": "/` + strings.Repeat("x", 120) + `"}`, "socket: must be shorter than 104 bytes"},
 		{`{"data_dir": ""}`, "data_dir: must be an absolute path"},

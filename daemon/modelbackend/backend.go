@@ -428,7 +428,7 @@ func (b *Backend) ParkSession(id string) (bool, error) {
 		return false, err
 	}
 	// The drafter's ring is a cache of the target's features: a parked
-	// conversation's drafter starts over (coreai.Drafter.Park; the target
+	// conversation's drafter starts over (draft.Drafter.Park; the target
 	// verifies every draft, so what is generated is unchanged).
 	if d, ok := st.drafter.(interface{ Park() error }); ok {
 		if err := d.Park(); err != nil {

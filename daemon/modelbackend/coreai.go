@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/draft"
 	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/format/tensor"
@@ -27,7 +28,7 @@ const CoreAICycleCost = 1.3
 type coreaiRuntime struct {
 	model    *coreai.Model
 	emb      *tensor.F16Table // the embedding table, memory-mapped
-	drafter  *coreai.DrafterModel
+	drafter  *draft.Model
 	lookup   bool
 	drafting string
 	stops    []int
@@ -80,7 +81,7 @@ func (r *coreaiRuntime) openDrafter(dir, modelDir, bridge string, emb coreai.Emb
 		refuse(err)
 		return
 	}
-	d, err := coreai.LoadDrafter(ddir, coreai.DrafterOptions{Bridge: bridge, Embedding: emb})
+	d, err := draft.Load(ddir, draft.Options{Bridge: bridge, Embedding: emb})
 	if err != nil {
 		refuse(err)
 		return

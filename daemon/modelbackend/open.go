@@ -50,7 +50,7 @@ func OpenRefBundle(dir string, opts Options) (*Backend, error) {
 // OpenCoreAIBundle serves a snapshot through Core AI (backend coreai): the
 // tokenizer and chat template from model/, the embedding from
 // model/embed_tokens_fp16.npy, the chunk and head packages of coreai/
-// through the bridge at opts.Bridge (coreai.FindBridge when ""), and the
+// through the bridge at opts.Bridge (cai.FindBridge when ""), and the
 // bundle's DFlash2 drafter package when it passes the pairing rules
 // (prompt lookup otherwise, with the refused rule in Speculation).
 func OpenCoreAIBundle(dir string, opts Options) (*Backend, error) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
 )
 
@@ -34,7 +34,7 @@ func TestProbeBridge(t *testing.T) {
 		t.Fatalf("probe of the stand-in: %+v", b)
 	}
 	missing := filepath.Join(t.TempDir(), "libCoreAIBridge.dylib")
-	if b := ProbeBridge(missing); b.OK() || !errors.Is(b.Err, coreai.ErrBridgeNotFound) || b.Path != "" {
+	if b := ProbeBridge(missing); b.OK() || !errors.Is(b.Err, cai.ErrBridgeNotFound) || b.Path != "" {
 		t.Errorf("probe of a missing file: %+v", b)
 	}
 	// Another copy of the library is another instance: it answers ABI 2.

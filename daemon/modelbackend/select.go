@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/client/wire"
@@ -41,18 +41,18 @@ type Bridge struct {
 // OK reports whether the bridge can be used.
 func (b Bridge) OK() bool { return b.Err == nil && b.Path != "" }
 
-// ProbeBridge finds the bridge (path, else coreai.FindBridge's candidates)
+// ProbeBridge finds the bridge (path, else cai.FindBridge's candidates)
 // and opens it, which checks its ABI version.
 func ProbeBridge(path string) Bridge {
 	var b Bridge
 	if path != "" {
 		b.Path, b.Tried = path, []string{path}
 		if _, err := os.Stat(path); err != nil {
-			b.Path, b.Err = "", fmt.Errorf("%w: %v", coreai.ErrBridgeNotFound, err)
+			b.Path, b.Err = "", fmt.Errorf("%w: %v", cai.ErrBridgeNotFound, err)
 			return b
 		}
 	} else {
-		b.Path, b.Tried, b.Err = coreai.FindBridge()
+		b.Path, b.Tried, b.Err = cai.FindBridge()
 		if b.Err != nil {
 			return b
 		}
@@ -61,7 +61,7 @@ func ProbeBridge(path string) Bridge {
 		b.Err = err
 		return b
 	}
-	lib, err := coreai.OpenLibrary(b.Path)
+	lib, err := cai.OpenLibrary(b.Path)
 	if err != nil {
 		b.Err = err
 		return b
@@ -137,12 +137,12 @@ func chooseAuto(goos string, br Bridge, have Contents) (Choice, error) {
 
 // bridgeProblem says why the bridge cannot be used, with the fix.
 func bridgeProblem(goos string, br Bridge) string {
-	if br.Path == "" || errors.Is(br.Err, coreai.ErrBridgeNotFound) {
+	if br.Path == "" || errors.Is(br.Err, cai.ErrBridgeNotFound) {
 		where := strings.Join(br.Tried, ", ")
 		if goos != "darwin" {
-			return fmt.Sprintf("no Core AI bridge was found (looked in %s); on %s only the stand-in bridge (ane/coreai/standin) runs: point %s at it", where, goos, coreai.BridgeEnv)
+			return fmt.Sprintf("no Core AI bridge was found (looked in %s); on %s only the stand-in bridge (ane/coreai/standin) runs: point %s at it", where, goos, cai.BridgeEnv)
 		}
-		return fmt.Sprintf("the Core AI bridge %s was not found (looked in %s): build and install it (packaging/bridge/build.sh; docs/COREAI.md says where it goes) or set %s", coreai.BridgeName, where, coreai.BridgeEnv)
+		return fmt.Sprintf("the Core AI bridge %s was not found (looked in %s): build and install it (packaging/bridge/build.sh; docs/COREAI.md says where it goes) or set %s", cai.BridgeName, where, cai.BridgeEnv)
 	}
 	return fmt.Sprintf("the Core AI bridge cannot be used: %v: install the bridge built with this forged (packaging/bridge/build.sh; docs/COREAI.md says where it goes)", br.Err)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/client/wire"
 )
 
@@ -18,7 +18,7 @@ func TestChooseTable(t *testing.T) {
 	tried := []string{"/a/libCoreAIBridge.dylib", path}
 	bridges := map[string]Bridge{
 		"loads":     {Path: path, Tried: tried, Release: "bridge-1"},
-		"absent":    {Tried: tried, Err: fmt.Errorf("%w: not found", coreai.ErrBridgeNotFound)},
+		"absent":    {Tried: tried, Err: fmt.Errorf("%w: not found", cai.ErrBridgeNotFound)},
 		"wrong ABI": {Path: path, Tried: tried, Err: errors.New("coreai: bridge library " + path + " has ABI version 2, this build needs 1")},
 	}
 	contents := map[string]Contents{
@@ -84,7 +84,7 @@ func TestChooseTable(t *testing.T) {
 // otherwise is unavailable naming what is missing — never a fallback.
 func TestChooseForced(t *testing.T) {
 	ok := Bridge{Path: "/tmp/libstandin.so", Release: "testbridge-1"}
-	absent := Bridge{Tried: []string{"/x"}, Err: fmt.Errorf("%w: not found", coreai.ErrBridgeNotFound)}
+	absent := Bridge{Tried: []string{"/x"}, Err: fmt.Errorf("%w: not found", cai.ErrBridgeNotFound)}
 	cases := []struct {
 		want, goos string
 		br         Bridge

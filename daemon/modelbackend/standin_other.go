@@ -3,5 +3,5 @@
 package modelbackend
 
 // attachStandIn does nothing off Linux: the bridge is Apple's Core AI
-// through the Swift bridge (ane/coreai/bridge), which computes itself.
+// through the Swift bridge (ane/coreai/cai/bridge), which computes itself.
 func attachStandIn(string) error { return nil }

@@ -129,15 +129,13 @@ func (c *conn) opVerify(_ context.Context, req wire.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur, err := src.Bundles().Store.Current(src.Bundles().Repo)
-	if err != nil {
-		return nil, wire.Errorf(wire.CodeInternal, "verify: %v", err)
-	}
-	rep, err := src.Bundles().Store.Verify(src.Bundles().Repo, a.Full)
+	// The commit the daemon serves, not the store's current record
+	// (another writer of the store may have moved that).
+	commit, rep, err := src.VerifyServed(a.Full)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeNotFound, "verify: %v", err)
 	}
-	out := wire.VerifyResult{Repo: src.Bundles().Repo, Commit: cur.Commit, Status: rep.Status, VerifiedFiles: uint64(rep.VerifiedFiles),
+	out := wire.VerifyResult{Repo: src.Bundles().Repo, Commit: commit, Status: rep.Status, VerifiedFiles: uint64(rep.VerifiedFiles),
 		HashedBytes: uint64(rep.HashedBytes), Failures: make([]string, len(rep.Failures))}
 	for i, f := range rep.Failures {
 		out.Failures[i] = f.String()
@@ -157,7 +155,7 @@ func (c *conn) opUpdateCheck(ctx context.Context, req wire.Request) (any, error)
 	if a.Revision == "" {
 		a.Revision = src.Bundles().Revision
 	}
-	uc, err := src.Bundles().Store.CheckUpdate(ctx, src.Bundles().Repo, store.PullOptions{Revision: a.Revision, Selection: src.Bundles().Selection})
+	uc, err := src.CheckUpdate(ctx, a.Revision)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeUnavailable, "update.check %s@%s: %v", src.Bundles().Repo, a.Revision, err)
 	}

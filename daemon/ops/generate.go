@@ -14,7 +14,11 @@ func (c *conn) opSessionOpen(_ context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &wire.Empty{}); err != nil {
 		return nil, err
 	}
-	return wire.SessionResult{Session: c.s.sessions.Open(c.sessions)}, nil
+	id, err := c.s.sessions.Open(c.sessions)
+	if err != nil {
+		return nil, err
+	}
+	return wire.SessionResult{Session: id}, nil
 }
 
 func (c *conn) opSessionClose(_ context.Context, req wire.Request) (any, error) {
@@ -50,6 +54,8 @@ type genParams struct {
 	session        string
 	thinkingBudget int
 	output         *chatOutput // a chat's parser; nil for generate
+	tokens         int         // max_tokens with the default applied (check)
+	class          int         // scheduler class from priority (check)
 }
 
 func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
@@ -79,26 +85,26 @@ func (c *call) chat(ctx context.Context, req wire.Request, a wire.ChatArgs) (*wi
 	default:
 		return nil, wire.Errorf(wire.CodeBadRequest, "chat: args.thinking must be \"on\" or \"off\", got %q", a.Thinking)
 	}
-	ctx, done, err := c.s.UseModel(ctx)
+	p := genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
+		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session, thinkingBudget: int(a.ThinkingBudget)}
+	ctx, sess, ticket, done, err := c.admitFirst(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	sess, release, err := c.sessions.Claim(a.Session)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	var history []wire.Message
 	if sess != nil {
 		history = sess.History
 	}
 	conversation := append(append([]wire.Message(nil), history...), a.Messages...)
-	prompt, err := c.s.Backend().RenderChat(backend.ChatPrompt{Messages: conversation, Tools: a.Tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)})
-	if err != nil {
-		return nil, err
-	}
-	ids, err := c.s.Backend().Tokenize(prompt)
+	var prompt string // the rendered conversation, for the reply's parser
+	ids, err := c.prepare(ctx, func() ([]int, error) {
+		var err error
+		if prompt, err = c.s.Backend().RenderChat(backend.ChatPrompt{Messages: conversation, Tools: a.Tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)}); err != nil {
+			return nil, err
+		}
+		return c.s.Backend().Tokenize(prompt)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -106,9 +112,8 @@ func (c *call) chat(ctx context.Context, req wire.Request, a wire.ChatArgs) (*wi
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.generate(ctx, req.ID, ids, genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
-		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session,
-		thinkingBudget: int(a.ThinkingBudget), output: output})
+	p.output = output
+	res, err := c.generate(ctx, req.ID, ids, p, ticket)
 	if err != nil {
 		return nil, err
 	}
@@ -139,24 +144,20 @@ func (c *call) gen(ctx context.Context, req wire.Request, a wire.GenerateArgs) (
 	if (a.Prompt == nil) == (len(a.IDs) == 0) {
 		return nil, wire.Errorf(wire.CodeBadRequest, "generate: exactly one of args.prompt and args.ids must be given")
 	}
-	ctx, done, err := c.s.UseModel(ctx)
+	p := genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
+		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session}
+	ctx, sess, ticket, done, err := c.admitFirst(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	sess, release, err := c.sessions.Claim(a.Session)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	ids := fromWireIDs(a.IDs)
 	if a.Prompt != nil {
-		if ids, err = c.s.Backend().Tokenize(*a.Prompt); err != nil {
+		if ids, err = c.prepare(ctx, func() ([]int, error) { return c.s.Backend().Tokenize(*a.Prompt) }); err != nil {
 			return nil, err
 		}
 	}
-	res, err := c.generate(ctx, req.ID, ids, genParams{op: req.Op, maxTokens: a.MaxTokens, sampling: a.Sampling,
-		speculative: a.Speculative, stop: a.Stop, priority: a.Priority, ifBusy: a.IfBusy, session: a.Session})
+	res, err := c.generate(ctx, req.ID, ids, p, ticket)
 	if err == nil && sess != nil {
 		c.sessions.Update(func() {
 			sess.Tokens = len(ids) + int(res.Usage.GeneratedTokens)
@@ -169,53 +170,41 @@ func (c *call) gen(ctx context.Context, req wire.Request, a wire.GenerateArgs) (
 
 var errStopString = errors.New("stop string reached")
 
-// generate schedules and runs one generation, streaming token events.
-func (c *call) generate(ctx context.Context, id uint64, prompt []int, p genParams) (*wire.GenerationResult, error) {
+// slotWait is the reason of a queued event while a generation waits for a
+// generation slot (limits.slots are all running).
+const slotWait = "waiting for a generation slot (all are running)"
+
+// generate runs one admitted generation (admitFirst, prepare): the
+// context check, the memory admission, the wait for a slot, then the
+// engine, streaming token events.
+func (c *call) generate(ctx context.Context, id uint64, prompt []int, p genParams, ticket *scheduler.Ticket) (*wire.GenerationResult, error) {
 	received := time.Now()
 	served := c.s.Backend()
 	model := served.Model()
-	maxTokens := c.s.cfg.DefaultMaxTokens
-	if p.maxTokens != nil {
-		maxTokens = int(min(*p.maxTokens, 1<<30))
-	}
-	if maxTokens < 1 {
-		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.max_tokens must be at least 1", p.op)
-	}
+	maxTokens := p.tokens
 	if len(prompt) == 0 {
 		return nil, wire.Errorf(wire.CodeBadRequest, "%s: the prompt is empty", p.op)
 	}
 	if _, err := contextEntry(p.op, c.s.footprint(), model.ContextEntries, len(prompt), maxTokens); err != nil {
 		return nil, err
 	}
-	class := scheduler.Interactive
-	switch p.priority {
-	case "", wire.PriorityInteractive:
-	case wire.PriorityBackground:
-		class = scheduler.Background
-	default:
-		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.priority must be \"interactive\" or \"background\", got %q", p.op, p.priority)
-	}
-	switch p.ifBusy {
-	case "", wire.IfBusyWait, wire.IfBusyFail:
-	default:
-		return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.if_busy must be \"wait\" or \"busy\", got %q", p.op, p.ifBusy)
-	}
-	for i, s := range p.stop {
-		if s == "" {
-			return nil, wire.Errorf(wire.CodeBadRequest, "%s: args.stop[%d] is empty", p.op, i)
-		}
+	priority := wire.PriorityInteractive
+	if p.class == scheduler.Background {
+		priority = wire.PriorityBackground
 	}
 
-	g := &generation{id: id, peer: c.peer, client: c.clientName(), op: p.op, session: p.session}
+	g := &generation{id: id, received: received, priority: priority, peer: c.peer, client: c.clientName(), op: p.op, session: p.session}
 	defer c.s.track(g)()
 	if err := c.admit(ctx, id, g, len(prompt), maxTokens, p.speculative == nil || *p.speculative, p.ifBusy == wire.IfBusyFail); err != nil {
 		return nil, err
 	}
-	release, err := c.s.sched.Acquire(ctx, callerKey(c.peer, g.client), class)
-	if err != nil {
+	if err := ticket.WaitQueued(ctx, func(pos int) {
+		// Best effort: a connection too slow for this event fails at the
+		// first token anyway.
+		_ = c.event(id, wire.EventQueued, wire.QueuedEvent{Reason: slotWait, Position: uint64(pos)})
+	}); err != nil {
 		return nil, err
 	}
-	defer release()
 	g.running.Store(true)
 
 	genCtx, stopGen := context.WithCancel(ctx)
@@ -241,6 +230,9 @@ func (c *call) generate(ctx context.Context, id uint64, prompt []int, p genParam
 			p.output.feed(&ev, delta)
 		}
 		if err := c.event(id, wire.EventToken, ev); err != nil {
+			return err
+		}
+		if err := ticket.Yield(ctx); err != nil { // between steps: another caller's waiting request runs first
 			return err
 		}
 		if hit {

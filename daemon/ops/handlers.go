@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -64,11 +63,13 @@ type Handlers struct {
 	cfg      Config
 	log      *slog.Logger
 	sched    *scheduler.Scheduler
+	gate     scheduler.Gate // one preparation (render, tokenize) per uid at a time
 	sessions *state.Sessions
 	started  time.Time
 
 	mu   sync.Mutex
 	gens map[*generation]struct{}
+	seq  uint64 // the last generation's daemon-wide number (under mu)
 }
 
 // New builds the handlers over d.
@@ -101,7 +102,10 @@ func contextEntry(op string, f *residency.Footprint, ladder []int, prompt, maxTo
 
 // generation is a chat or generate request, tracked for status.
 type generation struct {
-	id        uint64
+	id        uint64 // the caller's, per connection
+	seq       uint64 // daemon-wide (Handlers.seq)
+	received  time.Time
+	priority  string
 	peer      transport.Peer
 	client    string
 	op        string
@@ -113,6 +117,8 @@ type generation struct {
 
 func (s *Handlers) track(g *generation) (untrack func()) {
 	s.mu.Lock()
+	s.seq++
+	g.seq = s.seq
 	s.gens[g] = struct{}{}
 	s.mu.Unlock()
 	return func() {
@@ -122,4 +128,8 @@ func (s *Handlers) track(g *generation) (untrack func()) {
 	}
 }
 
-func callerKey(p transport.Peer, client string) string { return fmt.Sprintf("%d/%s", p.UID, client) }
+// callerKey is who asks, for fairness: the kernel's uid first, then the
+// app name from hello.
+func callerKey(p transport.Peer, client string) scheduler.Caller {
+	return scheduler.Caller{UID: p.UID, App: client}
+}

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime/debug"
@@ -170,11 +171,14 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 		if g.running.Load() {
 			st = "running"
 		}
-		res.Requests = append(res.Requests, wire.RequestInfo{ID: g.id, UID: g.peer.UID, Client: g.client, Op: g.op, State: st, Generated: g.generated.Load()})
+		res.Requests = append(res.Requests, wire.RequestInfo{ID: g.id, Seq: g.seq, UID: g.peer.UID, PID: g.peer.PID, Client: g.client,
+			Op: g.op, Priority: g.priority, State: st, AgeMS: uint64(time.Since(g.received).Milliseconds()), Generated: g.generated.Load()})
 	}
 	s.mu.Unlock()
-	res.Sessions = append(res.Sessions, s.sessions.Infos()...)
-	slices.SortFunc(res.Sessions, func(a, b wire.SessionInfo) int { return compareSessionIDs(a.Session, b.Session) })
+	slices.SortFunc(res.Requests, func(a, b wire.RequestInfo) int { return cmp.Compare(a.Seq, b.Seq) })
+	list, total := s.sessions.Infos(c.peer.UID, statusSessions)
+	res.Sessions = append(res.Sessions, list...)
+	res.SessionsTotal = uint64(total)
 	res.Memory.GoHeap = goHeapBytes()
 	if est, ok := c.s.MemoryEstimate(); ok {
 		res.MemoryEstimate = &est
@@ -184,6 +188,10 @@ func (c *conn) opStatus(context.Context, wire.Request) (any, error) {
 	}
 	return res, nil
 }
+
+// statusSessions is state.StatusSessions (status's local "state" is the
+// daemon state's name).
+const statusSessions = state.StatusSessions
 
 // daemonVersion is read once: version.Get parses the build info.
 var daemonVersion = version.Get().Version
@@ -199,19 +207,6 @@ func goHeapBytes() uint64 {
 	return sample[0].Value.Uint64()
 }
 
-// compareSessionIDs orders "s2" before "s10" (ids are s + a counter).
-func compareSessionIDs(a, b string) int {
-	switch {
-	case len(a) != len(b):
-		return len(a) - len(b)
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 func (c *conn) opModels(context.Context, wire.Request) (any, error) { return c.s.Models(), nil }
 
 func (c *conn) opTokenize(ctx context.Context, req wire.Request) (any, error) {
@@ -224,7 +219,7 @@ func (c *conn) opTokenize(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	defer done()
-	ids, err := c.s.Backend().Tokenize(a.Text)
+	ids, err := c.call().prepare(ctx, func() ([]int, error) { return c.s.Backend().Tokenize(a.Text) })
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,8 @@ func (e *ContextExceededError) Error() string {
 }
 
 // SpeculativeReserve is the positions kept free past prompt + max_tokens for
-// one verify block (reference §3.4: speculative requests reserve 8).
+// one verify block (speculative requests reserve 8: Anemll/anemll-forge
+// scripts/qwen38_server.py, docs/SPECULATIVE_DECODING.md).
 const SpeculativeReserve = 8
 
 // Entry is the smallest ladder entry whose KV capacity holds need positions.

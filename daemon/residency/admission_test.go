@@ -13,9 +13,11 @@ import (
 
 const gib = 1 << 30
 
-// forgeManifest is the published Qwen3.8-27B Core AI manifest's memory
-// figures (reference §1.3, §5.1): 16 chunk packages of 0.73–0.82 GB, a
-// 0.64 GB head, the 8K…64K ladder with the 64K entry holding 65,472 rows.
+// forgeManifest is the published Qwen3.8-27B Core AI manifest's memory figures
+// (its coreai/manifest.json, written by Anemll/anemll-forge
+// coreai/qwen38_coreai_build.py; sizes as recorded in that repository's
+// README.md): 16 chunk packages of 0.73–0.82 GB, a 0.64 GB head, the 8K…64K
+// ladder with the 64K entry holding 65,472 rows.
 func forgeManifest(kv string) *bundle.Manifest {
 	m := &bundle.Manifest{Ctxs: []int{8192, 16384, 32768, 49152, 65536}, KVLen: map[string]int{}, Head: &bundle.Head{File: "head_T8.aimodel", MB: 640}}
 	for _, c := range m.Ctxs {
@@ -28,14 +30,16 @@ func forgeManifest(kv string) *bundle.Manifest {
 	return m
 }
 
-// forgeState is one session's DeltaNet state (§5.1): per chunk 3 layers of
-// conv 11×10240 + recurrent 48×128×128 + pending 48×25×128 fp16, doubled
-// for the ping-pong buffer sets.
+// forgeState is one session's DeltaNet state (Anemll/anemll-forge
+// scripts/qwen38_coreai_model.py): per chunk 3 layers of conv 11×10240 +
+// recurrent 48×128×128 + pending 48×25×128 fp16, doubled for the ping-pong
+// buffer sets.
 const forgeState = 16 * 3 * (11*10240 + 48*128*128 + 48*25*128) * 2 * 2
 
-// forgeFootprint builds the real model's footprint. The program scratch is
-// not published; it is derived from the one measured point "target at 8K
-// wired +17.5 GB" (§5.2) and then checked against the other measured points.
+// forgeFootprint builds the real model's footprint. The program scratch is not
+// published; it is derived from the one measured point "target at 8K wired
+// +17.5 GB" (Anemll/anemll-forge COREAI_PORT_NOTES.md) and then checked against
+// the other measured points.
 func forgeFootprint(t *testing.T, kv string) *Footprint {
 	t.Helper()
 	shape := ModelShape{AttnLayers: 16, KVHeads: 4, HeadDim: 256, Recurrent: forgeState}
@@ -51,13 +55,13 @@ func forgeFootprint(t *testing.T, kv string) *Footprint {
 func TestKVBytesPerRowMatchesReference(t *testing.T) {
 	fp16, err := KVBytesPerRow(KVFP16, 16, 4, 256)
 	if err != nil || fp16 != 64*1024 {
-		t.Fatalf("fp16 = %d, %v; reference §5.1 says 64 KiB", fp16, err)
+		t.Fatalf("fp16 = %d, %v; docs/KV_CACHE_V8.md upstream says 64 KiB", fp16, err)
 	}
 	v8, err := KVBytesPerRow(KVV8, 16, 4, 256)
 	if err != nil || float64(v8) != 48.125*1024 {
-		t.Fatalf("v8 = %d, %v; reference §5.1 says 48.125 KiB", v8, err)
+		t.Fatalf("v8 = %d, %v; docs/KV_CACHE_V8.md upstream says 48.125 KiB", v8, err)
 	}
-	// §5.1: at 65,472 rows 3.996 GiB (fp16) and 3.005 GiB (v8).
+	// Anemll/anemll-forge docs/KV_CACHE_V8.md: at 65,472 rows 3.996 GiB (fp16) and 3.005 GiB (v8).
 	for _, c := range []struct {
 		per  int64
 		want float64
@@ -77,7 +81,8 @@ func TestKVBytesPerRowMatchesReference(t *testing.T) {
 	}
 }
 
-// The model reproduces the measured wired figures it was not fitted to (§5.2).
+// The model reproduces the measured wired figures it was not fitted to (Anemll/anemll-forge
+// COREAI_PORT_NOTES.md).
 func TestFootprintMatchesMeasuredWiredMemory(t *testing.T) {
 	f := forgeFootprint(t, KVFP16)
 	for _, c := range []struct {

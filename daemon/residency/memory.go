@@ -16,8 +16,8 @@ const (
 )
 
 // KVBytesPerRow is the bytes one position of attention history takes over
-// every full-attention layer. FP16 stores K and V as fp16; V8 (reference
-// §5.1) stores K as fp16, V as int8 and one fp16 scale per token and kv head;
+// every full-attention layer. FP16 stores K and V as fp16; V8 (Anemll/anemll-forge
+// docs/KV_CACHE_V8.md) stores K as fp16, V as int8 and one fp16 scale per token and kv head;
 // KV8 stores both as int8, each with its own fp16 scale.
 func KVBytesPerRow(format string, attnLayers, kvHeads, headDim int) (int64, error) {
 	if attnLayers <= 0 || kvHeads <= 0 || headDim <= 0 {
@@ -40,7 +40,7 @@ type Footprint struct {
 	Weights int64 // every package of the target (chunks + head), shared by all sessions
 	Drafter int64 // the drafter, when loaded
 	// Scratch is the model's working memory, shared by sessions: program
-	// scratch is sized by the largest entry (reference §5.2).
+	// scratch is sized by the largest entry (Anemll/anemll-forge COREAI_PORT_NOTES.md).
 	Scratch int64
 	// KVPerRow × the entry's kv_len is one session's attention history.
 	KVPerRow int64

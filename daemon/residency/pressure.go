@@ -100,7 +100,10 @@ func (f *Footprint) PressureSteps(level sysinfo.Level, l Loaded) []Step {
 
 // KeepAlive decides when an idle model is unloaded.
 type KeepAlive struct {
-	Idle time.Duration // unload after this long without a request; 0 or less never
+	// Idle: unload after this long without a request; 0 as soon as the
+	// model is idle (at the first check after its last request ends);
+	// negative never.
+	Idle time.Duration
 }
 
 // DefaultKeepAlive is Ollama's default, which people already expect.
@@ -109,7 +112,7 @@ const DefaultKeepAlive = 10 * time.Minute
 // Expired reports whether a model last used at lastUsed should be unloaded
 // at now. A pinned model or one with a request running never is.
 func (k KeepAlive) Expired(now, lastUsed time.Time, pinned, generating bool) bool {
-	if pinned || generating || k.Idle <= 0 {
+	if pinned || generating || k.Idle < 0 {
 		return false
 	}
 	return now.Sub(lastUsed) >= k.Idle

@@ -67,7 +67,15 @@ func TestKeepAlive(t *testing.T) {
 			t.Errorf("idle %v pinned=%v generating=%v: expired=%v, want %v", c.idle, c.pinned, c.generating, got, c.want)
 		}
 	}
-	if (KeepAlive{}).Expired(t0.Add(1000*time.Hour), t0, false, false) {
-		t.Error("a zero keep-alive must mean never unload")
+	if (KeepAlive{Idle: -1}).Expired(t0.Add(1000*time.Hour), t0, false, false) {
+		t.Error("a negative keep-alive must mean never unload")
+	}
+	// 0 (keep_alive "0s"): unload as soon as idle, but never under a
+	// running request or a pin.
+	if !(KeepAlive{}).Expired(t0, t0, false, false) {
+		t.Error("a keep-alive of 0 must unload an idle model at once")
+	}
+	if (KeepAlive{}).Expired(t0.Add(time.Hour), t0, false, true) || (KeepAlive{}).Expired(t0.Add(time.Hour), t0, true, false) {
+		t.Error("a keep-alive of 0 unloaded a generating or pinned model")
 	}
 }

@@ -68,6 +68,23 @@ func (m *Machine) OnTransition(f func(Transition)) {
 	m.mu.Unlock()
 }
 
+// Rename names the bundle in later transitions (and refusals): a switch
+// or an install serves another revision under the same machine.
+func (m *Machine) Rename(name string) {
+	m.fire.Lock() // after any transition being announced under the old name
+	defer m.fire.Unlock()
+	m.mu.Lock()
+	m.name = name
+	m.mu.Unlock()
+}
+
+// Name is the bundle the machine's transitions are about.
+func (m *Machine) Name() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.name
+}
+
 // State is the current state and its reason.
 func (m *Machine) State() (State, string) {
 	m.mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/forgedaemon/forged/client/wire"
+	"github.com/forgedaemon/forged/daemon/access"
 	"github.com/forgedaemon/forged/daemon/config"
 	"github.com/forgedaemon/forged/daemon/updater"
 	"github.com/forgedaemon/forged/internal/atomicfile"
@@ -26,7 +27,8 @@ import (
 // everything that shapes the server or the served bundle when it starts).
 var LiveKeys = []string{
 	"keep_alive", "admin_group", "allowed_users", "log_level",
-	"limits.slots", "limits.max_queue", "limits.per_caller",
+	"limits.slots", "limits.max_queue", "limits.per_caller", "limits.per_uid",
+	"limits.sessions_per_connection", "limits.sessions_per_uid",
 	"update.auto", "update.interval", "update.jitter", "update.window", "update.bandwidth_limit",
 }
 
@@ -42,27 +44,26 @@ type ConfigHooks struct {
 // a config file edit or config.set applies them at once. Everything else
 // (socket, data directory, frame limits, the served bundle) needs a restart.
 type LiveSettings struct {
-	Slots, MaxQueue, PerCaller int
-	AdminGroup                 string   // group name or gid; "" for none
-	AllowedUIDs                []uint32 // empty: every local user
+	Slots, MaxQueue, PerCaller, PerUID int
+	Sessions                           SessionLimits
+	Access                             access.Rules // admin_group and allowed_users, resolved
 	// KeepAlive is the residency keep-alive: 0 unloads at the first tick
 	// after the model goes idle, negative never (ignored without residency).
 	KeepAlive time.Duration
 }
 
-// LiveFrom is the part of c a running daemon applies live.
+// LiveFrom is the part of c a running daemon applies live, with its names
+// resolved (access.Resolve): an error here is what would stop a start, so
+// start-up, a reload and config.set all refuse through it.
 func LiveFrom(c *config.Config) (LiveSettings, error) {
-	uids, err := c.AllowedUIDs()
+	rules, err := access.Resolve(c.AdminGroup, c.AllowedUsers)
 	if err != nil {
 		return LiveSettings{}, err
 	}
-	allowed := make([]uint32, len(uids))
-	for i, u := range uids {
-		allowed[i] = uint32(u)
-	}
 	return LiveSettings{
-		Slots: c.Limits.Slots, MaxQueue: c.Limits.MaxQueue, PerCaller: c.Limits.PerCaller,
-		AdminGroup: c.AdminGroup, AllowedUIDs: allowed, KeepAlive: c.KeepAlive.D(),
+		Slots: c.Limits.Slots, MaxQueue: c.Limits.MaxQueue, PerCaller: c.Limits.PerCaller, PerUID: c.Limits.PerUID,
+		Sessions: SessionLimits{PerConnection: c.Limits.SessionsPerConnection, PerUID: c.Limits.SessionsPerUID},
+		Access:   rules, KeepAlive: c.KeepAlive.D(),
 	}, nil
 }
 
@@ -170,7 +171,13 @@ func (f *ConfigFile) Set(key string, value any) (wire.ConfigSetResult, error) {
 	if err != nil {
 		return wire.ConfigSetResult{}, wire.Errorf(wire.CodeBadRequest, "config.set: %v", err)
 	}
-	if _, err := config.Parse(data); err != nil {
+	parsed, err := config.Parse(data)
+	if err != nil {
+		return wire.ConfigSetResult{}, wire.Errorf(wire.CodeBadRequest, "config.set: %v", err)
+	}
+	// Validate as start-up does (names resolved), so a value that would
+	// stop the next start is refused before it is written.
+	if _, err := LiveFrom(parsed); err != nil {
 		return wire.ConfigSetResult{}, wire.Errorf(wire.CodeBadRequest, "config.set: %v", err)
 	}
 	if err := writeAtomic(w.Path(), data); err != nil {

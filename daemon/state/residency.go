@@ -20,8 +20,11 @@ type ResidencyOptions struct {
 	// Load loads the model; it is called on load, and by the first request
 	// after an unload.
 	Load func(ctx context.Context) (backend.Backend, error)
-	// KeepAlive unloads after this long without a request: 0 means the
-	// default (10 minutes), negative never.
+	// KeepAlive unloads after this long without a request: 0 as soon as
+	// the model is idle (at the first tick after its last request),
+	// negative never; residency.DefaultKeepAlive is the usual 10 minutes.
+	// One meaning everywhere: the config file's keep_alive, forged run
+	// --keep-alive, config.get's keep_alive_ms (docs/CONFIG.md).
 	KeepAlive time.Duration
 	Now       func() time.Time // nil: time.Now (tests inject a clock)
 	// Budget is the memory the model and its sessions may use, in bytes
@@ -93,20 +96,18 @@ func NewResidency(host Host, opts ResidencyOptions) *Residency {
 		opts.Now = time.Now
 	}
 	r := &Residency{host: host, opts: opts, uses: map[*use]struct{}{}, drafter: true}
-	switch {
-	case opts.KeepAlive == 0:
-		r.keep.Idle = residency.DefaultKeepAlive
-	case opts.KeepAlive > 0:
-		r.keep.Idle = opts.KeepAlive
-	}
+	r.keep.Idle = opts.KeepAlive
 	if opts.Initial == "" {
 		opts.Initial = residency.Ready
 	}
 	r.opts = opts
 	r.m = residency.NewMachine(opts.Bundle, opts.Initial, opts.Now)
 	r.m.OnTransition(func(t residency.Transition) {
-		host.Log.Info("residency", "bundle", t.Bundle, "from", t.From, "to", t.To, "reason", t.Reason)
+		// Logged as subscribers see it (a bundle that is ready to load is
+		// "unloaded", not "ready"), with the lifecycle state beside it.
+		from, _ := WireState(t.From, "")
 		state, reason := WireState(t.To, t.Reason)
+		host.Log.Info("residency", "bundle", t.Bundle, "from", from, "to", state, "lifecycle", string(t.From)+"->"+string(t.To), "reason", t.Reason)
 		host.SetState(state, reason)
 	})
 	host.SetBackend(backend.Unavailable{Reason: "the model is not loaded", Bundle: host.Backend().Model().Bundle})
@@ -156,18 +157,16 @@ func WireState(s residency.State, reason string) (string, string) {
 	return wire.StateUnavailable, reason
 }
 
-// SetKeepAlive changes the keep-alive: 0 unloads at the first tick after
-// the model goes idle, negative never.
+// SetKeepAlive changes the keep-alive (as ResidencyOptions.KeepAlive: 0
+// unloads at the first tick after the model goes idle, negative never).
 func (r *Residency) SetKeepAlive(d time.Duration) {
-	if d == 0 {
-		d = time.Nanosecond // residency.KeepAlive reads 0 as never
-	}
 	r.mu.Lock()
 	r.keep.Idle = d
 	r.mu.Unlock()
 }
 
-// KeepAlive is the keep-alive in force (0 or less: never).
+// KeepAlive is the keep-alive in force (0: unload as soon as idle;
+// negative: never).
 func (r *Residency) KeepAlive() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -483,6 +482,7 @@ func (r *Residency) Switch(ctx context.Context, name string, verify func() error
 	if err := r.Unload(false, "switching to "+name); err != nil {
 		return err
 	}
+	r.m.Rename(name) // the old revision's unload is logged under its own name
 	return r.Load(ctx, "switching to "+name)
 }
 
@@ -492,6 +492,7 @@ func (r *Residency) Install(name string, load func(context.Context) (backend.Bac
 	r.mu.Lock()
 	r.opts.Bundle, r.opts.Load = name, load
 	r.mu.Unlock()
+	r.m.Rename(name)
 	if st, _ := r.m.State(); st != residency.Verifying {
 		if err := r.m.To(residency.Verifying, verified); err != nil {
 			return err

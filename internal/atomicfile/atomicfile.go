@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -43,6 +44,18 @@ func SyncDir(dir string) error {
 // after the rename means the new file is in place but may not survive a
 // crash.
 func Write(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, true)
+}
+
+// Replace is Write without the fsyncs, for files whose loss costs only
+// work (a download's resume checkpoint): readers see the old file or the
+// complete new one, and on any error no temporary file remains, but after
+// a power loss the file may be the old one or missing.
+func Replace(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, false)
+}
+
+func write(path string, data []byte, perm os.FileMode, durable bool) error {
 	f, err := Create(path, perm)
 	if err != nil {
 		return err
@@ -51,7 +64,28 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		f.Abort()
 		return err
 	}
-	return f.Commit()
+	return f.commit(durable)
+}
+
+// RemoveTemporaries removes the temporary files Create made for path that
+// were never committed (a crash between Create and Commit leaves one). Only
+// the one writer of path may call it: it would remove a temporary file
+// another writer is still filling.
+func RemoveTemporaries(path string) error {
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".tmp-"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !os.IsNotExist(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Copy replaces dst with the contents of src, created with permissions perm.
@@ -98,13 +132,19 @@ func (f *File) Path() string { return f.path }
 // Commit sets the permissions, fsyncs and closes the temporary file, renames
 // it over the target and fsyncs the directory. On error before the rename,
 // the temporary file is removed and the target is unchanged.
-func (f *File) Commit() error {
+func (f *File) Commit() error { return f.commit(true) }
+
+// commit is Commit; without durable it skips both fsyncs (Replace).
+func (f *File) commit(durable bool) error {
 	if f.done {
 		return fmt.Errorf("%s: atomic file already committed or aborted", f.path)
 	}
 	f.done = true
 	tmp := f.File.Name()
-	err := errors.Join(f.File.Chmod(f.perm), f.File.Sync())
+	err := f.File.Chmod(f.perm)
+	if durable {
+		err = errors.Join(err, f.File.Sync())
+	}
 	if cerr := f.File.Close(); err == nil {
 		err = cerr
 	}
@@ -114,6 +154,9 @@ func (f *File) Commit() error {
 	if err != nil {
 		os.Remove(tmp)
 		return err
+	}
+	if !durable {
+		return nil
 	}
 	return syncDir(filepath.Dir(f.path))
 }

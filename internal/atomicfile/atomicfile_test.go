@@ -145,3 +145,36 @@ func TestCopy(t *testing.T) {
 		t.Errorf("failed copy changed dst to %q", b)
 	}
 }
+
+// Replace writes like Write without syncing the directory, and a crash's
+// temporary (Create never committed) is what RemoveTemporaries removes:
+// nothing else in the directory.
+func TestReplaceAndRemoveTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.part.state")
+	old := syncDir
+	syncDir = func(d string) error { t.Errorf("Replace synced %s", d); return nil }
+	t.Cleanup(func() { syncDir = old })
+	if err := Replace(path, []byte("cp"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "cp" {
+		t.Fatalf("content = %q", b)
+	}
+	crashed, err := Create(path, 0o600) // never committed: a crash left it
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed.Close()
+	other := filepath.Join(dir, ".x.part.tmp-1") // another file's temporary
+	if err := os.WriteFile(other, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveTemporaries(path); err != nil {
+		t.Fatal(err)
+	}
+	got := entries(t, dir)
+	if len(got) != 2 || got[0] != ".x.part.tmp-1" || got[1] != "x.part.state" {
+		t.Fatalf("left %v, want only the other temporary and the file", got)
+	}
+}

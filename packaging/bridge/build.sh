@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Core AI bridge dylib (ane/coreai/bridge/CoreAIBridge.swift) on
+# Builds the Core AI bridge dylib (ane/coreai/cai/bridge/CoreAIBridge.swift) on
 # macOS 27+ with Xcode's swiftc and signs it with the daemon's identity.
 # Not run in this project's CI (Linux); see docs/COREAI.md.
 #
@@ -12,7 +12,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${1:-$root/build}"
 identity="${SIGN_IDENTITY:--}"
 arch="${ARCH:-arm64}"
-src="$root/ane/coreai/bridge/CoreAIBridge.swift"
+src="$root/ane/coreai/cai/bridge/CoreAIBridge.swift"
 lib="$out/libCoreAIBridge.dylib"
 
 if [ "$(uname -s)" != Darwin ]; then

@@ -4,12 +4,13 @@
 # `brew audit --strict --new forged` and `brew install --build-from-source`
 # must be run on a Mac before publishing (docs/SERVICE.md).
 #
-# The release script fills in url and sha256 for each tag.
+# As committed it is head-only (`brew install --HEAD forged`): there is no
+# release tarball to name yet. For a release, release-formula.sh VERSION
+# makes the tarball with `git archive` and renders this formula with its
+# url and real sha256 (go test ./packaging/ checks that they match).
 class Forged < Formula
   desc "Local daemon serving the ANEMLL Forge Qwen3.8-27B model to apps on this Mac"
   homepage "https://github.com/forgedaemon/forged"
-  url "https://github.com/forgedaemon/forged/archive/refs/tags/v0.1.0.tar.gz"
-  sha256 "0000000000000000000000000000000000000000000000000000000000000000"
   head "https://github.com/forgedaemon/forged.git", branch: "main"
 
   depends_on "go" => :build

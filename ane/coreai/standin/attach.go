@@ -49,7 +49,7 @@ var (
 // compute at this package: every function run is dispatched by model path
 // to a Handle handler, else to the package's own program (standin.json,
 // weights.safetensors). Attaching the same library again does nothing.
-// coreai.OpenLibrary on the same path then shares the attached library.
+// cai.OpenLibrary on the same path then shares the attached library.
 func Attach(path string) error {
 	attachMu.Lock()
 	defer attachMu.Unlock()

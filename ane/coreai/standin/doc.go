@@ -7,7 +7,7 @@
 // system C compiler into a shared library (not cgo; Shared does so once
 // per process) and Attach loads it with purego and registers this
 // package's single compute callback (purego callbacks are never freed, so
-// a process has one however often Attach is called). coreai.OpenLibrary
+// a process has one however often Attach is called). cai.OpenLibrary
 // on the same path then drives it like the real dylib:
 //
 //	lib, _ := standin.Shared()

@@ -5,14 +5,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/draft"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/ane/coreai/standin/standintest"
 	"github.com/forgedaemon/forged/bundle"
 )
 
 // A drafter directory with the stand-in package WriteDrafterPackage
-// writes opens with coreai.OpenDrafter and proposes what ane/speculative/dflash's CPU
+// writes opens with draft.Open and proposes what ane/speculative/dflash's CPU
 // drafter proposes from the same context: 33 proposals over 150 context
 // rows arriving 1–9 at a time (two ctx64 flushes and pending rows sent
 // with the draft calls). The comparison can fail: the proposals depend on
@@ -29,7 +29,7 @@ func TestDrafterPackageProposesLikeTheCPUDrafter(t *testing.T) {
 	if pkg != filepath.Join(ddir, bundle.DrafterModel) {
 		t.Fatalf("package written to %s", pkg)
 	}
-	d, err := coreai.OpenDrafter(ddir, coreai.DrafterOptions{Bridge: lib, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
+	d, err := draft.Open(ddir, draft.Options{Bridge: lib, Embedding: standintest.TinyEmbedding(t), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

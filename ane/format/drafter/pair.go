@@ -12,7 +12,8 @@ import (
 	"github.com/forgedaemon/forged/ane/format/tensor"
 )
 
-// The published drafter package's fixed shape and host scale (reference §1.4, §3.5): these are
+// The published drafter package's fixed shape and host scale (Anemll/anemll-forge
+// scripts/hf_release.py check_drafter_pair, scripts/dflash2_coreai_drafter.py): these are
 // properties of the DFlash2 architecture, not of the target.
 const (
 	PublishedLayers     = 5

@@ -10,9 +10,10 @@ import (
 	"testing"
 )
 
-// qwen38Config is shaped like the real Qwen3.8-27B config.json
-// (the published bundle anemll/anemll-forge-qwen3.8-27B, model/config.json): HF layout with text_config,
-// rope_parameters, a vision tower we ignore, and eos_token_id as an int.
+// qwen38Config is shaped like the real Qwen3.8-27B config.json (the published
+// bundle anemll/anemll-forge-qwen3.8-27B, model/config.json): HF layout with
+// text_config, rope_parameters, a vision tower we ignore, and eos_token_id as
+// an int.
 func qwen38Config() string {
 	var lt []string
 	for i := range 64 {
@@ -232,7 +233,8 @@ func TestLoadModelFromDirectory(t *testing.T) {
 	}
 }
 
-// dflash2Config is shaped like the real DFlash2 drafter (§2.2).
+// dflash2Config is shaped like the real DFlash2 drafter (the drafter/config.json
+// read by Anemll/anemll-forge scripts/dflash2_drafter_ref.py).
 const dflash2Config = `{
   "architectures": ["DFlashDraftModel"],
   "model_type": "qwen3",

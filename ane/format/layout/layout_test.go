@@ -8,7 +8,8 @@ import (
 )
 
 // qwen38 is the published Qwen3.8-27B text configuration
-// (reference/anemll-forge.md §2.1).
+// (text_config of the published bundle's model/config.json,
+// anemll/anemll-forge-qwen3.8-27B on Hugging Face).
 func qwen38() *hfconfig.Model {
 	types := make([]string, 64)
 	for i := range types {
@@ -38,7 +39,7 @@ func TestPublishedShapes(t *testing.T) {
 		}
 		byName[s.Name] = s
 	}
-	// Shapes from the export headers and the reference's §2.1 table.
+	// Shapes from the export headers and the published model/config.json.
 	want := map[string][]int{
 		"model.language_model.embed_tokens.weight": {248320, 5120},
 		"lm_head.weight":                   {248320, 5120},

@@ -1,10 +1,11 @@
-// Package export writes the quantized export directory in the published
-// layout (anemll-forge §4.1): layer_NN.safetensors (MLP gate/up/down with
+// Package export writes the quantized export directory in the published layout
+// (Anemll/anemll-forge scripts/qwen3_lut_common.py,
+// scripts/qwen38_gptq_27b.py): layer_NN.safetensors (MLP gate/up/down with
 // their basis metadata), layer_NN_mixer.safetensors (the token mixer's
 // projections) and lm_head.safetensors. Tensor names, dtypes and metadata
-// strings are exactly those the reference backend (ane/ref) and the
-// published tools read. Files are written atomically and byte-for-byte
-// deterministically for the same inputs.
+// strings are exactly those the reference backend (ane/ref) and the published
+// tools read. Files are written atomically and byte-for-byte deterministically
+// for the same inputs.
 package export
 
 import (

@@ -65,7 +65,8 @@ func writeSample(t *testing.T, dir string) {
 }
 
 // TestPublishedLayout checks file names, tensor names, dtypes, shapes and
-// metadata strings against anemll-forge §4.1.
+// metadata strings against the published export (Anemll/anemll-forge
+// scripts/qwen38_gptq_27b.py pack(), configs/quantization/mix25in_mixr.export-headers.json).
 func TestPublishedLayout(t *testing.T) {
 	dir := t.TempDir()
 	writeSample(t, dir)

@@ -1,5 +1,5 @@
 // Package kl measures how far a quantized export's next-token
-// distributions are from the BF16 reference's (anemll-forge §4.9): a trace
+// distributions are from the BF16 reference's (Anemll/anemll-forge scripts/qwen38_kl.py): a trace
 // of token sequences (generated with the reference engine or supplied), a
 // reference cache with the BF16 model's top-K log-probabilities and NLL per
 // position (the published ref.npz layout), and the evaluation of an export

@@ -1,14 +1,15 @@
 // Package plan reads mixed-precision plans and resolves them, before any
 // work, to one format per matrix with its realised size.
 //
-// A plan is the flat JSON object of the published quantizer (anemll-forge
-// §4.6): "<layer>.gate|up|down" → format, "<layer>.mixer" → mixer format,
-// "<layer>.basis" → "online"|"plain", "bf16" to keep a matrix unquantized.
-// Any other key is a regular expression matched against the whole matrix
-// name (e.g. "model\.language_model\.layers\.(2[4-9])\.mlp\..*" or
-// "lm_head"), as Apple's module_name_configs. Unlike Apple's tool, a key or
-// pattern that matches nothing is an error, and so is a key for a layer
-// the model does not have: nothing is skipped silently.
+// A plan is the flat JSON object of the published quantizer (Anemll/anemll-forge
+// scripts/qwen38_gptq_27b.py PLAN, e.g. configs/quantization/mix25in_mixr.json):
+// "<layer>.gate|up|down" → format, "<layer>.mixer" → mixer format,
+// "<layer>.basis" → "online"|"plain", "bf16" to keep a matrix unquantized. Any
+// other key is a regular expression matched against the whole matrix name (e.g.
+// "model\.language_model\.layers\.(2[4-9])\.mlp\..*" or "lm_head"), as Apple's
+// module_name_configs. Unlike Apple's tool, a key or pattern that matches
+// nothing is an error, and so is a key for a layer the model does not have:
+// nothing is skipped silently.
 package plan
 
 import (

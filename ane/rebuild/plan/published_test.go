@@ -10,7 +10,8 @@ import (
 	"github.com/forgedaemon/forged/ane/rebuild/export"
 )
 
-// qwen38 is the Qwen3.8-27B text config (anemll-forge §2.1).
+// qwen38 is the Qwen3.8-27B text config (text_config of the published bundle's
+// model/config.json, anemll/anemll-forge-qwen3.8-27B on Hugging Face).
 func qwen38() *hfconfig.Model {
 	types := make([]string, 64)
 	for i := range types {
@@ -25,7 +26,8 @@ func qwen38() *hfconfig.Model {
 		LinearConvKernelDim: 4, RopeTheta: 1e7, PartialRotaryFactor: 0.25, RMSNormEps: 1e-6}
 }
 
-// mix25inMixr is the published plan's allocation (§4.6): LUT4 MLPs in 26
+// mix25inMixr is the published plan's allocation (Anemll/anemll-forge
+// configs/quantization/mix25in_mixr.json): LUT4 MLPs in 26
 // layers, vector 2x16 mixers in layers 0–23.
 func mix25inMixr() string {
 	var keys []string
@@ -41,10 +43,12 @@ func mix25inMixr() string {
 }
 
 // TestPublishedSizes: the published plan on the 27B shapes reproduces the
-// recorded sizes (§5.1): 9.07 GiB of weights excluding the embedding and
-// 9.36 GiB with rank-64 factors on the 208 mixer matrices — once the
-// DeltaNet in_proj_a/b, which stay BF16 outside the export (48 layers × 2 ×
-// 48×5120 × 2 B = 0.044 GiB), are counted as the published figure does.
+// recorded sizes (the size_gib of Anemll/anemll-forge scripts/qwen38_kl.py, as that
+// repository records it for this export): 9.07 GiB of
+// weights excluding the embedding and 9.36 GiB with rank-64 factors on the 208
+// mixer matrices — once the DeltaNet in_proj_a/b, which stay BF16 outside the
+// export (48 layers × 2 × 48×5120 × 2 B = 0.044 GiB), are counted as the
+// published figure does.
 func TestPublishedSizes(t *testing.T) {
 	cfg := qwen38()
 	p, err := Parse([]byte(mix25inMixr()))

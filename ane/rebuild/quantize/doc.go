@@ -3,13 +3,14 @@
 // INT8 per-channel, FP16 passthrough), codebook fitting (weighted k-means),
 // encoding to the export layout, GPTQ, round-to-nearest, the calibration
 // Hessian and the randomized-SVD low-rank residual.
-// The specification is reference/anemll-forge.md §4.2–4.5 and §4.8.
+// The specification is github.com/Anemll/anemll-forge: scripts/qwen3_lut_common.py (FORMATS,
+// make_rounder, encode, gptq) and scripts/qwen38_lowrank_export.py.
 //
 // The API the rebuild pipeline (ane/rebuild) calls, kept stable:
 //
 //	r, err := Fit(name, w, rows, cols, format, FitOptions{ColumnWeights: diagH, Seed: 0})
 //	q, info, err := GPTQ(w, rows, cols, h, r, GPTQOptions{})   // or RTN(w, rows, cols, r)
-//	enc, err := r.Encode(q)                                     // export tensors of §4.1/§4.4
+//	enc, err := r.Encode(q)                                     // export tensors, as encode()
 //	a, b, err := LowRank(w−dequant(q), rows, cols, 64, seed)    // fp16 factors, A·B ≈ E
 //	h := NewHessian(n); h.Add(x, tokens); H := h.Finalize()      // H = XᵀX/N, float64
 //	db := OutputSNR(w, q, x, rows, cols)                        // layer-output SNR in dB

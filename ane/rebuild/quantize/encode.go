@@ -9,7 +9,9 @@ import (
 	"github.com/forgedaemon/forged/ane/kernels"
 )
 
-// Encoded is one quantized matrix in the export layout (§4.1, §4.4).
+// Encoded is one quantized matrix in the export layout (encode() in
+// Anemll/anemll-forge scripts/qwen3_lut_common.py, pack() in
+// scripts/qwen38_gptq_27b.py).
 type Encoded struct {
 	Format string
 	// LUT is the codebook as fp16 bits, shape LUTShape = (K, cd).

@@ -31,7 +31,8 @@ type GPTQInfo struct {
 const maxDampRetries = 7
 
 // GPTQ quantizes the rows×cols matrix w with the Hessian h (cols×cols,
-// row-major, H = XᵀX/N) choosing codes from r, exactly as §4.5: dead
+// row-major, H = XᵀX/N) choosing codes from r, exactly as gptq() in
+// Anemll/anemll-forge scripts/qwen3_lut_common.py: dead
 // inputs, activation order, damping (doubled until Cholesky succeeds),
 // the upper Cholesky factor of H⁻¹, lazy block updates. It returns the
 // quantized matrix (every value one the format stores).

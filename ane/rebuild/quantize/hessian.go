@@ -54,9 +54,10 @@ func (h *Hessian) Add(x []float32, rows int) error {
 			b[i] = float64(v)
 		}
 		// XᵀX is symmetric: only the blocks on and above the diagonal are
-		// computed (about half the work). Each entry is the same dot product
-		// as in the full product — the BLAS backends here sum it the same
-		// way whichever block it lands in, and give XᵀX exactly symmetric.
+		// computed (about half the work), and Finalize mirrors the upper
+		// triangle, so H is exactly symmetric by construction. Nothing here
+		// relies on the BLAS summing (i,j) and (j,i) alike: many do not (a
+		// kernel tile's summation order depends on where it lands).
 		for i0 := 0; i0 < h.n; i0 += hessianBlock {
 			bi := min(hessianBlock, h.n-i0)
 			blas.Dgemm(true, false, bi, h.n-i0, m, 1, b[i0:], h.n, b[i0:], h.n, 1, h.sum[i0*h.n+i0:], h.n)

@@ -10,7 +10,7 @@ import (
 	"github.com/forgedaemon/forged/ane/nprand"
 )
 
-// Published k-means settings (§4.3).
+// Published k-means settings (Anemll/anemll-forge scripts/qwen3_lut_common.py, make_rounder).
 const (
 	scalarIters      = 40
 	scalarMaxSamples = 65536

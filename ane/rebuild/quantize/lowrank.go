@@ -9,7 +9,8 @@ import (
 	"github.com/forgedaemon/forged/ane/rebuild/blas"
 )
 
-// Randomized SVD settings of §4.8 (torch.svd_lowrank(e, q=rank+16, niter=4)).
+// Randomized SVD settings of Anemll/anemll-forge
+// scripts/qwen38_lowrank_export.py (torch.svd_lowrank(e, q=rank+16, niter=4)).
 const (
 	lowRankOversample = 16
 	lowRankPowerIters = 4

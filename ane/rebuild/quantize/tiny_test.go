@@ -46,7 +46,7 @@ func tinyMatrices(t *testing.T) map[string]struct {
 			t.Fatal(err)
 		}
 		for _, ti := range f.Tensors() {
-			// in_proj_a/b stay BF16 in the export (§4.1).
+			// in_proj_a/b stay BF16 in the export (as the published export does).
 			if len(ti.Shape) != 2 || !strings.Contains(ti.Name, ".layers.") || !strings.Contains(ti.Name, "_proj") ||
 				strings.Contains(ti.Name, "in_proj_a.") || strings.Contains(ti.Name, "in_proj_b.") {
 				continue

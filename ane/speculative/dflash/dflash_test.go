@@ -57,7 +57,8 @@ func openTarget(tb testing.TB, dir string, taps []int) *ref.Model {
 	return m
 }
 
-// ---- independent float64 implementation of the drafter (§2.2) ----
+// ---- independent float64 implementation of the drafter (Anemll/anemll-forge
+// scripts/dflash2_drafter_ref.py) ----
 
 type naive struct {
 	w     *Weights

@@ -1,8 +1,9 @@
 // Package dflash is the CPU reference of the DFlash2 block drafter
-// (reference §2.2, §3.5): five layers that read the target's tap-layer
-// features through a ring of keys and values by position, draft a block of
-// anchor + 7 mask rows in one non-causal pass, score the 7 rows with the
-// target's own LM head and pick the drafts with the candidate selector.
+// (Anemll/anemll-forge scripts/dflash2_drafter_ref.py,
+// scripts/dflash2_coreai_drafter.py): five layers that read the target's
+// tap-layer features through a ring of keys and values by position, draft a
+// block of anchor + 7 mask rows in one non-causal pass, score the 7 rows with
+// the target's own LM head and pick the drafts with the candidate selector.
 // Drafter implements speculative.Drafter; Net, Ring and Selector are its parts,
 // shared with the Core AI driver. docs/DRAFTER.md records every convention.
 package dflash

@@ -2,7 +2,8 @@ package dflash
 
 import "fmt"
 
-// Ring is the host-side bookkeeping of the drafter's context (§3.5): the
+// Ring is the host-side bookkeeping of the drafter's context (CoreAIDrafter in Anemll/anemll-forge
+// scripts/dflash2_coreai_drafter.py): the
 // committed target rows waiting to be projected, and the position each
 // ring slot holds (slot = position mod W). It stores no keys or values —
 // the CPU drafter keeps them in Go slices, the Core AI driver in bridge

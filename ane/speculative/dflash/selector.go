@@ -9,10 +9,11 @@ import (
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 )
 
-// Selector is the candidate selector's host half (§2.2): the predecessor
-// and successor codebooks of selector.safetensors and the walk that picks
-// one draft per row from that row's top-k logits. The hidden projection
-// that feeds it is part of the network (the draft entry's hp output).
+// Selector is the candidate selector's host half (Anemll/anemll-forge
+// scripts/dflash2_drafter_ref.py): the predecessor and successor codebooks of
+// selector.safetensors and the walk that picks one draft per row from that
+// row's top-k logits. The hidden projection that feeds it is part of the
+// network (the draft entry's hp output).
 type Selector struct {
 	vocab, rank, topK int
 	pred, succ        []float32 // vocab × rank each

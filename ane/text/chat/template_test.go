@@ -40,6 +40,19 @@ func TestRandomReferenceRenders(t *testing.T) {
 	checkRenders(t, tpl, filepath.Join("testdata", "qwen3_renders.jsonl"), 150, jinja.Options{JS: true})
 }
 
+// Conversations with floats in tool calls and schemas (300.0, 1.0, -0.0,
+// 1e-06, 1e16, 1e21) and with non-ASCII tool text, rendered by Python's
+// Jinja2 in transformers' environment (scripts/python-jinja2/render.py),
+// match byte for byte in the default mode: tojson is json.dumps with
+// ensure_ascii=False.
+func TestPythonRenders(t *testing.T) {
+	tpl, err := LoadTemplate(refdata.Path(t, "qwen3", "tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRenders(t, tpl, refdata.Path(t, "python-jinja2", "qwen3_renders.jsonl"), 3, jinja.Options{})
+}
+
 func checkRenders(t *testing.T, tpl *Template, path string, atLeast int, opts jinja.Options) {
 	t.Helper()
 	f, err := os.Open(path)

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
@@ -27,6 +27,7 @@ import (
 	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/service"
 	"github.com/forgedaemon/forged/internal/sysinfo"
+	"github.com/forgedaemon/forged/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -70,7 +71,7 @@ type doctor struct {
 	repoGiven  bool   // --repo was given: check it even if the daemon serves another
 	backend    string // the configured backend: auto, coreai or ref
 	service    func(ctx context.Context) (service.Status, error)
-	bridges    []string                              // candidate bridge dylib paths, in order (coreai.BridgeCandidates)
+	bridges    []string                              // candidate bridge dylib paths, in order (cai.BridgeCandidates)
 	probe      func(path string) modelbackend.Bridge // opens a found bridge (modelbackend.ProbeBridge)
 
 	// What earlier checks learned, for the later ones.
@@ -140,7 +141,7 @@ func newDoctor(configPath string) *doctor {
 	}
 	d.socket, d.dataDir, d.repo, d.backend = base.Socket, base.DataDir, base.Repo, base.Backend
 	d.service = cli.ServiceStatus
-	d.bridges = coreai.BridgeCandidates()
+	d.bridges = cai.BridgeCandidates()
 	d.probe = modelbackend.ProbeBridge
 	return d
 }
@@ -239,14 +240,14 @@ func (d *doctor) checkChip(context.Context) doctorCheck {
 		c.Status, c.Message = checkOK, chip.Brand+": no Neural Engine; backend: reference (pure Go on the CPU, for development and tests)"
 		return c
 	}
-	gen, err := coreai.ParseChip(os.Getenv("COREAI_ARCH"), "", chip.Brand, chip.Model)
+	gen, err := cai.ParseChip(os.Getenv("COREAI_ARCH"), "", chip.Brand, chip.Model)
 	if err != nil {
 		c.Status, c.Message = checkWarn, err.Error()
 		c.Fix = "set COREAI_ARCH (e.g. h18) to the chip's ANE architecture"
 		return c
 	}
 	desc := fmt.Sprintf("%s (%s), %s, %s", chip.Brand, chip.Model, gen, chip.NeuralEngine)
-	mode, err := coreai.CompileMode(gen)
+	mode, err := cai.CompileMode(gen)
 	if err != nil {
 		c.Status, c.Message = checkFail, desc+": "+err.Error()
 		c.Fix = "the published bundle runs on M5 or later; use a newer Mac"
@@ -260,8 +261,8 @@ func (d *doctor) checkChip(context.Context) doctorCheck {
 	return c
 }
 
-// Published wired memory of the target above idle (anemll-forge §5.2, M6,
-// mode 2), per context entry, and the drafter's share. Read as GiB, the
+// Published wired memory of the target above idle (Anemll/anemll-forge
+// COREAI_PORT_NOTES.md, M6, mode 2), per context entry, and the drafter's share. Read as GiB, the
 // larger reading of "GB", so the estimate errs on the safe side.
 var (
 	wiredByContext = []struct {
@@ -286,7 +287,9 @@ func contextFit(budget uint64) (plain, drafter int) {
 	return plain, drafter
 }
 
-func gib(b uint64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+// recommendedRAM is the Mac the published figures were measured on (sold
+// as "32 GB", which is 32 GiB).
+const recommendedRAM = 32 << 30
 
 func ctxName(n int) string {
 	if n == 0 {
@@ -312,7 +315,7 @@ func (d *doctor) checkMemory(context.Context) doctorCheck {
 	budget := m.Budget()
 	limit := ""
 	if m.CgroupLimit != 0 {
-		limit = ", cgroup limit " + gib(m.CgroupLimit)
+		limit = ", cgroup limit " + units.Bytes(m.CgroupLimit)
 	}
 	if budget > reserve {
 		budget -= reserve
@@ -321,7 +324,7 @@ func (d *doctor) checkMemory(context.Context) doctorCheck {
 	}
 	plain, withDrafter := contextFit(budget)
 	c.Message = fmt.Sprintf("%s RAM (%s available%s); after the %s reserve, %s for the model; fits %s with the drafter, %s without",
-		gib(m.Total), gib(m.Available), limit, gib(reserve), gib(budget), ctxName(withDrafter), ctxName(plain))
+		units.Bytes(m.Total), units.Bytes(m.Available), limit, units.Bytes(reserve), units.Bytes(budget), ctxName(withDrafter), ctxName(plain))
 	if p, err := d.sys.Pressure(); err == nil {
 		c.Message += "; memory pressure " + p.Level.String()
 	}
@@ -331,21 +334,22 @@ func (d *doctor) checkMemory(context.Context) doctorCheck {
 	switch {
 	case plain == 0:
 		c.Status = checkFail
-		c.Fix = fmt.Sprintf("the smallest entry (8K) needs %.1f GiB plus the reserve: 32 GB is recommended; lower memory.reserve only if this machine runs little else", wiredByContext[0].gib)
+		c.Fix = fmt.Sprintf("the smallest entry (8K) needs %s plus the reserve: %s of RAM is recommended; lower memory.reserve only if this machine runs little else",
+			units.Bytes(uint64(wiredByContext[0].gib*(1<<30))), units.Bytes(recommendedRAM))
 	case withDrafter < 65536:
 		c.Status = checkWarn
-		c.Fix = "32 GB is recommended for 64K with the drafter; longer requests get context_exceeded, and the drafter is dropped first under pressure"
+		c.Fix = units.Bytes(recommendedRAM) + " of RAM is recommended for 64K with the drafter; longer requests get context_exceeded, and the drafter is dropped first under pressure"
 	default:
 		c.Status = checkOK
 	}
 	return c
 }
 
-// Published sizes (anemll-forge §5.1): the paired bundle ~15 GB; the Core
+// Published sizes (Anemll/anemll-forge README.md): the paired bundle ~15 GB; the Core
 // AI compile cache 11–14 GB per cold compile.
 const (
-	bundleBytes       = 15e9
-	compileCacheBytes = 14e9
+	bundleBytes       uint64 = 15e9
+	compileCacheBytes uint64 = 14e9
 )
 
 func (d *doctor) installedCommit() string {
@@ -367,24 +371,24 @@ func (d *doctor) checkDisk(context.Context) doctorCheck {
 	var parts []string
 	if d.installedCommit() == "" {
 		need += bundleBytes
-		parts = append(parts, "the bundle (~15 GB)")
+		parts = append(parts, "the bundle (~"+units.Bytes(bundleBytes)+")")
 	}
 	if d.goos == "darwin" {
 		need += compileCacheBytes
-		parts = append(parts, "the Core AI compile cache (11-14 GB)")
+		parts = append(parts, "the Core AI compile cache (up to "+units.Bytes(compileCacheBytes)+")")
 	}
 	what := "nothing more (the bundle is installed)"
 	if len(parts) > 0 {
 		what = strings.Join(parts, " + ")
 	}
-	c.Message = fmt.Sprintf("%.1f GB free on the filesystem of %s; needs %s", float64(disk.Free)/1e9, d.dataDir, what)
+	c.Message = fmt.Sprintf("%s free on the filesystem of %s; needs %s", units.Bytes(disk.Free), d.dataDir, what)
 	switch {
 	case disk.Free < need && d.installedCommit() == "" && disk.Free < bundleBytes:
 		c.Status = checkFail
 		c.Fix = "free space on that disk, or point data_dir (--data) at a disk with room"
 	case disk.Free < need:
 		c.Status = checkWarn
-		c.Fix = "free space: the first load compiles the model into ~/Library/Caches and needs up to 14 GB"
+		c.Fix = "free space: the first load compiles the model into ~/Library/Caches and needs up to " + units.Bytes(compileCacheBytes)
 	default:
 		c.Status = checkOK
 	}
@@ -397,7 +401,7 @@ func (d *doctor) probeBridge() modelbackend.Bridge {
 		return *d.bridge
 	}
 	var br modelbackend.Bridge
-	p, tried, err := coreai.FindBridgeIn(d.bridges)
+	p, tried, err := cai.FindBridgeIn(d.bridges)
 	if err != nil {
 		br = modelbackend.Bridge{Tried: tried, Err: err}
 	} else {
@@ -422,13 +426,13 @@ func (d *doctor) checkBridge(context.Context) doctorCheck {
 	c := doctorCheck{Name: "bridge"}
 	br := d.probeBridge()
 	needed := d.bridgeNeeded()
-	install := "build it with packaging/bridge/build.sh (Xcode 27) and install it beside forged (<bin>/../lib/forged/" + coreai.BridgeName + ", docs/COREAI.md) or export " + coreai.BridgeEnv + "=PATH"
+	install := "build it with packaging/bridge/build.sh (Xcode 27) and install it beside forged (<bin>/../lib/forged/" + cai.BridgeName + ", docs/COREAI.md) or export " + cai.BridgeEnv + "=PATH"
 	if d.goos != "darwin" {
-		install = "on " + d.goos + " only the stand-in bridge (ane/coreai/standin, built with cc) runs: point " + coreai.BridgeEnv + " at it, or set backend auto"
+		install = "on " + d.goos + " only the stand-in bridge (ane/coreai/standin, built with cc) runs: point " + cai.BridgeEnv + " at it, or set backend auto"
 	}
 	switch {
 	case br.Path == "":
-		c.Message = fmt.Sprintf("%s not found (looked in %s)", coreai.BridgeName, strings.Join(br.Tried, ", "))
+		c.Message = fmt.Sprintf("%s not found (looked in %s)", cai.BridgeName, strings.Join(br.Tried, ", "))
 		if !needed {
 			c.Status = checkOK
 			c.Message = "not needed: " + capitalized(d.goos) + " serves export/ with the reference engine (" + c.Message + ")"
@@ -440,7 +444,7 @@ func (d *doctor) checkBridge(context.Context) doctorCheck {
 		c.Message = fmt.Sprintf("found %s, but it cannot be used: %v", br.Path, br.Err)
 		fix := "install the bridge built with this forged: packaging/bridge/build.sh, then docs/COREAI.md says where it goes"
 		if d.goos != "darwin" {
-			fix = "point " + coreai.BridgeEnv + " at the stand-in bridge built from this tree (ane/coreai/standin), or unset it"
+			fix = "point " + cai.BridgeEnv + " at the stand-in bridge built from this tree (ane/coreai/standin), or unset it"
 		}
 		if !needed {
 			c.Status, c.Message, c.Fix = checkWarn, c.Message+"; not needed here: "+capitalized(d.goos)+" serves export/ with the reference engine", fix
@@ -453,14 +457,14 @@ func (d *doctor) checkBridge(context.Context) doctorCheck {
 	for i, p := range br.Tried {
 		if p == br.Path {
 			where = fmt.Sprintf("%s (candidate %d of %d", br.Path, i+1, len(d.bridges))
-			if i == 0 && os.Getenv(coreai.BridgeEnv) == br.Path {
-				where += ", $" + coreai.BridgeEnv
+			if i == 0 && os.Getenv(cai.BridgeEnv) == br.Path {
+				where += ", $" + cai.BridgeEnv
 			}
 			where += ")"
 		}
 	}
 	c.Status = checkOK
-	c.Message = fmt.Sprintf("found %s; it loads: ABI version %d (this build needs %d), %s", where, coreai.ABIVersion, coreai.ABIVersion, br.Release)
+	c.Message = fmt.Sprintf("found %s; it loads: ABI version %d (this build needs %d), %s", where, cai.ABIVersion, cai.ABIVersion, br.Release)
 	if isStandIn(br.Release) {
 		c.Message += "; this is the Linux stand-in bridge: it runs the Core AI packages' functions on the CPU (tests), not Core AI or the ANE"
 		if d.goos == "darwin" {

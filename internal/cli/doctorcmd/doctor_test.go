@@ -8,10 +8,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane/coreai"
+	"github.com/forgedaemon/forged/ane/coreai/cai"
 	"github.com/forgedaemon/forged/ane/coreai/standin"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
@@ -26,6 +27,7 @@ import (
 	"github.com/forgedaemon/forged/internal/service"
 	"github.com/forgedaemon/forged/internal/synthbundle"
 	"github.com/forgedaemon/forged/internal/sysinfo"
+	"github.com/forgedaemon/forged/internal/units"
 )
 
 // testDoctor checks the real machine with paths in temporary directories and
@@ -52,6 +54,18 @@ func find(t *testing.T, r doctorReport, name string) doctorCheck {
 	}
 	t.Fatalf("no %s check in %+v", name, r)
 	return doctorCheck{}
+}
+
+// noDecimalUnits fails if a check shows a quantity in decimal units: every
+// byte count goes through internal/units (binary prefixes), one formatter.
+func noDecimalUnits(t *testing.T, checks []doctorCheck) {
+	t.Helper()
+	decimal := regexp.MustCompile(`\d\s*[KMGT]B\b`)
+	for _, c := range checks {
+		if m := decimal.FindString(c.Message + " " + c.Fix); m != "" {
+			t.Errorf("%s: %q in %q: byte counts are shown by internal/units", c.Name, m, c.Message+" | fix: "+c.Fix)
+		}
+	}
 }
 
 func wantCheck(t *testing.T, c doctorCheck, status string, msgParts ...string) {
@@ -88,12 +102,13 @@ func TestDoctorOnLinuxReportsReferenceBackendAndMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := find(t, r, "memory")
-	if !strings.HasPrefix(mem.Message, fmt.Sprintf("%.1f GiB RAM", float64(total)/(1<<30))) {
+	if !strings.HasPrefix(mem.Message, units.Bytes(total)+" RAM") {
 		t.Errorf("memory message %q does not start with the machine's %d bytes", mem.Message, total)
 	}
 	// Disk: the data directory does not exist yet; the filesystem above it is measured.
 	disk := find(t, r, "disk")
-	wantCheck(t, disk, disk.Status, d.dataDir, "the bundle (~15 GB)")
+	wantCheck(t, disk, disk.Status, d.dataDir, "the bundle (~14.0 GiB)")
+	noDecimalUnits(t, r.Checks)
 	// No daemon: the socket check fails, names the path and the fix (the
 	// service is not installed: install it, or run in the foreground).
 	sock := find(t, r, "socket")
@@ -323,8 +338,8 @@ func TestDoctorBridgeRuntimesAndBackendTable(t *testing.T) {
 	const repo = "anemll/doctor-table"
 	snaps := stageSnapshots(t, repo)
 	standinOK, wrong, okPath, wrongPath := standInBridges(t)
-	absentPath := filepath.Join(t.TempDir(), "lib", "forged", coreai.BridgeName)
-	realPath := "/usr/local/lib/forged/" + coreai.BridgeName
+	absentPath := filepath.Join(t.TempDir(), "lib", "forged", cai.BridgeName)
+	realPath := "/usr/local/lib/forged/" + cai.BridgeName
 	bridges := map[string]struct {
 		br     modelbackend.Bridge
 		paths  []string
@@ -332,7 +347,7 @@ func TestDoctorBridgeRuntimesAndBackendTable(t *testing.T) {
 	}{
 		"stand-in": {standinOK, []string{absentPath, okPath}, true},
 		"real":     {modelbackend.Bridge{Path: realPath, Tried: []string{realPath}, Release: "CoreAIBridge 1 (Core AI 27.0)"}, []string{realPath}, true},
-		"absent":   {modelbackend.Bridge{Tried: []string{absentPath}, Err: fmt.Errorf("%w: not found", coreai.ErrBridgeNotFound)}, []string{absentPath}, false},
+		"absent":   {modelbackend.Bridge{Tried: []string{absentPath}, Err: fmt.Errorf("%w: not found", cai.ErrBridgeNotFound)}, []string{absentPath}, false},
 		"wrongABI": {wrong, []string{wrongPath}, false},
 	}
 	type want struct {
@@ -342,11 +357,11 @@ func TestDoctorBridgeRuntimesAndBackendTable(t *testing.T) {
 	bridgeWant := map[string]want{
 		"darwin/stand-in": {checkWarn, []string{"found " + okPath + " (candidate 2 of 2)", "ABI version 1 (this build needs 1)", "Linux stand-in bridge", "not Core AI", "packaging/bridge/build.sh"}},
 		"darwin/real":     {checkOK, []string{"found " + realPath + " (candidate 1 of 1)", "it loads: ABI version 1 (this build needs 1), CoreAIBridge 1 (Core AI 27.0)"}},
-		"darwin/absent":   {checkFail, []string{coreai.BridgeName + " not found (looked in " + absentPath + ")", "packaging/bridge/build.sh", coreai.BridgeEnv}},
+		"darwin/absent":   {checkFail, []string{cai.BridgeName + " not found (looked in " + absentPath + ")", "packaging/bridge/build.sh", cai.BridgeEnv}},
 		"darwin/wrongABI": {checkFail, []string{"found " + wrongPath + ", but it cannot be used", "has ABI version 2, this build needs 1", "packaging/bridge/build.sh"}},
 		"linux/stand-in":  {checkOK, []string{"found " + okPath, "Linux stand-in bridge", "backend auto does not use it on linux"}},
 		"linux/absent":    {checkOK, []string{"not needed: Linux serves export/ with the reference engine", "looked in " + absentPath}},
-		"linux/wrongABI":  {checkWarn, []string{"has ABI version 2, this build needs 1", "not needed here", coreai.BridgeEnv}},
+		"linux/wrongABI":  {checkWarn, []string{"has ABI version 2, this build needs 1", "not needed here", cai.BridgeEnv}},
 	}
 	runtimesWant := map[string]want{
 		"coreai":  {checkOK, []string{"carries coreai/ (the Core AI packages, for the ANE) and no export/"}},
@@ -433,13 +448,13 @@ func TestDoctorForcedBackend(t *testing.T) {
 	snaps := stageSnapshots(t, repo)
 	d := testDoctor(t)
 	d.goos, d.repo, d.dataDir, d.backend = "linux", repo, snaps["coreai"], wire.BackendCoreAI
-	d.bridges = []string{filepath.Join(t.TempDir(), coreai.BridgeName)}
-	wantCheck(t, d.checkBridge(context.Background()), checkFail, "not found", "only the stand-in bridge", coreai.BridgeEnv)
+	d.bridges = []string{filepath.Join(t.TempDir(), cai.BridgeName)}
+	wantCheck(t, d.checkBridge(context.Background()), checkFail, "not found", "only the stand-in bridge", cai.BridgeEnv)
 	wantCheck(t, d.checkBackend(context.Background()), checkFail, "backend coreai: nothing on this machine can serve", "no Core AI bridge was found")
 
 	d = testDoctor(t)
 	d.goos, d.repo, d.dataDir, d.backend = "darwin", repo, snaps["coreai"], wire.BackendRef
-	d.bridges = []string{filepath.Join(t.TempDir(), coreai.BridgeName)}
+	d.bridges = []string{filepath.Join(t.TempDir(), cai.BridgeName)}
 	wantCheck(t, d.checkBridge(context.Background()), checkOK, "not needed")
 	wantCheck(t, d.checkBackend(context.Background()), checkFail, "backend ref: the snapshot has no export/", "--include-export")
 	d.dataDir = snaps["both"]
@@ -503,9 +518,12 @@ func TestDoctorMacChecksOnFakeMachines(t *testing.T) {
 	}
 	wantCheck(t, d.checkBridge(context.Background()), checkFail, "libCoreAIBridge.dylib not found", "packaging/bridge/build.sh")
 	d.sys = &sysinfo.Static{DiskInfo: sysinfo.Disk{Free: 20e9}}
-	wantCheck(t, d.checkDisk(context.Background()), checkWarn, "20.0 GB free", "compile cache")
+	warn := d.checkDisk(context.Background())
+	wantCheck(t, warn, checkWarn, "18.6 GiB free", "compile cache (up to 13.0 GiB)", "needs up to 13.0 GiB")
 	d.sys = &sysinfo.Static{DiskInfo: sysinfo.Disk{Free: 5e9}}
-	wantCheck(t, d.checkDisk(context.Background()), checkFail, "5.0 GB free", "free space")
+	fail := d.checkDisk(context.Background())
+	wantCheck(t, fail, checkFail, "4.7 GiB free", "free space")
+	noDecimalUnits(t, []doctorCheck{warn, fail})
 }
 
 func TestDoctorInvalidConfig(t *testing.T) {

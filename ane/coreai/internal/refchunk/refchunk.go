@@ -5,7 +5,8 @@
 // the graph's numerics: lazy commit of the previous call's accepted
 // DeltaNet rows, the recurrent state and u rows stored ×GDN_SV (64), q
 // scaled ×GDN_SQ (16) with the gated-norm eps scaled to match, tanh SiLU
-// and stable softplus. Shapes are the published ones (anemll-forge §3.2)
+// and stable softplus. Shapes are the published ones (Anemll/anemll-forge
+// coreai/qwen38_coreai_build.py)
 // generalised by the model config, so a tiny synthetic model gets a tiny
 // chunk layout. It exists so the chunk driver can be tested on Linux.
 package refchunk
@@ -115,7 +116,8 @@ func NewChunk(w *Weights, lo, hi int, taps []int, pend int, kv KV) (*Chunk, erro
 	return c, nil
 }
 
-// Published27B is the Qwen3.8-27B text config (anemll-forge §2.1), for
+// Published27B is the Qwen3.8-27B text config (text_config of the
+// published bundle's model/config.json, anemll/anemll-forge-qwen3.8-27B on Hugging Face), for
 // laying out functions at the published scale.
 func Published27B() *hfconfig.Model {
 	types := make([]string, 64)

@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// The published Qwen3.8-27B chunk I/O (anemll-forge §3.2) must come out of
+// The published Qwen3.8-27B chunk I/O (Anemll/anemll-forge coreai/qwen38_coreai_build.py,
+// scripts/qwen38_coreai_model.py) must come out of
 // the generalised shapes for the 27B config.
 func TestPublishedShapes(t *testing.T) {
 	cfg := Published27B()
@@ -48,7 +49,7 @@ func TestPublishedShapes(t *testing.T) {
 			t.Errorf("transposed keys: %v", s.Shape)
 		}
 	}
-	// kv8 (§3.2): int8 keys and values, vs{j} then ks{j} scales (4, L).
+	// kv8 (coreai/qwen38_coreai_build.py): int8 keys and values, vs{j} then ks{j} scales (4, L).
 	c.KV = KV{K8: true, KeysT: true}
 	kv8 := ""
 	for _, s := range c.Tensors(Entry{Name: "v8_8k", Rows: 8, KVLen: 8192}) {

@@ -1,6 +1,6 @@
-// Package refdraft computes the DFlash2 drafter package's two Core AI
-// entries (anemll-forge §2.2) on the CPU, published inputs to published
-// outputs:
+// Package refdraft computes the DFlash2 drafter package's two Core AI entries
+// (Anemll/anemll-forge coreai/dflash2_coreai_build.py) on the CPU, published
+// inputs to published outputs:
 //
 //	ctx64: feat (1,F,1,RP), ctx_cos/ctx_sin (RP,hd) → k_new{i}/v_new{i} (nkv,RP,hd)
 //	draft: feat (1,F,1,R), ctx_cos/ctx_sin (R,hd), anchor (1,H,1,1), q_cos/q_sin (T,hd),

@@ -14,7 +14,7 @@ import (
 	"github.com/forgedaemon/forged/internal/synth"
 )
 
-// published is the DFlash2 drafter config of anemll-forge §2.2.
+// published is the DFlash2 drafter config (Anemll/anemll-forge scripts/dflash2_drafter_ref.py).
 func published() *hfconfig.Drafter {
 	return &hfconfig.Drafter{HiddenSize: 5120, IntermediateSize: 17408, NumHiddenLayers: 5, NumAttentionHeads: 32,
 		NumKeyValueHeads: 8, HeadDim: 128, VocabSize: 248320, SlidingWindow: 2048, NumTargetLayers: 64,
@@ -24,8 +24,9 @@ func published() *hfconfig.Drafter {
 
 var publishedMeta = &drafter.Metadata{W: 2048, T: 8, R: 8, RP: 64, FeatScale: 0.125}
 
-// The published draft and ctx64 I/O (§2.2) must come out of the
-// generalised shapes for the published config, inputs before outputs.
+// The published draft and ctx64 I/O (Anemll/anemll-forge
+// coreai/dflash2_coreai_build.py) must come out of the generalised shapes for
+// the published config, inputs before outputs.
 func TestPublishedShapes(t *testing.T) {
 	cfg := published()
 	p, err := NewLayout(cfg, cfg.FeatureSize(cfg.HiddenSize), publishedMeta)

@@ -1,6 +1,6 @@
 /*
  * bridge.c: the Linux stand-in for the Swift Core AI bridge
- * (ane/coreai/bridge/CoreAIBridge.swift). It exports the same cai_* C ABI
+ * (ane/coreai/cai/bridge/CoreAIBridge.swift). It exports the same cai_* C ABI
  * (version 1, docs/COREAI.md) so the Go binding and the drivers in
  * ane/coreai run for real off a Mac: buffer management, function
  * descriptions, binding validation and every error path are implemented

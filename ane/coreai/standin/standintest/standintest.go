@@ -1,9 +1,10 @@
-// Package standintest is what the tests of ane/coreai and of its
-// stand-in bridge (ane/coreai/standin) share: the bridge built once per
-// test binary and attached, the tiny synthetic model and its DFlash2
-// drafter, runtimes and drafter directories written for them, and the
-// comparisons of the Core AI path with ane/ref and ane/speculative/dflash. Only
-// tests import it; a test binary that does runs its tests through Main.
+// Package standintest is what the tests of the Core AI path (ane/coreai,
+// …/cai, …/draft, …/smoke) and of its stand-in bridge (ane/coreai/standin)
+// share: the bridge built once per test binary and attached, fault
+// injection, the tiny synthetic model and its DFlash2 drafter, runtimes
+// (Spec) and drafter directories written for them, and the comparisons of
+// the Core AI path with ane/ref and ane/speculative/dflash. Only tests
+// import it; a test binary that does runs its tests through Main.
 package standintest
 
 import (

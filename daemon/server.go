@@ -16,6 +16,7 @@ import (
 	"github.com/forgedaemon/forged/daemon/ops"
 	"github.com/forgedaemon/forged/daemon/scheduler"
 	"github.com/forgedaemon/forged/daemon/state"
+	"github.com/forgedaemon/forged/daemon/tokens"
 	"github.com/forgedaemon/forged/daemon/transport"
 )
 
@@ -41,6 +42,7 @@ type Config struct {
 	AllowedUIDs       []uint32 // empty: every local user may use app ops
 	SocketPath        string   // reported by config.get
 	Credentials       CredentialSource
+	Tokens            *tokens.Store // the HTTP API's bearer tokens (token.* admin ops); nil: none
 	Logger            *slog.Logger
 }
 
@@ -101,9 +103,11 @@ type Server struct {
 	sched   *Scheduler
 	ops     *ops.Handlers
 
-	mu    sync.Mutex
-	conns *transport.Listener // accepts, caps and counts connections
-	stop  context.CancelFunc
+	mu       sync.Mutex
+	conns    *transport.Listener // accepts, caps and counts connections
+	stop     context.CancelFunc
+	quit     chan struct{} // closed by Shutdown: the HTTP API stops too
+	quitOnce sync.Once
 
 	pub      *state.Published // the state subscribers see
 	sessions *state.Sessions
@@ -149,11 +153,12 @@ func New(b Backend, cfg Config) (*Server, error) {
 		sched:    scheduler.NewScheduler(cfg.schedLimits()),
 		sessions: state.NewSessions(cfg.Sessions),
 		pub:      state.NewPublished(wire.StateReady),
+		quit:     make(chan struct{}),
 	}
 	s.ops = ops.New(view{s}, ops.Config{Limits: cfg.Limits, FrameTimeout: cfg.FrameTimeout, WriteTimeout: cfg.WriteTimeout,
 		SlowReaderTimeout: cfg.SlowReaderTimeout, EventQueue: cfg.EventQueue, HelloTimeout: cfg.HelloTimeout,
 		IdleTimeout: cfg.IdleTimeout, MaxStreams: cfg.MaxStreams, DefaultMaxTokens: cfg.DefaultMaxTokens,
-	}, s.log, s.sched, s.sessions)
+		Tokens: cfg.Tokens}, s.log, s.sched, s.sessions)
 	s.conns = &transport.Listener{MaxConns: cfg.MaxConns, MaxConnsPerUID: cfg.MaxConnsPerUID, Credentials: cfg.Credentials,
 		Privileged: func(uid uint32) bool { return uid == 0 || uid == daemonUID }}
 	s.SetBackend(b)
@@ -192,6 +197,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 
 // Shutdown stops Serve.
 func (s *Server) Shutdown() {
+	s.quitOnce.Do(func() { close(s.quit) })
 	s.mu.Lock()
 	stop := s.stop
 	s.mu.Unlock()

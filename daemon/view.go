@@ -71,6 +71,8 @@ func (s *Server) capabilities() []string {
 			return s.store != nil
 		case wire.FeatureConfigFile:
 			return s.configFile != nil
+		case wire.FeatureTokens:
+			return s.cfg.Tokens != nil
 		}
 		return false
 	})

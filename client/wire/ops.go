@@ -12,6 +12,7 @@ const (
 	FeatureResidency  Feature = "residency"   // the model is under residency control (load, unload)
 	FeatureStore      Feature = "store"       // the daemon serves a bundle store (forged run --repo)
 	FeatureConfigFile Feature = "config_file" // the daemon was started with a config file (--config)
+	FeatureTokens     Feature = "tokens"      // the daemon keeps HTTP API tokens (a data directory)
 )
 
 // OpSpec is what the protocol says about one operation.
@@ -82,6 +83,9 @@ var Ops = []OpSpec{
 	{Name: OpUpdateApply, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpUpdateApply, Args: RevisionArgs{}},
 	{Name: OpGC, Admin: true, Streaming: true, Feature: FeatureStore, Capability: OpGC, Args: GCArgs{}},
 	{Name: OpConfigSet, Admin: true, Feature: FeatureConfigFile, Capability: OpConfigSet, Args: ConfigSetArgs{}},
+	{Name: OpTokenCreate, Admin: true, Feature: FeatureTokens, Capability: "token", Args: TokenCreateArgs{}},
+	{Name: OpTokenList, Admin: true, Feature: FeatureTokens, Capability: "token", Args: Empty{}},
+	{Name: OpTokenRevoke, Admin: true, Feature: FeatureTokens, Capability: "token", Args: TokenRevokeArgs{}},
 }
 
 var opIndex = func() map[string]OpSpec {

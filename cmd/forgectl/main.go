@@ -15,6 +15,7 @@ import (
 	"github.com/forgedaemon/forged/internal/cli/doctorcmd"
 	"github.com/forgedaemon/forged/internal/cli/modelcmd"
 	"github.com/forgedaemon/forged/internal/cli/rebuildcmd"
+	"github.com/forgedaemon/forged/internal/cli/tokencmd"
 	"github.com/spf13/cobra"
 )
 
@@ -36,6 +37,7 @@ Every command that prints something a script may read accepts --json.`,
 	// Bundles: the store directly, or through the daemon.
 	root.AddCommand(newPullCmd(m), newUpdateCmd(), newVerifyCmd(), newGCCmd(), newBundleCmd())
 	// The machine, the model and the rebuild path, without the daemon.
+	root.AddCommand(tokencmd.New())
 	root.AddCommand(doctorcmd.New(), newCoreAICmd(), newDemoCmd(), rebuildcmd.New(), newVersionCmd())
 	root.AddCommand(modelcmd.Commands()...)
 	return root

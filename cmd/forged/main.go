@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,8 +26,10 @@ import (
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/config"
+	"github.com/forgedaemon/forged/daemon/httpapi"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
 	"github.com/forgedaemon/forged/daemon/residency"
+	"github.com/forgedaemon/forged/daemon/tokens"
 	"github.com/forgedaemon/forged/daemon/updater"
 	"github.com/forgedaemon/forged/internal/paths"
 	"github.com/forgedaemon/forged/internal/sysinfo"
@@ -65,6 +69,7 @@ func init() {
 type runFlags struct {
 	config                                                    string
 	socket, data, model, repo, revision, adminGroup, logLevel string
+	httpSocket, httpListen                                    string // the HTTP API (docs/HTTP.md)
 	tokenizerOnly                                             bool
 	maxFrame, slots, perCaller, maxQueue                      int
 	perUID, sessionsPerConn, sessionsPerUID                   int
@@ -117,6 +122,8 @@ configuration stays in force. The installed services run forged run --config FIL
 	fl := c.Flags()
 	fl.StringVar(&f.config, "config", "", "config file to read and follow (JSON, docs/CONFIG.md)")
 	fl.StringVar(&f.socket, "socket", paths.Socket(), "Unix socket path")
+	fl.StringVar(&f.httpSocket, "http-socket", "", "the OpenAI-compatible HTTP API's Unix socket (default: "+paths.HTTPSocketFile+" beside --socket; \"off\": none)")
+	fl.StringVar(&f.httpListen, "http-listen", "", "also serve the HTTP API on this loopback TCP address (127.0.0.1:PORT); every request then needs a token (forgectl token create)")
 	fl.StringVar(&f.data, "data", "", "data directory (bundle store, state); created if missing")
 	fl.StringVar(&f.model, "model", "", "serve this checkpoint directory")
 	fl.StringVar(&f.repo, "repo", "", "serve this bundle repository from the bundle store in --data")
@@ -179,16 +186,30 @@ func runDaemon(ctx context.Context, f runFlags) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
+	toks, err := tokens.Open(filepath.Join(f.data, tokens.FileName))
+	if err != nil {
+		return err
+	}
 	ln, err := daemon.Listen(f.socket)
 	if err != nil {
 		return err
 	}
+	apis, err := listenHTTP(f)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer func() {
+		for _, l := range apis {
+			l.Close()
+		}
+	}()
 	waiting := daemon.Unavailable{Reason: "the model is loading", Bundle: wire.Bundle{Repo: f.repo}}
 	dcfg := daemon.Config{
 		Limits: wire.Limits{MaxFrame: f.maxFrame}, FrameTimeout: f.frameTimeout, Slots: f.slots,
 		PerCaller: f.perCaller, PerUID: f.perUID, MaxQueue: f.maxQueue, AdminGroup: f.adminGroup, AllowedUIDs: f.allowedUIDs,
 		Sessions:   daemon.SessionLimits{PerConnection: f.sessionsPerConn, PerUID: f.sessionsPerUID},
-		SocketPath: f.socket, Logger: log,
+		SocketPath: f.socket, Tokens: toks, Logger: log,
 	}
 	if fileCfg != nil { // the connection limits have no flags: the file's, else the defaults
 		l := fileCfg.Limits
@@ -253,9 +274,46 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		config.NotifySIGHUP(ctx, w)
 	}
 	log.Info("forged listening", "socket", f.socket, "version", version.Get().Version, "pid", os.Getpid())
+	apiCtx, stopAPI := context.WithCancel(ctx)
+	var apiWG sync.WaitGroup
+	for _, l := range apis {
+		log.Info("HTTP API listening", "addr", l.Addr().String())
+		apiWG.Go(func() {
+			if err := srv.ServeAPI(apiCtx, l); err != nil {
+				log.Error("HTTP API", "addr", l.Addr().String(), "err", err)
+			}
+		})
+	}
 	err = srv.Serve(ctx, ln)
+	stopAPI()
+	apiWG.Wait()
 	log.Info("forged stopped")
 	return err
+}
+
+// listenHTTP opens the HTTP API's listeners: its Unix socket (beside
+// --socket unless --http-socket says otherwise or "off") and, with
+// --http-listen, a loopback TCP address.
+func listenHTTP(f runFlags) ([]net.Listener, error) {
+	var out []net.Listener
+	if path := config.HTTPSocket(f.httpSocket, f.socket); path != "" {
+		ln, err := daemon.Listen(path)
+		if err != nil {
+			return nil, fmt.Errorf("--http-socket: %w", err)
+		}
+		out = append(out, ln)
+	}
+	if f.httpListen != "" {
+		ln, err := httpapi.ListenTCP(f.httpListen)
+		if err != nil {
+			for _, l := range out {
+				l.Close()
+			}
+			return nil, err
+		}
+		out = append(out, ln)
+	}
+	return out, nil
 }
 
 // serveStore serves --repo from the bundle store in the data directory
@@ -318,6 +376,8 @@ func (f *runFlags) fillFrom(c *config.Config) error {
 		}
 	}
 	str("socket", &f.socket, c.Socket)
+	str("http-socket", &f.httpSocket, c.HTTP.Socket)
+	str("http-listen", &f.httpListen, c.HTTP.Listen)
 	str("data", &f.data, c.DataDir)
 	if !given("model") && !given("repo") && f.model == "" && f.repo == "" {
 		f.repo, f.revision = c.Repo, c.Revision

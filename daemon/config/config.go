@@ -11,10 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +41,34 @@ type Config struct {
 	Drafter      string   `json:"drafter"`
 	Backend      string   `json:"backend"`
 	LogLevel     string   `json:"log_level"`
+	HTTP         HTTP     `json:"http"`
+}
+
+// HTTP places the OpenAI-compatible HTTP API (docs/HTTP.md).
+type HTTP struct {
+	// Socket is its Unix socket: "" beside socket (internal/paths
+	// HTTPSocketFor), "off" for none, else an absolute path.
+	Socket string `json:"socket"`
+	// Listen is a loopback TCP address ("127.0.0.1:8080"); "" for none.
+	Listen string `json:"listen"`
+}
+
+// HTTPOff turns the HTTP API's Unix socket off (http.socket).
+const HTTPOff = "off"
+
+// HTTPSocketPath is where the HTTP API's Unix socket goes ("" for none).
+func (c *Config) HTTPSocketPath() string { return HTTPSocket(c.HTTP.Socket, c.Socket) }
+
+// HTTPSocket resolves an http.socket setting (or --http-socket) against the
+// msgpack socket: "" is beside it, "off" is none (""), else the path given.
+func HTTPSocket(setting, socket string) string {
+	switch setting {
+	case "":
+		return paths.HTTPSocketFor(socket)
+	case HTTPOff:
+		return ""
+	}
+	return setting
 }
 
 // Update is the automatic update policy.
@@ -287,6 +317,16 @@ func (c *Config) Validate() error {
 	default:
 		bad("log_level", `must be "debug", "info", "warn" or "error", got %q`, c.LogLevel)
 	}
+	if h := c.HTTP.Socket; h != "" && h != HTTPOff {
+		if !filepath.IsAbs(h) {
+			bad("http.socket", `must be "" (beside socket), "off" or an absolute path, got %q`, h)
+		} else if len(h) >= 104 {
+			bad("http.socket", "must be shorter than 104 bytes (the Unix socket path limit), got %d", len(h))
+		}
+	}
+	if err := CheckLoopback(c.HTTP.Listen); c.HTTP.Listen != "" && err != nil {
+		bad("http.listen", "%v", err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -304,7 +344,27 @@ func validName(s string) bool {
 }
 
 // RestartKeys are the keys a running daemon cannot apply without a restart.
-var RestartKeys = []string{"socket", "data_dir", "backend"}
+var RestartKeys = []string{"socket", "data_dir", "backend", "http.socket", "http.listen"}
+
+// CheckLoopback accepts only a loopback TCP address: host:port with host
+// localhost, 127.0.0.0/8 or ::1. The HTTP API's TCP listener carries no
+// caller identity, so it is never offered off the machine.
+func CheckLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (want 127.0.0.1:PORT): %v", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%q: the port must be a number, 0-65535 (0: any free port)", addr)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%q is not a loopback address: the TCP listener serves only this machine (use 127.0.0.1:PORT or [::1]:PORT)", addr)
+	}
+	return nil
+}
 
 // Changed lists the keys (dotted paths) whose values differ between a and b.
 func Changed(a, b *Config) []string {

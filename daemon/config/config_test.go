@@ -118,11 +118,38 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{`{"keep_alive": null}`, "keep_alive: null is not a value"},
 		{`{"limits": {"slots": null}}`, "limits.slots: null is not a value"},
 		{`{"update": null}`, "update: null is not a value"},
+		{`{"http": {"socket": "rel.sock"}}`, `http.socket: must be "" (beside socket), "off" or an absolute path`},
+		{`{"http": {"listen": "0.0.0.0:8080"}}`, "http.listen: \"0.0.0.0:8080\" is not a loopback address"},
+		{`{"http": {"listen": "10.0.0.1:80"}}`, "http.listen: \"10.0.0.1:80\" is not a loopback address"},
+		{`{"http": {"listen": "127.0.0.1"}}`, "http.listen: \"127.0.0.1\" is not host:port"},
+		{`{"http": {"listen": "127.0.0.1:http"}}`, "http.listen: \"127.0.0.1:http\": the port must be a number"},
 	}
 	for _, tc := range cases {
 		_, err := Parse([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%.60s):\n got  %v\n want ...%s...", tc.in, err, tc.want)
+		}
+	}
+}
+
+// TestHTTPSocketPath: the HTTP API's socket is beside socket unless set or off.
+func TestHTTPSocketPath(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"socket": "/run/x/forged.sock"}`:                                    "/run/x/forged-http.sock",
+		`{"socket": "/run/x/forged.sock", "http": {"socket": "/tmp/h.sock"}}`: "/tmp/h.sock",
+		`{"http": {"socket": "off"}}`:                                         "",
+	} {
+		c, err := Parse([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.HTTPSocketPath(); got != want {
+			t.Errorf("%s: %q, want %q", in, got, want)
+		}
+	}
+	for _, ok := range []string{`{"http": {"listen": "127.0.0.1:8080"}}`, `{"http": {"listen": "[::1]:8080"}}`, `{"http": {"listen": "localhost:1"}}`} {
+		if _, err := Parse([]byte(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
 		}
 	}
 }

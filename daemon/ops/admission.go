@@ -34,7 +34,7 @@ func (s *Handlers) occupancy(r *state.Residency, except string) residency.Occupa
 // admit waits until the request fits in the memory budget, sending queued
 // events with its position; one that could never fit, or that asked not to
 // wait (if_busy: busy), is busy at once.
-func (c *conn) admit(ctx context.Context, id uint64, g *generation, prompt, maxTokens int, drafter, noWait bool) error {
+func (c *call) admit(ctx context.Context, id uint64, g *generation, prompt, maxTokens int, drafter, noWait bool) error {
 	s := c.s
 	r := s.Residency()
 	f := s.footprint()
@@ -100,7 +100,7 @@ func (s *Handlers) freeLeastRecent(except string) bool {
 // (no rendering, no tokenizing), so it runs before anything else; with the
 // prompt at least one token, max_tokens alone can already exceed the
 // largest context entry.
-func (c *conn) check(p *genParams) error {
+func (c *call) check(p *genParams) error {
 	p.tokens = c.s.cfg.DefaultMaxTokens
 	if p.maxTokens != nil {
 		p.tokens = int(min(*p.maxTokens, 1<<30))
@@ -134,7 +134,7 @@ func (c *conn) check(p *genParams) error {
 // cheap checks, a place in the scheduler's queue (busy at once past the
 // caller's, its uid's or the queue's share), the model in memory and the
 // session claimed. done undoes all of it.
-func (c *conn) admitFirst(ctx context.Context, p *genParams) (context.Context, *state.Session, *scheduler.Ticket, func(), error) {
+func (c *call) admitFirst(ctx context.Context, p *genParams) (context.Context, *state.Session, *scheduler.Ticket, func(), error) {
 	if err := c.check(p); err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -159,7 +159,7 @@ func (c *conn) admitFirst(ctx context.Context, p *genParams) (context.Context, *
 // prepare runs the expensive preparation of a request (render, tokenize)
 // in its uid's turn (scheduler.Gate): one uid's requests prepare one at a
 // time, so their memory does not add up.
-func (c *conn) prepare(ctx context.Context, work func() ([]int, error)) ([]int, error) {
+func (c *call) prepare(ctx context.Context, work func() ([]int, error)) ([]int, error) {
 	leave, err := c.s.gate.Enter(ctx, c.peer.UID)
 	if err != nil {
 		return nil, err

@@ -63,6 +63,10 @@ func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
+	return result(c.call().chat(ctx, req, a))
+}
+
+func (c *call) chat(ctx context.Context, req wire.Request, a wire.ChatArgs) (*wire.GenerationResult, error) {
 	if len(a.Messages) == 0 {
 		return nil, wire.Errorf(wire.CodeBadRequest, "chat: args.messages must not be empty")
 	}
@@ -133,6 +137,10 @@ func (c *conn) opGenerate(ctx context.Context, req wire.Request) (any, error) {
 	if err := wire.DecodeArgs(req.Op, req.Args, &a); err != nil {
 		return nil, err
 	}
+	return result(c.call().gen(ctx, req, a))
+}
+
+func (c *call) gen(ctx context.Context, req wire.Request, a wire.GenerateArgs) (*wire.GenerationResult, error) {
 	if (a.Prompt == nil) == (len(a.IDs) == 0) {
 		return nil, wire.Errorf(wire.CodeBadRequest, "generate: exactly one of args.prompt and args.ids must be given")
 	}
@@ -169,7 +177,7 @@ const slotWait = "waiting for a generation slot (all are running)"
 // generate runs one admitted generation (admitFirst, prepare): the
 // context check, the memory admission, the wait for a slot, then the
 // engine, streaming token events.
-func (c *conn) generate(ctx context.Context, id uint64, prompt []int, p genParams, ticket *scheduler.Ticket) (*wire.GenerationResult, error) {
+func (c *call) generate(ctx context.Context, id uint64, prompt []int, p genParams, ticket *scheduler.Ticket) (*wire.GenerationResult, error) {
 	received := time.Now()
 	served := c.s.Backend()
 	model := served.Model()

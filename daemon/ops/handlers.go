@@ -13,6 +13,7 @@ import (
 	"github.com/forgedaemon/forged/daemon/residency"
 	"github.com/forgedaemon/forged/daemon/scheduler"
 	"github.com/forgedaemon/forged/daemon/state"
+	"github.com/forgedaemon/forged/daemon/tokens"
 	"github.com/forgedaemon/forged/daemon/transport"
 )
 
@@ -55,6 +56,7 @@ type Config struct {
 	IdleTimeout       time.Duration // a connection with nothing in flight is closed after this
 	MaxStreams        int           // streaming requests in flight per connection
 	DefaultMaxTokens  int
+	Tokens            *tokens.Store // the HTTP API's bearer tokens; nil: none (the token ops are unavailable)
 }
 
 // Handlers serves the ops of the registry (wire.Ops) on each connection.

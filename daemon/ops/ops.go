@@ -49,6 +49,9 @@ func init() {
 		wire.OpVerify:         (*conn).opVerify,
 		wire.OpUpdateCheck:    (*conn).opUpdateCheck,
 		wire.OpGC:             (*conn).opGC,
+		wire.OpTokenCreate:    (*conn).opTokenCreate,
+		wire.OpTokenList:      (*conn).opTokenList,
+		wire.OpTokenRevoke:    (*conn).opTokenRevoke,
 	}
 }
 
@@ -218,15 +221,7 @@ func goHeapBytes() uint64 {
 	return sample[0].Value.Uint64()
 }
 
-func (c *conn) opModels(context.Context, wire.Request) (any, error) {
-	m := c.s.Backend().Model()
-	state, _, _ := c.s.CurrentState()
-	info := wire.ModelInfo{Model: m.Bundle.Model, Repo: m.Bundle.Repo, Revision: m.Bundle.Revision, State: state, ContextEntries: []uint64{}}
-	for _, e := range m.ContextEntries {
-		info.ContextEntries = append(info.ContextEntries, uint64(e))
-	}
-	return wire.ModelsResult{Models: []wire.ModelInfo{info}}, nil
-}
+func (c *conn) opModels(context.Context, wire.Request) (any, error) { return c.s.Models(), nil }
 
 func (c *conn) opTokenize(ctx context.Context, req wire.Request) (any, error) {
 	var a wire.TokenizeArgs
@@ -238,7 +233,7 @@ func (c *conn) opTokenize(ctx context.Context, req wire.Request) (any, error) {
 		return nil, err
 	}
 	defer done()
-	ids, err := c.prepare(ctx, func() ([]int, error) { return c.s.Backend().Tokenize(a.Text) })
+	ids, err := c.call().prepare(ctx, func() ([]int, error) { return c.s.Backend().Tokenize(a.Text) })
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func TestCapabilitiesFromRegistry(t *testing.T) {
 	all := wire.Capabilities(func(wire.Feature) bool { return true })
 	want := []string{"status", "models", "tokenize", "detokenize", "chat", "generate", "session", "cancel", "subscribe",
 		"config.get", "shutdown", "load", "unload", "pin", "update.rollback", "pull", "verify", "update.check",
-		"update.apply", "gc", "config.set"}
+		"update.apply", "gc", "config.set", "token"}
 	if len(all) != len(want) {
 		t.Fatalf("capabilities %v, want %v", all, want)
 	}

@@ -147,6 +147,13 @@ func SocketLookup(e Env) []string {
 	return []string{platform(e).Socket, SystemSocket}
 }
 
+// HTTPSocketFile is the file name of the HTTP API's Unix socket, which
+// sits beside the msgpack socket (same directory, same permission rules).
+const HTTPSocketFile = Name + "-http.sock"
+
+// HTTPSocketFor is the HTTP API's socket beside the msgpack socket at socket.
+func HTTPSocketFor(socket string) string { return filepath.Join(filepath.Dir(socket), HTTPSocketFile) }
+
 // Config is the default config file, of the system service or of the
 // current user's agent.
 func Config(system bool) string {

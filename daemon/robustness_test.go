@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
+
+	"github.com/forgedaemon/forged/internal/otheruid"
 )
 
 // A client that starts a long stream and never reads is disconnected, its
@@ -133,36 +134,7 @@ func TestUnauthorizedRealUID(t *testing.T) {
 // returns its output; the test is skipped where that cannot be done.
 func runAsNobody(t *testing.T, test string, env ...string) string {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("needs root to start a process as another uid")
-	}
-	// The test binary lives in a private build directory; copy it where nobody can run it.
-	dir, err := os.MkdirTemp("", "fdbin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	self, _ := os.Executable()
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "daemon.test")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^"+test+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if strings.Contains(err.Error(), "operation not permitted") {
-			t.Skipf("cannot start a process as uid 65534 here: %v", err)
-		}
-		t.Fatalf("child as uid 65534 failed: %v\n%s", err, out)
-	}
-	return string(out)
+	return otheruid.Output(t, test, env...)
 }
 
 // TestNobodyChild is the client half of TestUnauthorizedRealUID.

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/forgedaemon/forged/internal/otheruid"
 )
 
 // TestLockFilesNotOpenableByOthers: another uid can neither open nor flock
@@ -30,7 +31,6 @@ func TestLockFilesNotOpenableByOthers(t *testing.T) {
 	}
 	defer os.RemoveAll(top)
 	os.Chmod(top, 0o755)
-	bin := copyTestBinary(t, top)
 	for _, old := range []bool{false, true} {
 		t.Run(fmt.Sprintf("old_layout=%v", old), func(t *testing.T) {
 			root := filepath.Join(top, fmt.Sprintf("data%v", old))
@@ -72,10 +72,7 @@ func TestLockFilesNotOpenableByOthers(t *testing.T) {
 					t.Errorf("%s: mode %v (%v), want %v", p, fi.Mode().Perm(), err, want)
 				}
 			}
-			out, err := asNobody(bin, "TestLockChild", "FORGED_TEST_LOCK="+lock)
-			if err != nil {
-				t.Fatalf("child: %v\n%s", err, out)
-			}
+			out := otheruid.Output(t, "TestLockChild", "FORGED_TEST_LOCK="+lock)
 			if !strings.Contains(out, "LOCK-EACCES") {
 				t.Fatalf("uid 65534 could reach the lock file:\n%s", out)
 			}
@@ -101,30 +98,6 @@ func TestLockChild(t *testing.T) {
 		fmt.Println("LOCK-HELD")
 	}
 	fmt.Println("LOCK-OPENED")
-}
-
-// copyTestBinary copies the test binary into dir, where uid 65534 can run
-// it (the build directory is private).
-func copyTestBinary(t *testing.T, dir string) string {
-	t.Helper()
-	self, _ := os.Executable()
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "store.test")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
-func asNobody(bin, test string, env ...string) (string, error) {
-	cmd := exec.Command(bin, "-test.run=^"+test+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // TestDataDirMustBePrivate: a data directory, or any directory in it, owned

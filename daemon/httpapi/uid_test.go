@@ -5,16 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/forgedaemon/forged/client"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
+
+	"github.com/forgedaemon/forged/internal/otheruid"
 )
 
 // TestSecondUIDAsOnMsgpack: a process of another uid (65534) is allowed or
@@ -24,33 +23,14 @@ func TestSecondUIDAsOnMsgpack(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to start a process as another uid")
 	}
-	dir := shortDir(t)
-	self, _ := os.Executable()
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "httpapi.test") // the build directory may be private to root
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		allowed []uint32
 		want    string
 	}{{nil, "allowed"}, {[]uint32{4242}, "refused"}, {[]uint32{65534}, "allowed"}} {
 		h := start(t, fakeengine.New(fakeengine.Options{StopAfter: 3}), daemon.Config{AllowedUIDs: tc.allowed})
-		cmd := exec.Command(bin, "-test.run=^TestSecondUIDChild$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "FORGED_TEST_UID_SOCKETS="+h.sock+","+h.httpSock)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		out, err := cmd.CombinedOutput()
-		if err != nil && strings.Contains(err.Error(), "operation not permitted") {
-			t.Skipf("cannot start a process as uid 65534 here: %v", err)
-		}
-		if err != nil {
-			t.Fatalf("child: %v\n%s", err, out)
-		}
+		out := otheruid.Output(t, "TestSecondUIDChild", "FORGED_TEST_UID_SOCKETS="+h.sock+","+h.httpSock)
 		want := fmt.Sprintf("VERDICT msgpack=%s http=%s", tc.want, tc.want)
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("allowed_users %v: want %q, child said:\n%s", tc.allowed, want, out)
 		}
 	}

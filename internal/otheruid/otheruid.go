@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -48,4 +49,21 @@ func Command(t testing.TB, run string, env ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody}}
 	return cmd
+}
+
+// Output runs Command and returns what the child printed; it skips t
+// where the system refuses to start a process as another uid, and fails t
+// when the child test fails.
+func Output(t testing.TB, run string, env ...string) string {
+	t.Helper()
+	cmd := Command(t, run, env...)
+	cmd.Args = append(cmd.Args, "-test.v") // the child's log, for the failure message
+	out, err := cmd.CombinedOutput()
+	if err != nil && strings.Contains(err.Error(), "operation not permitted") {
+		t.Skipf("cannot start a process as uid %d here: %v", Nobody, err)
+	}
+	if err != nil {
+		t.Fatalf("%s as uid %d: %v\n%s", run, Nobody, err, out)
+	}
+	return string(out)
 }

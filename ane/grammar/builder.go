@@ -1,0 +1,495 @@
+package grammar
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Limits bound a compilation so a pathological schema fails quickly with an
+// error naming the limit instead of stalling the caller.
+type Limits struct {
+	NFAStates int           // states of the nondeterministic automata, all rules
+	DFAStates int           // states after determinization, all rules
+	Rules     int           // rules (called sub-grammars)
+	Time      time.Duration // wall time of the whole compilation
+	Stacks    int           // live parse stacks kept per step (ambiguity)
+	MaxWS     int           // consecutive structural whitespace bytes
+}
+
+// DefaultLimits are generous for real schemas and small enough that a
+// failing compilation costs well under a decode step's budget many times.
+var DefaultLimits = Limits{NFAStates: 400_000, DFAStates: 60_000, Rules: 20_000, Time: 2 * time.Second, Stacks: 64, MaxWS: 64}
+
+// LimitError says which compile limit a grammar exceeded.
+type LimitError struct {
+	Limit string // "NFAStates", "DFAStates", "Rules", "Time"
+	Value int64
+}
+
+func (e *LimitError) Error() string {
+	return "grammar: compile limit " + e.Limit + " (" + strconv.FormatInt(e.Value, 10) + ") exceeded"
+}
+
+// Builder assembles a grammar: rules, each a nondeterministic byte
+// automaton whose edges are byte ranges, epsilon moves and calls of other
+// rules (a recursive transition network). Build determinizes each rule.
+type Builder struct {
+	lim      Limits
+	deadline time.Time
+	states   []nstate
+	rules    []ruleDef
+	err      error
+}
+
+type nstate struct {
+	eps   []int32
+	edges []edge
+	calls []ncall
+	ws    bool // a structural whitespace position (bounded by MaxWS)
+}
+
+type edge struct {
+	lo, hi byte
+	to     int32
+}
+
+type ncall struct{ rule, to int32 }
+
+type ruleDef struct {
+	start, end int32
+	defined    bool
+	name       string
+}
+
+// NewBuilder starts a grammar under lim (zero fields take DefaultLimits).
+func NewBuilder(lim Limits) *Builder {
+	d := DefaultLimits
+	if lim.NFAStates > 0 {
+		d.NFAStates = lim.NFAStates
+	}
+	if lim.DFAStates > 0 {
+		d.DFAStates = lim.DFAStates
+	}
+	if lim.Rules > 0 {
+		d.Rules = lim.Rules
+	}
+	if lim.Time > 0 {
+		d.Time = lim.Time
+	}
+	if lim.Stacks > 0 {
+		d.Stacks = lim.Stacks
+	}
+	if lim.MaxWS > 0 {
+		d.MaxWS = lim.MaxWS
+	}
+	return &Builder{lim: d, deadline: time.Now().Add(d.Time)}
+}
+
+// Err is the first limit the builder hit (nil if none); once set, the
+// builder keeps working on a throwaway state so callers check it once.
+func (b *Builder) Err() error {
+	if b.err == nil && time.Now().After(b.deadline) {
+		b.err = &LimitError{"Time", int64(b.lim.Time / time.Millisecond)}
+	}
+	return b.err
+}
+
+// State adds a state.
+func (b *Builder) State() int32 {
+	if len(b.states) >= b.lim.NFAStates {
+		if b.err == nil {
+			b.err = &LimitError{"NFAStates", int64(b.lim.NFAStates)}
+		}
+		return 0
+	}
+	b.states = append(b.states, nstate{})
+	return int32(len(b.states) - 1)
+}
+
+// Eps adds an epsilon move.
+func (b *Builder) Eps(from, to int32) { b.states[from].eps = append(b.states[from].eps, to) }
+
+// Bytes adds a move on any byte in lo…hi.
+func (b *Builder) Bytes(from int32, lo, hi byte, to int32) {
+	b.states[from].edges = append(b.states[from].edges, edge{lo, hi, to})
+}
+
+// Byte adds a move on c.
+func (b *Builder) Byte(from int32, c byte, to int32) { b.Bytes(from, c, c, to) }
+
+// Lit adds the bytes of s from from and returns the state after them.
+func (b *Builder) Lit(from int32, s string) int32 {
+	for i := 0; i < len(s); i++ {
+		n := b.State()
+		b.Byte(from, s[i], n)
+		from = n
+	}
+	return from
+}
+
+// WS adds bounded structural whitespace from from and returns the state
+// after it (the same state: whitespace loops on it).
+func (b *Builder) WS(from int32) int32 {
+	n := b.State()
+	b.Eps(from, n)
+	b.states[n].ws = true
+	for _, c := range []byte{' ', '\n', '\t', '\r'} {
+		b.Byte(n, c, n)
+	}
+	return n
+}
+
+// Call adds a move that runs rule r to its end and continues at to.
+func (b *Builder) Call(from, r, to int32) {
+	b.states[from].calls = append(b.states[from].calls, ncall{r, to})
+}
+
+// Rule declares a rule (its body is given later with Define, so rules can
+// call themselves).
+func (b *Builder) Rule(name string) int32 {
+	if len(b.rules) >= b.lim.Rules && b.err == nil {
+		b.err = &LimitError{"Rules", int64(b.lim.Rules)}
+	}
+	b.rules = append(b.rules, ruleDef{start: -1, end: -1, name: name})
+	return int32(len(b.rules) - 1)
+}
+
+// Define gives rule r its automaton: from start to end.
+func (b *Builder) Define(r, start, end int32) {
+	b.rules[r] = ruleDef{start: start, end: end, defined: true, name: b.rules[r].name}
+}
+
+// Grammar is a compiled grammar: each rule a deterministic byte automaton
+// with call edges. It is immutable and safe for concurrent use.
+type Grammar struct {
+	rules []rule
+	root  int32
+	lim   Limits
+}
+
+type rule struct {
+	name   string
+	nclass int32
+	class  [256]uint8
+	trans  []int32 // trans[state*nclass+class]: next state, -1 none
+	accept []bool
+	ws     []bool
+	calls  [][]ncall // ncall.to is a state of this rule
+	first  [256]bool // bytes a run of this rule can start with
+	simple []bool    // no calls and not accepting: a byte step stays in the rule
+}
+
+// ErrEmpty is returned when the grammar accepts nothing.
+var ErrEmpty = errors.New("grammar: the schema admits no value")
+
+// Build determinizes every rule and returns the grammar rooted at root.
+func (b *Builder) Build(root int32) (*Grammar, error) {
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	g := &Grammar{rules: make([]rule, len(b.rules)), root: root, lim: b.lim}
+	total := 0
+	for r := range b.rules {
+		if !b.rules[r].defined {
+			return nil, fmt.Errorf("grammar: rule %q has no body", b.rules[r].name)
+		}
+		if err := b.determinize(int32(r), &g.rules[r], &total); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.trim(); err != nil {
+		return nil, err
+	}
+	if err := g.checkCalls(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (b *Builder) closure(set []int32) []int32 {
+	seen := make(map[int32]bool, len(set)*2)
+	out := set[:0:0]
+	stack := append([]int32(nil), set...)
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		out = append(out, s)
+		stack = append(stack, b.states[s].eps...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func setKey(set []int32) string {
+	buf := make([]byte, 0, 4*len(set))
+	for _, s := range set {
+		buf = append(buf, byte(s), byte(s>>8), byte(s>>16), byte(s>>24))
+	}
+	return string(buf)
+}
+
+// determinize runs the subset construction on rule r.
+func (b *Builder) determinize(r int32, out *rule, total *int) error {
+	def := b.rules[r]
+	out.name = def.name
+	start := b.closure([]int32{def.start})
+	// Byte classes: bytes no edge of the rule tells apart share a class.
+	var cut [257]bool
+	cut[0], cut[256] = true, true
+	reach := b.closure(start)
+	{
+		seen := map[int32]bool{}
+		stack := append([]int32(nil), def.start)
+		for len(stack) > 0 {
+			s := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if seen[s] {
+				continue
+			}
+			seen[s] = true
+			st := &b.states[s]
+			for _, e := range st.edges {
+				cut[e.lo], cut[int(e.hi)+1] = true, true
+				stack = append(stack, e.to)
+			}
+			stack = append(stack, st.eps...)
+			for _, c := range st.calls {
+				stack = append(stack, c.to)
+			}
+		}
+		_ = reach
+	}
+	var rep []byte
+	cls := -1
+	for c := 0; c < 256; c++ {
+		if cut[c] {
+			cls++
+			rep = append(rep, byte(c))
+		}
+		out.class[c] = uint8(cls)
+	}
+	nc := int32(len(rep))
+	out.nclass = nc
+	index := map[string]int32{setKey(start): 0}
+	sets := [][]int32{start}
+	for i := 0; i < len(sets); i++ {
+		if i%64 == 0 {
+			if err := b.Err(); err != nil {
+				return err
+			}
+		}
+		set := sets[i]
+		acc, ws := false, false
+		callTo := map[int32][]int32{}
+		var callOrder []int32
+		for _, s := range set {
+			st := &b.states[s]
+			acc = acc || s == def.end
+			ws = ws || st.ws
+			for _, c := range st.calls {
+				if _, ok := callTo[c.rule]; !ok {
+					callOrder = append(callOrder, c.rule)
+				}
+				callTo[c.rule] = append(callTo[c.rule], c.to)
+			}
+		}
+		out.accept = append(out.accept, acc)
+		out.ws = append(out.ws, ws)
+		row := make([]int32, nc)
+		for k := range nc {
+			c := rep[k]
+			var next []int32
+			for _, s := range set {
+				for _, e := range b.states[s].edges {
+					if e.lo <= c && c <= e.hi {
+						next = append(next, e.to)
+					}
+				}
+			}
+			row[k] = -1
+			if len(next) > 0 {
+				row[k] = b.dstate(b.closure(next), index, &sets, total)
+			}
+		}
+		out.trans = append(out.trans, row...)
+		var calls []ncall
+		for _, cr := range callOrder {
+			calls = append(calls, ncall{cr, b.dstate(b.closure(callTo[cr]), index, &sets, total)})
+		}
+		out.calls = append(out.calls, calls)
+		if b.err != nil {
+			return b.err
+		}
+	}
+	return nil
+}
+
+func (b *Builder) dstate(set []int32, index map[string]int32, sets *[][]int32, total *int) int32 {
+	k := setKey(set)
+	if d, ok := index[k]; ok {
+		return d
+	}
+	*total++
+	if *total > b.lim.DFAStates && b.err == nil {
+		b.err = &LimitError{"DFAStates", int64(b.lim.DFAStates)}
+	}
+	d := int32(len(*sets))
+	index[k] = d
+	*sets = append(*sets, set)
+	return d
+}
+
+// trim removes states from which no end is reachable and calls of rules
+// that accept nothing, so every state a matcher can be in has a completion.
+func (g *Grammar) trim() error {
+	productive := make([]bool, len(g.rules))
+	live := make([][]bool, len(g.rules))
+	for changed := true; changed; {
+		changed = false
+		for r := range g.rules {
+			live[r] = g.rules[r].liveStates(productive)
+			if !productive[r] && live[r][0] {
+				productive[r] = true
+				changed = true
+			}
+		}
+	}
+	if !productive[g.root] {
+		return ErrEmpty
+	}
+	for r := range g.rules {
+		ru := &g.rules[r]
+		for i, t := range ru.trans {
+			if t >= 0 && !live[r][t] {
+				ru.trans[i] = -1
+			}
+		}
+		for s, cs := range ru.calls {
+			kept := cs[:0]
+			for _, c := range cs {
+				if productive[c.rule] && live[r][c.to] {
+					kept = append(kept, c)
+				}
+			}
+			ru.calls[s] = kept
+		}
+	}
+	return nil
+}
+
+func (ru *rule) liveStates(productive []bool) []bool {
+	n := len(ru.accept)
+	live := make([]bool, n)
+	copy(live, ru.accept)
+	for changed := true; changed; {
+		changed = false
+		for s := 0; s < n; s++ {
+			if live[s] {
+				continue
+			}
+			for _, t := range ru.trans[s*int(ru.nclass) : (s+1)*int(ru.nclass)] {
+				if t >= 0 && live[t] {
+					live[s] = true
+					break
+				}
+			}
+			if !live[s] {
+				for _, c := range ru.calls[s] {
+					if productive[c.rule] && live[c.to] {
+						live[s] = true
+						break
+					}
+				}
+			}
+			if live[s] {
+				changed = true
+			}
+		}
+	}
+	return live
+}
+
+// checkCalls computes each rule's first bytes and refuses what the matcher
+// cannot run: a rule that matches the empty string, and left recursion (a
+// rule reaching itself before consuming a byte).
+func (g *Grammar) checkCalls() error {
+	for r := range g.rules {
+		ru := &g.rules[r]
+		if ru.accept[0] {
+			return fmt.Errorf("grammar: rule %q matches the empty string", ru.name)
+		}
+		ru.simple = make([]bool, len(ru.accept))
+		for s := range ru.accept {
+			ru.simple[s] = !ru.accept[s] && len(ru.calls[s]) == 0
+		}
+		for c := 0; c < 256; c++ {
+			ru.first[c] = ru.trans[int(ru.class[c])] >= 0
+		}
+	}
+	// Left recursion: a cycle among "calls from the start state".
+	state := make([]uint8, len(g.rules)) // 0 new, 1 on path, 2 done
+	var visit func(r int32) error
+	visit = func(r int32) error {
+		switch state[r] {
+		case 1:
+			return fmt.Errorf("grammar: rule %q is left-recursive (it reaches itself before any byte)", g.rules[r].name)
+		case 2:
+			return nil
+		}
+		state[r] = 1
+		for _, c := range g.rules[r].calls[0] {
+			if err := visit(c.rule); err != nil {
+				return err
+			}
+		}
+		state[r] = 2
+		return nil
+	}
+	for r := range g.rules {
+		if err := visit(int32(r)); err != nil {
+			return err
+		}
+	}
+	// First bytes through calls from the start, in dependency order.
+	for changed := true; changed; {
+		changed = false
+		for r := range g.rules {
+			ru := &g.rules[r]
+			for _, c := range ru.calls[0] {
+				for b := 0; b < 256; b++ {
+					if g.rules[c.rule].first[b] && !ru.first[b] {
+						ru.first[b] = true
+						changed = true
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// States is the number of deterministic states over all rules.
+func (g *Grammar) States() int {
+	n := 0
+	for i := range g.rules {
+		n += len(g.rules[i].accept)
+	}
+	return n
+}
+
+// Lit2 adds the bytes of s from from, ending at to.
+func (b *Builder) Lit2(from int32, s string, to int32) {
+	if s == "" {
+		b.Eps(from, to)
+		return
+	}
+	end := b.Lit(from, s[:len(s)-1])
+	b.Byte(end, s[len(s)-1], to)
+}

@@ -1,0 +1,320 @@
+package jsonschema
+
+import (
+	"strconv"
+)
+
+// object compiles an object schema from start (which the caller made a
+// rule): the properties in the schema's order, each optional unless
+// required, then any additional properties, then "}".
+func (c *compiler) object(s *Value, ptr string, start int32) (int32, error) {
+	b := c.b
+	type prop struct {
+		name     string
+		schema   *Value
+		ptr      string
+		required bool
+	}
+	var props []prop
+	index := map[string]int{}
+	if p := s.Get("properties"); p != nil {
+		if p.Kind != Object {
+			return 0, fail("properties", ptr+"/properties", "must be an object")
+		}
+		for _, m := range p.Members {
+			if i, ok := index[m.Key]; ok {
+				props[i].schema = m.Value
+				continue
+			}
+			index[m.Key] = len(props)
+			props = append(props, prop{name: m.Key, schema: m.Value, ptr: ptr + "/properties/" + esc(m.Key)})
+		}
+	}
+	addl := s.Get("additionalProperties")
+	if addl != nil && addl.Kind != Bool && addl.Kind != Object {
+		return 0, fail("additionalProperties", ptr+"/additionalProperties", "must be a schema")
+	}
+	closed := addl != nil && addl.Kind == Bool && !addl.Bool
+	if r := s.Get("required"); r != nil {
+		if r.Kind != Array {
+			return 0, fail("required", ptr+"/required", "must be an array of names")
+		}
+		for _, e := range r.Arr {
+			if e.Kind != String {
+				return 0, fail("required", ptr+"/required", "must be an array of names")
+			}
+			if i, ok := index[e.Str]; ok {
+				props[i].required = true
+				continue
+			}
+			if closed {
+				return 0, fail("required", ptr+"/required", "the schema admits no value (%q is required but not allowed)", e.Str)
+			}
+			sch := addl
+			sptr := ptr + "/additionalProperties"
+			if sch == nil {
+				sch, sptr = &Value{Kind: Bool, Bool: true}, ptr
+			}
+			index[e.Str] = len(props)
+			props = append(props, prop{name: e.Str, schema: sch, ptr: sptr, required: true})
+		}
+	}
+	open := b.WS(b.Lit(start, "{"))
+	// none: no member written yet; some: at least one (a comma comes next).
+	none, some := open, int32(-1)
+	for _, p := range props {
+		key := b.State()
+		if none >= 0 {
+			b.Eps(none, key)
+		}
+		if some >= 0 {
+			b.Eps(b.WS(b.Lit(some, ",")), key)
+		}
+		kv := b.WS(b.Lit(b.WS(b.Lit(key, string(AppendString(nil, p.name)))), ":"))
+		e, err := c.value(p.schema, p.ptr, kv)
+		if err != nil {
+			var ce *Error
+			if !p.required && asEmpty(err, &ce) {
+				continue // a property no value can satisfy is simply absent
+			}
+			return 0, err
+		}
+		after := b.WS(e)
+		if p.required {
+			none, some = -1, after
+			continue
+		}
+		ns := b.State()
+		if some >= 0 {
+			b.Eps(some, ns)
+		}
+		b.Eps(after, ns)
+		some = ns
+	}
+	end := b.State()
+	if !closed {
+		key := b.State()
+		if none >= 0 {
+			b.Eps(none, key)
+		}
+		loop := b.State()
+		if some >= 0 {
+			b.Eps(some, loop)
+		}
+		b.Eps(b.WS(b.Lit(loop, ",")), key)
+		names := make([]string, 0, len(props))
+		for _, p := range props {
+			names = append(names, p.name)
+		}
+		kv := b.WS(b.Lit(b.WS(c.keyExcept(key, names)), ":"))
+		sch := addl
+		sptr := ptr + "/additionalProperties"
+		if sch == nil {
+			sch = &Value{Kind: Bool, Bool: true}
+		}
+		e, err := c.value(sch, sptr, kv)
+		if err != nil {
+			return 0, err
+		}
+		b.Eps(b.WS(e), loop)
+		b.Byte(loop, '}', end)
+	}
+	if none >= 0 {
+		b.Byte(none, '}', end)
+	}
+	if some >= 0 {
+		b.Byte(some, '}', end)
+	}
+	return end, nil
+}
+
+func asEmpty(err error, ce **Error) bool {
+	e, ok := err.(*Error)
+	if ok && e.Reason == "the schema admits no value" {
+		*ce = e
+		return true
+	}
+	return false
+}
+
+// keyExcept is a JSON string that is none of names: a trie of the names
+// where leaving the trie, or ending off a name, is any other key.
+func (c *compiler) keyExcept(from int32, names []string) int32 {
+	if len(names) == 0 {
+		return c.anyString(from)
+	}
+	a := &rnfa{limit: 1 << 20}
+	type node struct {
+		id   int
+		kids map[rune]*node
+		end  bool
+	}
+	newNode := func() *node {
+		id, _ := a.state()
+		return &node{id: id, kids: map[rune]*node{}}
+	}
+	root := newNode()
+	for _, n := range names {
+		cur := root
+		for _, r := range n {
+			k, ok := cur.kids[r]
+			if !ok {
+				k = newNode()
+				cur.kids[r] = k
+			}
+			cur = k
+		}
+		cur.end = true
+	}
+	free, _ := a.state() // any rest of a key that is no longer a prefix of a name
+	a.edge(free, 0, maxRune, free)
+	end, _ := a.state()
+	a.eps(free, end)
+	var walk func(n *node)
+	walk = func(n *node) {
+		if !n.end {
+			a.eps(n.id, end)
+		}
+		var rs []rune
+		for r, k := range n.kids {
+			rs = append(rs, r)
+			a.edge(n.id, r, r, k.id)
+			walk(k)
+		}
+		sortRunes(rs)
+		for _, r := range subtractAll(0, maxRune, rs) {
+			a.edge(n.id, r[0], r[1], free)
+		}
+	}
+	walk(root)
+	open := c.b.Lit(from, `"`)
+	return c.b.Lit(a.emit(c.b, frag{root.id, end}, open), `"`)
+}
+
+func sortRunes(rs []rune) {
+	for i := 1; i < len(rs); i++ {
+		for j := i; j > 0 && rs[j] < rs[j-1]; j-- {
+			rs[j], rs[j-1] = rs[j-1], rs[j]
+		}
+	}
+}
+
+func subtractAll(lo, hi rune, out []rune) [][2]rune { return subtract(lo, hi, out) }
+
+const maxUnrolledItems = 256
+
+// array compiles an array schema from start: prefixItems (or draft 4's
+// array form of items) position by position, then items, within
+// minItems…maxItems.
+func (c *compiler) array(s *Value, ptr string, start int32) (int32, error) {
+	b := c.b
+	var prefix []*Value
+	var prefixPtr string
+	rest := &Value{Kind: Bool, Bool: true}
+	restPtr := ptr
+	items := s.Get("items")
+	if p := s.Get("prefixItems"); p != nil {
+		if p.Kind != Array {
+			return 0, fail("prefixItems", ptr+"/prefixItems", "must be an array")
+		}
+		prefix, prefixPtr = p.Arr, ptr+"/prefixItems"
+		if items != nil {
+			rest, restPtr = items, ptr+"/items"
+		}
+	} else if items != nil && items.Kind == Array {
+		prefix, prefixPtr = items.Arr, ptr+"/items"
+		if a := s.Get("additionalItems"); a != nil {
+			rest, restPtr = a, ptr+"/additionalItems"
+		}
+	} else if items != nil {
+		rest, restPtr = items, ptr+"/items"
+	}
+	count := func(kw string, def int) (int, error) {
+		v := s.Get(kw)
+		if v == nil {
+			return def, nil
+		}
+		n, err := strconv.Atoi(v.Num)
+		if v.Kind != Number || err != nil || n < 0 {
+			return 0, fail(kw, ptr+"/"+kw, "must be a non-negative integer")
+		}
+		return n, nil
+	}
+	minI, err := count("minItems", 0)
+	if err != nil {
+		return 0, err
+	}
+	maxI, err := count("maxItems", -1)
+	if err != nil {
+		return 0, err
+	}
+	restClosed := rest.Kind == Bool && !rest.Bool
+	if restClosed && (maxI < 0 || maxI > len(prefix)) {
+		maxI = len(prefix)
+	}
+	if maxI >= 0 && minI > maxI {
+		return 0, fail("minItems", ptr+"/minItems", "the schema admits no value")
+	}
+	unrolled := max(len(prefix), minI)
+	if maxI >= 0 {
+		unrolled = maxI
+	}
+	if unrolled > maxUnrolledItems {
+		kw := "maxItems"
+		if maxI < 0 {
+			kw = "minItems"
+		}
+		return 0, fail(kw, ptr+"/"+kw, "more than %d positions are not supported", maxUnrolledItems)
+	}
+	schemaAt := func(i int) (*Value, string) {
+		if i < len(prefix) {
+			return prefix[i], prefixPtr + "/" + strconv.Itoa(i)
+		}
+		return rest, restPtr
+	}
+	end := b.State()
+	cur := b.WS(b.Lit(start, "["))
+	if minI == 0 {
+		b.Byte(cur, ']', end)
+	}
+	for i := 0; i < unrolled; i++ {
+		if i > 0 {
+			cur = b.WS(b.Lit(cur, ","))
+		}
+		sch, sp := schemaAt(i)
+		e, err := c.value(sch, sp, cur)
+		if err != nil {
+			if asEmpty(err, new(*Error)) && i >= minI {
+				return end, nil
+			}
+			return 0, err
+		}
+		cur = b.WS(e)
+		if i+1 >= minI {
+			b.Byte(cur, ']', end)
+		}
+	}
+	if maxI < 0 {
+		// Unbounded: more of rest, each after a comma.
+		loop := b.State()
+		if unrolled == 0 {
+			e, err := c.value(rest, restPtr, cur)
+			if err != nil {
+				if asEmpty(err, new(*Error)) {
+					return end, nil
+				}
+				return 0, err
+			}
+			b.Eps(b.WS(e), loop)
+		} else {
+			b.Eps(cur, loop)
+		}
+		e, err := c.value(rest, restPtr, b.WS(b.Lit(loop, ",")))
+		if err != nil {
+			return 0, err
+		}
+		b.Eps(b.WS(e), loop)
+		b.Byte(loop, ']', end)
+	}
+	return end, nil
+}

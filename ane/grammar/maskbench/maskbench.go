@@ -68,7 +68,7 @@ type Percentiles struct {
 type Report struct {
 	Schemas            int            `json:"schemas"`
 	Passing            int            `json:"passing"`
-	CompileErrors      map[string]int `json:"compile_errors"` // by keyword or limit
+	CompileErrors      map[string]int `json:"compile_errors"`      // by keyword or limit
 	ValidationErrors   int            `json:"validation_errors"`   // valid instances rejected
 	InvalidationErrors int            `json:"invalidation_errors"` // invalid instances accepted
 	Masks              int            `json:"masks"`

@@ -3,7 +3,7 @@ package grammar
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -42,6 +42,10 @@ type Builder struct {
 	states   []nstate
 	rules    []ruleDef
 	err      error
+	// scratch for closure
+	mark  []uint32
+	stamp uint32
+	stack []int32
 }
 
 type nstate struct {
@@ -209,21 +213,26 @@ func (b *Builder) Build(root int32) (*Grammar, error) {
 	return g, nil
 }
 
+// closure is the sorted epsilon closure of set.
 func (b *Builder) closure(set []int32) []int32 {
-	seen := make(map[int32]bool, len(set)*2)
-	out := set[:0:0]
-	stack := append([]int32(nil), set...)
+	if len(b.mark) < len(b.states) {
+		b.mark = make([]uint32, len(b.states))
+	}
+	b.stamp++
+	out := make([]int32, 0, len(set)+4)
+	stack := append(b.stack[:0], set...)
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if seen[s] {
+		if b.mark[s] == b.stamp {
 			continue
 		}
-		seen[s] = true
+		b.mark[s] = b.stamp
 		out = append(out, s)
 		stack = append(stack, b.states[s].eps...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	b.stack = stack
+	slices.Sort(out)
 	return out
 }
 
@@ -243,7 +252,6 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 	// Byte classes: bytes no edge of the rule tells apart share a class.
 	var cut [257]bool
 	cut[0], cut[256] = true, true
-	reach := b.closure(start)
 	{
 		seen := map[int32]bool{}
 		stack := append([]int32(nil), def.start)
@@ -264,7 +272,6 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 				stack = append(stack, c.to)
 			}
 		}
-		_ = reach
 	}
 	var rep []byte
 	cls := -1
@@ -277,6 +284,7 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 	}
 	nc := int32(len(rep))
 	out.nclass = nc
+	next := make([][]int32, nc)
 	index := map[string]int32{setKey(start): 0}
 	sets := [][]int32{start}
 	for i := 0; i < len(sets); i++ {
@@ -303,19 +311,20 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 		out.accept = append(out.accept, acc)
 		out.ws = append(out.ws, ws)
 		row := make([]int32, nc)
-		for k := range nc {
-			c := rep[k]
-			var next []int32
-			for _, s := range set {
-				for _, e := range b.states[s].edges {
-					if e.lo <= c && c <= e.hi {
-						next = append(next, e.to)
-					}
+		for k := range next {
+			next[k] = next[k][:0]
+		}
+		for _, s := range set {
+			for _, e := range b.states[s].edges {
+				for k := out.class[e.lo]; k <= out.class[e.hi]; k++ {
+					next[k] = append(next[k], e.to)
 				}
 			}
+		}
+		for k := range nc {
 			row[k] = -1
-			if len(next) > 0 {
-				row[k] = b.dstate(b.closure(next), index, &sets, total)
+			if len(next[k]) > 0 {
+				row[k] = b.dstate(b.closure(next[k]), index, &sets, total)
 			}
 		}
 		out.trans = append(out.trans, row...)
@@ -350,12 +359,10 @@ func (b *Builder) dstate(set []int32, index map[string]int32, sets *[][]int32, t
 // that accept nothing, so every state a matcher can be in has a completion.
 func (g *Grammar) trim() error {
 	productive := make([]bool, len(g.rules))
-	live := make([][]bool, len(g.rules))
 	for changed := true; changed; {
 		changed = false
-		for r := range g.rules {
-			live[r] = g.rules[r].liveStates(productive)
-			if !productive[r] && live[r][0] {
+		for r := len(g.rules) - 1; r >= 0; r-- { // callees are usually declared after callers
+			if !productive[r] && g.rules[r].reachesEnd(productive) {
 				productive[r] = true
 				changed = true
 			}
@@ -366,15 +373,16 @@ func (g *Grammar) trim() error {
 	}
 	for r := range g.rules {
 		ru := &g.rules[r]
+		live := ru.liveStates(productive)
 		for i, t := range ru.trans {
-			if t >= 0 && !live[r][t] {
+			if t >= 0 && !live[t] {
 				ru.trans[i] = -1
 			}
 		}
 		for s, cs := range ru.calls {
 			kept := cs[:0]
 			for _, c := range cs {
-				if productive[c.rule] && live[r][c.to] {
+				if productive[c.rule] && live[c.to] {
 					kept = append(kept, c)
 				}
 			}
@@ -384,32 +392,88 @@ func (g *Grammar) trim() error {
 	return nil
 }
 
+// reachesEnd reports whether an accepting state is reachable from the
+// start through bytes and calls of productive rules.
+func (ru *rule) reachesEnd(productive []bool) bool {
+	seen := make([]bool, len(ru.accept))
+	stack := []int32{0}
+	seen[0] = true
+	nc := int(ru.nclass)
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if ru.accept[s] {
+			return true
+		}
+		for _, t := range ru.trans[int(s)*nc : (int(s)+1)*nc] {
+			if t >= 0 && !seen[t] {
+				seen[t] = true
+				stack = append(stack, t)
+			}
+		}
+		for _, c := range ru.calls[s] {
+			if productive[c.rule] && !seen[c.to] {
+				seen[c.to] = true
+				stack = append(stack, c.to)
+			}
+		}
+	}
+	return false
+}
+
+// liveStates marks the states from which an accepting state is reachable
+// (a backward search over bytes and calls of productive rules).
 func (ru *rule) liveStates(productive []bool) []bool {
 	n := len(ru.accept)
+	nc := int(ru.nclass)
+	// Reverse adjacency in CSR form.
+	count := make([]int32, n+1)
+	for s := 0; s < n; s++ {
+		for _, t := range ru.trans[s*nc : (s+1)*nc] {
+			if t >= 0 {
+				count[t+1]++
+			}
+		}
+		for _, c := range ru.calls[s] {
+			if productive[c.rule] {
+				count[c.to+1]++
+			}
+		}
+	}
+	for i := 1; i <= n; i++ {
+		count[i] += count[i-1]
+	}
+	pred := make([]int32, count[n])
+	fill := append([]int32(nil), count[:n]...)
+	for s := 0; s < n; s++ {
+		for _, t := range ru.trans[s*nc : (s+1)*nc] {
+			if t >= 0 {
+				pred[fill[t]] = int32(s)
+				fill[t]++
+			}
+		}
+		for _, c := range ru.calls[s] {
+			if productive[c.rule] {
+				pred[fill[c.to]] = int32(s)
+				fill[c.to]++
+			}
+		}
+	}
 	live := make([]bool, n)
-	copy(live, ru.accept)
-	for changed := true; changed; {
-		changed = false
-		for s := 0; s < n; s++ {
-			if live[s] {
-				continue
-			}
-			for _, t := range ru.trans[s*int(ru.nclass) : (s+1)*int(ru.nclass)] {
-				if t >= 0 && live[t] {
-					live[s] = true
-					break
-				}
-			}
+	var stack []int32
+	for s, a := range ru.accept {
+		if a {
+			live[s] = true
+			stack = append(stack, int32(s))
+		}
+	}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, s := range pred[count[t]:count[t+1]] {
 			if !live[s] {
-				for _, c := range ru.calls[s] {
-					if productive[c.rule] && live[c.to] {
-						live[s] = true
-						break
-					}
-				}
-			}
-			if live[s] {
-				changed = true
+				live[s] = true
+				stack = append(stack, s)
 			}
 		}
 	}

@@ -54,11 +54,21 @@ type Matcher struct {
 	frames map[frameKey]*frame
 	hist   []pos
 	cache  map[cacheKey]*entry
+	// stackMasks: whole masks of single-stack positions whose rule can end
+	// inside a token (the part the entry cache cannot hold), bounded.
+	stackMasks map[stackKey]Mask
 }
+
+type stackKey struct {
+	f   *frame
+	run int
+}
+
+const maxStackMasks = 256
 
 // NewMatcher starts g at its beginning over v.
 func NewMatcher(g *Grammar, v *Vocab) *Matcher {
-	m := &Matcher{g: g, v: v, frames: map[frameKey]*frame{}, cache: map[cacheKey]*entry{}}
+	m := &Matcher{g: g, v: v, frames: map[frameKey]*frame{}, cache: map[cacheKey]*entry{}, stackMasks: map[stackKey]Mask{}}
 	m.Reset()
 	return m
 }
@@ -221,8 +231,29 @@ func addFrame(out []*frame, f *frame) []*frame {
 // Mask sets dst (Vocab.Size bits, cleared first) to the tokens allowed
 // next. End-of-sequence is not a token here: see Accepting.
 func (m *Matcher) Mask(dst Mask) {
-	dst.Clear()
 	p := m.cur()
+	if len(p.stacks) == 1 {
+		f := p.stacks[0]
+		if sm, ok := m.stackMasks[stackKey{f, p.run}]; ok {
+			copy(dst, sm)
+			return
+		}
+		e := m.entry(f.rule, f.state, p.run)
+		if f.parent == nil || len(e.exits) == 0 {
+			copy(dst, e.allow)
+			return
+		}
+		dst.Clear()
+		dst.Or(e.allow)
+		for _, n := range e.exits {
+			m.walkFrom(dst, n, f.parent, p.run)
+		}
+		if len(m.stackMasks) < maxStackMasks {
+			m.stackMasks[stackKey{f, p.run}] = append(Mask(nil), dst...)
+		}
+		return
+	}
+	dst.Clear()
 	for _, f := range p.stacks {
 		e := m.entry(f.rule, f.state, p.run)
 		dst.Or(e.allow)

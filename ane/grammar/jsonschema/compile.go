@@ -54,7 +54,7 @@ func AnyJSON(opt Options) (*grammar.Grammar, error) {
 
 // CompileValue compiles a decoded schema.
 func CompileValue(schema *Value, opt Options) (*grammar.Grammar, error) {
-	c := &compiler{b: grammar.NewBuilder(opt.Limits), root: schema, refs: map[string]int32{}, any: -1}
+	c := &compiler{b: grammar.NewBuilder(opt.Limits), root: schema, refs: map[string]int32{}, strs: map[string]int32{}, any: -1}
 	r := c.b.Rule("root")
 	s := c.b.State()
 	e, err := c.value(schema, "", s)
@@ -73,10 +73,13 @@ func CompileValue(schema *Value, opt Options) (*grammar.Grammar, error) {
 }
 
 type compiler struct {
-	b     *grammar.Builder
-	root  *Value
-	refs  map[string]int32 // $ref target pointer → its rule
-	any   int32            // the any-JSON-value rule, -1 until needed
+	b    *grammar.Builder
+	root *Value
+	refs map[string]int32 // $ref target pointer → its rule
+	// strs: string rules by what constrains them, so every string of one
+	// kind shares one rule (and its cached masks).
+	strs  map[string]int32
+	any   int32 // the any-JSON-value rule, -1 until needed
 	depth int
 }
 
@@ -337,9 +340,32 @@ func (c *compiler) callAny(from int32) int32 {
 
 // anyString is a JSON string of any content.
 func (c *compiler) anyString(from int32) int32 {
-	a := &rnfa{limit: 16}
-	f, _ := a.anyChars(0, -1)
-	return c.b.Lit(a.emit(c.b, f, c.b.Lit(from, `"`)), `"`)
+	to, _ := c.strRule(from, "any", func() (*rnfa, frag, error) {
+		a := &rnfa{limit: 16}
+		f, err := a.anyChars(0, -1)
+		return a, f, err
+	})
+	return to
+}
+
+// strRule calls the string rule named key (a quoted string whose content
+// build describes), building it the first time.
+func (c *compiler) strRule(from int32, key string, build func() (*rnfa, frag, error)) (int32, error) {
+	r, ok := c.strs[key]
+	if !ok {
+		a, f, err := build()
+		if err != nil {
+			return 0, err
+		}
+		r = c.b.Rule("string " + key)
+		c.strs[key] = r
+		s := c.b.State()
+		e := c.b.Lit(a.emit(c.b, f, c.b.Lit(s, `"`)), `"`)
+		c.b.Define(r, s, e)
+	}
+	to := c.b.State()
+	c.b.Call(from, r, to)
+	return to, nil
 }
 
 func numberAny(b *grammar.Builder, from int32) int32 {
@@ -788,50 +814,57 @@ func (c *compiler) str(s *Value, ptr string, from int32) (int32, error) {
 			maxL = n
 		}
 	}
-	a := &rnfa{limit: 200_000}
-	var f frag
-	var have bool
-	pat, fmtv := s.Get("pattern"), s.Get("format")
-	if pat != nil && fmtv != nil {
-		if _, ok := formats[fmtv.Str]; ok {
-			return 0, fail("format", ptr+"/format", "format together with pattern is not supported")
+	key := fmt.Sprintf("%d/%d/", minL, maxL)
+	for _, kw := range []string{"pattern", "format"} {
+		if v := s.Get(kw); v != nil {
+			key += kw + "=" + string(v.Compact())
 		}
 	}
-	if pat != nil {
-		if pat.Kind != String {
-			return 0, fail("pattern", ptr+"/pattern", "must be a string")
-		}
-		var err error
-		if f, err = a.compilePattern(pat.Str); err != nil {
-			return 0, fail("pattern", ptr+"/pattern", "%v", err)
-		}
-		have = true
-	} else if fmtv != nil {
-		re, ok := formats[fmtv.Str]
-		if !ok {
-			names := make([]string, 0, len(formats))
-			for n := range formats {
-				names = append(names, n)
+	return c.strRule(from, key, func() (*rnfa, frag, error) {
+		a := &rnfa{limit: 200_000}
+		var f frag
+		var have bool
+		pat, fmtv := s.Get("pattern"), s.Get("format")
+		if pat != nil && fmtv != nil {
+			if _, ok := formats[fmtv.Str]; ok {
+				return nil, frag{}, fail("format", ptr+"/format", "format together with pattern is not supported")
 			}
-			sort.Strings(names)
-			return 0, fail("format", ptr+"/format", "format %q is not supported (supported: %s)", fmtv.Str, strings.Join(names, ", "))
+		}
+		if pat != nil {
+			if pat.Kind != String {
+				return nil, frag{}, fail("pattern", ptr+"/pattern", "must be a string")
+			}
+			var err error
+			if f, err = a.compilePattern(pat.Str); err != nil {
+				return nil, frag{}, fail("pattern", ptr+"/pattern", "%v", err)
+			}
+			have = true
+		} else if fmtv != nil {
+			re, ok := formats[fmtv.Str]
+			if !ok {
+				names := make([]string, 0, len(formats))
+				for n := range formats {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				return nil, frag{}, fail("format", ptr+"/format", "format %q is not supported (supported: %s)", fmtv.Str, strings.Join(names, ", "))
+			}
+			var err error
+			if f, err = a.compileRegex(re); err != nil {
+				return nil, frag{}, fail("format", ptr+"/format", "%v", err)
+			}
+			have = true
 		}
 		var err error
-		if f, err = a.compileRegex(re); err != nil {
-			return 0, fail("format", ptr+"/format", "%v", err)
+		switch {
+		case have && (minL > 0 || maxL >= 0):
+			f, err = a.withLength(f, minL, maxL)
+		case !have:
+			f, err = a.anyChars(minL, maxL)
 		}
-		have = true
-	}
-	var err error
-	switch {
-	case have && (minL > 0 || maxL >= 0):
-		f, err = a.withLength(f, minL, maxL)
-	case !have:
-		f, err = a.anyChars(minL, maxL)
-	}
-	if err != nil {
-		return 0, fail("maxLength", ptr, "%v", err)
-	}
-	open := c.b.Lit(from, `"`)
-	return c.b.Lit(a.emit(c.b, f, open), `"`), nil
+		if err != nil {
+			return nil, frag{}, fail("maxLength", ptr, "%v", err)
+		}
+		return a, f, nil
+	})
 }

@@ -483,9 +483,18 @@ func (a *rnfa) emit(b *grammar.Builder, f frag, from int32) int32 {
 // encodeRange adds, from `from` to `to`, every JSON spelling this package
 // allows of one character in lo…hi.
 func encodeRange(b *grammar.Builder, from int32, lo, hi rune, to int32) {
+	// Escapes share one state after the backslash.
+	bs := int32(-1)
+	backslash := func() int32 {
+		if bs < 0 {
+			bs = b.State()
+			b.Byte(from, '\\', bs)
+		}
+		return bs
+	}
 	if lo == 0 && hi >= maxRune {
 		// \uXXXX of any non-surrogate code unit.
-		u := b.Lit(from, `\u`)
+		u := b.Lit(backslash(), "u")
 		hexAny := func(f, t int32) {
 			b.Bytes(f, '0', '9', t)
 			b.Bytes(f, 'a', 'f', t)
@@ -506,17 +515,31 @@ func encodeRange(b *grammar.Builder, from int32, lo, hi rune, to int32) {
 		hexAny(h2, h3)
 		hexAny(h3, to)
 	}
-	for _, c := range []rune{'"', '\\', '\n', '\r', '\t', '\b', '\f'} {
-		if lo <= c && c <= hi {
-			b.Lit2(from, string(appendRune(nil, c)), to)
+	for _, e := range [...]struct {
+		r rune
+		c byte
+	}{{'"', '"'}, {'\\', '\\'}, {'\n', 'n'}, {'\r', 'r'}, {'\t', 't'}, {'\b', 'b'}, {'\f', 'f'}} {
+		if lo <= e.r && e.r <= hi {
+			b.Byte(backslash(), e.c, to)
 		}
 	}
-	for c := max(lo, 0); c <= min(hi, 0x1f); c++ {
-		if c != '\n' && c != '\r' && c != '\t' && c != '\b' && c != '\f' {
-			b.Lit2(from, string(appendRune(nil, c)), to)
-			if s := string(appendRune(nil, c)); strings.ContainsAny(s[4:], "abcdef") {
-				b.Lit2(from, s[:4]+strings.ToUpper(s[4:]), to)
-			}
+	// The other control characters as \u00XX.
+	var hiNibble [2]int32
+	for c := max(lo, 0); c <= min(hi, 0x1f) && !(lo == 0 && hi >= maxRune); c++ {
+		if c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f' {
+			continue
+		}
+		n := c >> 4
+		if hiNibble[0] == 0 && hiNibble[1] == 0 {
+			u := b.Lit(backslash(), "u00")
+			hiNibble[0], hiNibble[1] = b.State(), b.State()
+			b.Byte(u, '0', hiNibble[0])
+			b.Byte(u, '1', hiNibble[1])
+		}
+		d := "0123456789abcdef"[c&15]
+		b.Byte(hiNibble[n], d, to)
+		if d >= 'a' {
+			b.Byte(hiNibble[n], d-'a'+'A', to)
 		}
 	}
 	// Direct UTF-8 for 0x20… except '"' and '\\'.

@@ -106,7 +106,11 @@ func (c *compiler) object(s *Value, ptr string, start int32) (int32, error) {
 		for _, p := range props {
 			names = append(names, p.name)
 		}
-		kv := b.WS(b.Lit(b.WS(c.keyExcept(key, names)), ":"))
+		k, err := c.keyExcept(key, names)
+		if err != nil {
+			return 0, err
+		}
+		kv := b.WS(b.Lit(b.WS(k), ":"))
 		sch := addl
 		sptr := ptr + "/additionalProperties"
 		if sch == nil {
@@ -139,56 +143,61 @@ func asEmpty(err error, ce **Error) bool {
 
 // keyExcept is a JSON string that is none of names: a trie of the names
 // where leaving the trie, or ending off a name, is any other key.
-func (c *compiler) keyExcept(from int32, names []string) int32 {
+func (c *compiler) keyExcept(from int32, names []string) (int32, error) {
 	if len(names) == 0 {
-		return c.anyString(from)
+		return c.anyString(from), nil
 	}
-	a := &rnfa{limit: 1 << 20}
-	type node struct {
-		id   int
-		kids map[rune]*node
-		end  bool
-	}
-	newNode := func() *node {
-		id, _ := a.state()
-		return &node{id: id, kids: map[rune]*node{}}
-	}
-	root := newNode()
-	for _, n := range names {
-		cur := root
-		for _, r := range n {
-			k, ok := cur.kids[r]
-			if !ok {
-				k = newNode()
-				cur.kids[r] = k
+	to, err := c.strRule(from, "except "+string(keysValue(names).Compact()), func() (*rnfa, frag, error) {
+		a := &rnfa{limit: 1 << 20}
+		type node struct {
+			id   int
+			kids map[rune]*node
+			end  bool
+		}
+		newNode := func() *node {
+			id, _ := a.state()
+			return &node{id: id, kids: map[rune]*node{}}
+		}
+		root := newNode()
+		for _, n := range names {
+			cur := root
+			for _, r := range n {
+				k, ok := cur.kids[r]
+				if !ok {
+					k = newNode()
+					cur.kids[r] = k
+				}
+				cur = k
 			}
-			cur = k
+			cur.end = true
 		}
-		cur.end = true
+		free, _ := a.state() // any rest of a key that is no longer a prefix of a name
+		a.edge(free, 0, maxRune, free)
+		end, _ := a.state()
+		a.eps(free, end)
+		var walk func(n *node)
+		walk = func(n *node) {
+			if !n.end {
+				a.eps(n.id, end)
+			}
+			var rs []rune
+			for r, k := range n.kids {
+				rs = append(rs, r)
+				a.edge(n.id, r, r, k.id)
+				walk(k)
+			}
+			sortRunes(rs)
+			for _, r := range subtractAll(0, maxRune, rs) {
+				a.edge(n.id, r[0], r[1], free)
+			}
+		}
+		walk(root)
+		return a, frag{root.id, end}, nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	free, _ := a.state() // any rest of a key that is no longer a prefix of a name
-	a.edge(free, 0, maxRune, free)
-	end, _ := a.state()
-	a.eps(free, end)
-	var walk func(n *node)
-	walk = func(n *node) {
-		if !n.end {
-			a.eps(n.id, end)
-		}
-		var rs []rune
-		for r, k := range n.kids {
-			rs = append(rs, r)
-			a.edge(n.id, r, r, k.id)
-			walk(k)
-		}
-		sortRunes(rs)
-		for _, r := range subtractAll(0, maxRune, rs) {
-			a.edge(n.id, r[0], r[1], free)
-		}
-	}
-	walk(root)
-	open := c.b.Lit(from, `"`)
-	return c.b.Lit(a.emit(c.b, frag{root.id, end}, open), `"`)
+	return to, nil
 }
 
 func sortRunes(rs []rune) {
@@ -317,4 +326,12 @@ func (c *compiler) array(s *Value, ptr string, start int32) (int32, error) {
 		b.Byte(loop, ']', end)
 	}
 	return end, nil
+}
+
+func keysValue(names []string) *Value {
+	v := &Value{Kind: Array}
+	for _, n := range names {
+		v.Arr = append(v.Arr, &Value{Kind: String, Str: n})
+	}
+	return v
 }

@@ -1,6 +1,10 @@
 package grammar
 
-import "github.com/forgedaemon/forged/ane/text/tokenizer"
+import (
+	"sync"
+
+	"github.com/forgedaemon/forged/ane/text/tokenizer"
+)
 
 // TokenizerVocab is the vocabulary of tok: every token's bytes, special
 // tokens left out (a grammar never produces them).
@@ -12,4 +16,16 @@ func TokenizerVocab(tok *tokenizer.Tokenizer) *Vocab {
 		}
 	}
 	return NewVocab(toks)
+}
+
+var vocabs sync.Map // *tokenizer.Tokenizer → *Vocab
+
+// VocabFor is TokenizerVocab(tok), built once per tokenizer (the trie of a
+// 151k vocabulary takes a noticeable fraction of a second).
+func VocabFor(tok *tokenizer.Tokenizer) *Vocab {
+	if v, ok := vocabs.Load(tok); ok {
+		return v.(*Vocab)
+	}
+	v, _ := vocabs.LoadOrStore(tok, TokenizerVocab(tok))
+	return v.(*Vocab)
 }

@@ -52,24 +52,79 @@ func AnyJSON(opt Options) (*grammar.Grammar, error) {
 	return CompileValue(&Value{Kind: Bool, Bool: true}, opt)
 }
 
-// CompileValue compiles a decoded schema.
+// CompileValue compiles a decoded schema. The text may start with
+// whitespace (a model's answer often does, after its reasoning).
 func CompileValue(schema *Value, opt Options) (*grammar.Grammar, error) {
-	c := &compiler{b: grammar.NewBuilder(opt.Limits), root: schema, refs: map[string]int32{}, strs: map[string]int32{}, any: -1}
-	r := c.b.Rule("root")
-	s := c.b.State()
-	e, err := c.value(schema, "", s)
+	b := grammar.NewBuilder(opt.Limits)
+	r := b.Rule("root")
+	s := b.State()
+	e, err := newCompiler(b, schema).value(schema, "", b.WS(s))
 	if err != nil {
 		return nil, err
 	}
-	c.b.Define(r, s, e)
-	if err := c.b.Err(); err != nil {
+	b.Define(r, s, e)
+	return build(b, r)
+}
+
+func newCompiler(b *grammar.Builder, root *Value) *compiler {
+	return &compiler{b: b, root: root, refs: map[string]int32{}, strs: map[string]int32{}, any: -1}
+}
+
+func build(b *grammar.Builder, root int32) (*grammar.Grammar, error) {
+	if err := b.Err(); err != nil {
 		return nil, err
 	}
-	g, err := c.b.Build(r)
+	g, err := b.Build(root)
 	if errors.Is(err, grammar.ErrEmpty) {
 		return nil, &Error{Keyword: "", Pointer: "", Reason: "the schema admits no value"}
 	}
 	return g, err
+}
+
+// Tool is a function the model may call: its name and its parameters'
+// JSON Schema (nil: any object).
+type Tool struct {
+	Name       string
+	Parameters []byte
+}
+
+// ToolCall compiles the grammar of one Qwen3 tool call block calling one
+// of tools, written as the chat template writes it:
+//
+//	<tool_call>
+//	{"name": "NAME", "arguments": ARGS}
+//	</tool_call>
+//
+// where ARGS follows that tool's parameters schema. One tool is
+// tool_choice naming it; all of them is tool_choice "required". An error
+// names the tool whose schema failed.
+func ToolCall(tools []Tool, opt Options) (*grammar.Grammar, error) {
+	if len(tools) == 0 {
+		return nil, errors.New("jsonschema: a forced tool call needs at least one tool")
+	}
+	b := grammar.NewBuilder(opt.Limits)
+	r := b.Rule("tool call")
+	s := b.State()
+	open := b.Lit(b.WS(s), "<tool_call>\n{\"name\": ")
+	end := b.State()
+	for _, t := range tools {
+		schema := &Value{Kind: Object, Members: []Member{{"type", &Value{Kind: String, Str: "object"}}}}
+		if t.Parameters != nil {
+			v, err := Decode(t.Parameters)
+			if err != nil {
+				return nil, fmt.Errorf("jsonschema: tool %q: parameters are not JSON: %w", t.Name, err)
+			}
+			schema = v
+		}
+		args := b.Lit(open, string(AppendString(nil, t.Name))+`, "arguments": `)
+		e, err := newCompiler(b, schema).value(schema, "", args)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		b.Eps(b.Lit(e, "}\n</tool_call>"), end)
+	}
+	b.Define(r, s, end)
+	return build(b, r)
 }
 
 type compiler struct {

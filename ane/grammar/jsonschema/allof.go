@@ -124,7 +124,9 @@ func (c *compiler) merge(x, y *Value, ptr, yptr string) (*Value, error) {
 			}
 			continue
 		}
-		if _, ok := typeKeywords[k]; !ok || objectKeys[k] {
+		_, known := typeKeywords[k]
+		_, refusedKw := refused[k]
+		if !known && !refusedKw || objectKeys[k] {
 			continue // annotations: keep x's; object keywords below
 		}
 		if bytes.Equal(xv.Compact(), yv.Compact()) {

@@ -151,7 +151,7 @@ var annotations = map[string]bool{
 // table are not JSON Schema keywords and are ignored as annotations, as
 // the specification says.
 var refused = map[string]string{
-	"not": "negation is not supported", "if": "conditionals are not supported", "then": "conditionals are not supported",
+"if": "conditionals are not supported", "then": "conditionals are not supported",
 	"else": "conditionals are not supported", "patternProperties": "pattern-named properties are not supported",
 	"propertyNames": "property-name schemas are not supported", "dependencies": "dependencies are not supported",
 	"dependentRequired": "dependencies are not supported", "dependentSchemas": "dependencies are not supported",
@@ -164,7 +164,7 @@ var refused = map[string]string{
 
 // keywords the compiler understands, by the types they apply to.
 var typeKeywords = map[string]string{
-	"type": "", "enum": "", "const": "", "$ref": "", "allOf": "", "anyOf": "", "oneOf": "",
+	"type": "", "enum": "", "const": "", "$ref": "", "allOf": "", "anyOf": "", "oneOf": "", "not": "",
 	"properties": "object", "required": "object", "additionalProperties": "object",
 	"items": "array", "prefixItems": "array", "additionalItems": "array", "minItems": "array", "maxItems": "array",
 	"minLength": "string", "maxLength": "string", "pattern": "string", "format": "string",
@@ -218,6 +218,20 @@ func (c *compiler) value(s *Value, ptr string, from int32) (int32, error) {
 	}
 	if s.Get("allOf") != nil {
 		return c.allOf(s, ptr, from)
+	}
+	if n := s.Get("not"); n != nil {
+		t, err := c.negate(n, ptr+"/not")
+		if err != nil {
+			return 0, err
+		}
+		if t == nil {
+			return 0, fail("not", ptr+"/not", "the schema admits no value")
+		}
+		m, err := c.merge(without(s, "not"), t, ptr, ptr)
+		if err != nil {
+			return 0, err
+		}
+		return c.value(m, ptr, from)
 	}
 	for _, kw := range []string{"anyOf", "oneOf"} {
 		if alts := s.Get(kw); alts != nil {
@@ -555,8 +569,11 @@ func without(s *Value, kws ...string) *Value {
 // required property with different constant values.
 func (c *compiler) disjoint(branches []*Value, ptr string) bool {
 	type sig struct {
-		types map[string]bool
-		tags  map[string]string // required property → its const/single enum, compact JSON
+		types    map[string]bool
+		tags     map[string]string // required property → its const/single enum, compact JSON
+		closed   bool              // additionalProperties: false
+		props    map[string]bool
+		required []string
 	}
 	sigs := make([]sig, len(branches))
 	for i, br := range branches {
@@ -580,12 +597,20 @@ func (c *compiler) disjoint(branches []*Value, ptr string) bool {
 			}
 		}
 		sigs[i].tags = map[string]string{}
+		sigs[i].props = map[string]bool{}
+		if a := br.Get("additionalProperties"); isFalse(a) && br.Get("patternProperties") == nil {
+			sigs[i].closed = true
+		}
+		req := map[string]bool{}
+		if r := br.Get("required"); r != nil {
+			for _, e := range r.Arr {
+				req[e.Str] = true
+				sigs[i].required = append(sigs[i].required, e.Str)
+			}
+		}
 		if props := br.Get("properties"); props != nil && props.Kind == Object {
-			req := map[string]bool{}
-			if r := br.Get("required"); r != nil {
-				for _, e := range r.Arr {
-					req[e.Str] = true
-				}
+			for _, m := range props.Members {
+				sigs[i].props[m.Key] = true
 			}
 			for _, m := range props.Members {
 				p := c.deref(m.Value)
@@ -615,6 +640,24 @@ func (c *compiler) disjoint(branches []*Value, ptr string) bool {
 			for k, v := range sigs[i].tags {
 				if w, ok := sigs[j].tags[k]; ok && w != v {
 					apart = true
+				}
+			}
+			// Only objects can meet here if the other types do not: a closed
+			// object cannot have a property the other requires.
+			onlyObjects := true
+			for t := range sigs[i].types {
+				if t != "object" && sigs[j].types[t] {
+					onlyObjects = false
+				}
+			}
+			for _, p := range []struct{ a, b sig }{{sigs[i], sigs[j]}, {sigs[j], sigs[i]}} {
+				if !onlyObjects || !p.a.closed {
+					continue
+				}
+				for _, r := range p.b.required {
+					if !p.a.props[r] {
+						apart = true
+					}
 				}
 			}
 			if !apart {
@@ -848,6 +891,16 @@ var formats = func() map[string]string {
 	}
 }()
 
+// standardFormats are the formats of JSON Schema 2020-12 (and draft 4's
+// host-name/ip-address spellings); one the compiler does not enforce is
+// refused.
+var standardFormats = map[string]bool{
+	"date-time": true, "date": true, "time": true, "duration": true, "email": true, "idn-email": true,
+	"hostname": true, "idn-hostname": true, "ipv4": true, "ipv6": true, "uri": true, "uri-reference": true,
+	"iri": true, "iri-reference": true, "uuid": true, "uri-template": true, "json-pointer": true,
+	"relative-json-pointer": true, "regex": true, "host-name": true, "ip-address": true,
+}
+
 // str compiles a string schema: pattern, format and the length bounds.
 func (c *compiler) str(s *Value, ptr string, from int32) (int32, error) {
 	minL, maxL := 0, -1
@@ -861,7 +914,10 @@ func (c *compiler) str(s *Value, ptr string, from int32) (int32, error) {
 			return 0, fail(kw, ptr+"/"+kw, "must be a non-negative integer")
 		}
 		if n > maxRepeat {
-			return 0, fail(kw, ptr+"/"+kw, "%d is over the supported %d", n, maxRepeat)
+			if kw == "minLength" {
+				return 0, fail(kw, ptr+"/"+kw, "%d is over the supported %d", n, maxRepeat)
+			}
+			n = maxRepeat // a tighter bound: the output stays valid
 		}
 		if kw == "minLength" {
 			minL = n
@@ -871,7 +927,7 @@ func (c *compiler) str(s *Value, ptr string, from int32) (int32, error) {
 	}
 	key := fmt.Sprintf("%d/%d/", minL, maxL)
 	for _, kw := range []string{"pattern", "format"} {
-		if v := s.Get(kw); v != nil {
+		if v := s.Get(kw); v != nil && (kw == "pattern" || formats[v.Str] != "" || standardFormats[v.Str]) {
 			key += kw + "=" + string(v.Compact())
 		}
 	}
@@ -881,7 +937,7 @@ func (c *compiler) str(s *Value, ptr string, from int32) (int32, error) {
 		var have bool
 		pat, fmtv := s.Get("pattern"), s.Get("format")
 		if pat != nil && fmtv != nil {
-			if _, ok := formats[fmtv.Str]; ok {
+			if formats[fmtv.Str] != "" || standardFormats[fmtv.Str] {
 				return nil, frag{}, fail("format", ptr+"/format", "format together with pattern is not supported")
 			}
 		}
@@ -894,7 +950,9 @@ func (c *compiler) str(s *Value, ptr string, from int32) (int32, error) {
 				return nil, frag{}, fail("pattern", ptr+"/pattern", "%v", err)
 			}
 			have = true
-		} else if fmtv != nil {
+		} else if fmtv != nil && (formats[fmtv.Str] != "" || standardFormats[fmtv.Str]) {
+			// A format outside the specification constrains nothing (no
+			// validator knows it): an annotation, as the specification says.
 			re, ok := formats[fmtv.Str]
 			if !ok {
 				names := make([]string, 0, len(formats))
@@ -922,4 +980,43 @@ func (c *compiler) str(s *Value, ptr string, from int32) (int32, error) {
 		}
 		return a, f, nil
 	})
+}
+
+// negate is a schema for "not n" where that is a type set: n true or {}
+// (nil: nothing is allowed), or n holding only "type" (the other types).
+func (c *compiler) negate(n *Value, ptr string) (*Value, error) {
+	if n.Kind == Bool {
+		if n.Bool {
+			return nil, nil
+		}
+		return &Value{Kind: Object}, nil
+	}
+	if n.Kind != Object {
+		return nil, fail("not", ptr, "must be a schema")
+	}
+	if !hasConstraints(n, "type") && n.Get("$ref") == nil {
+		if n.Get("type") == nil {
+			return nil, nil // {} matches everything
+		}
+		ts, err := schemaTypes(n, ptr)
+		if err != nil {
+			return nil, err
+		}
+		out := &Value{Kind: Array}
+		for _, t := range []string{"object", "array", "string", "boolean", "null"} {
+			if !contains(ts, t) {
+				out.Arr = append(out.Arr, &Value{Kind: String, Str: t})
+			}
+		}
+		if !contains(ts, "number") && !contains(ts, "integer") {
+			out.Arr = append(out.Arr, &Value{Kind: String, Str: "number"})
+		} else if contains(ts, "integer") && !contains(ts, "number") {
+			return nil, fail("not", ptr, "not integer (the non-integral numbers) is not supported")
+		}
+		if len(out.Arr) == 0 {
+			return nil, nil
+		}
+		return &Value{Kind: Object, Members: []Member{{"type", out}}}, nil
+	}
+	return nil, fail("not", ptr, "negation is supported only of a type set")
 }

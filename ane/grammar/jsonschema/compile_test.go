@@ -86,6 +86,12 @@ func TestSchemasAcceptAndReject(t *testing.T) {
 		{`{"type":"object","properties":{"a":{"type":"integer"}}}`,
 			[]string{`{}`, `{"a":1}`, `{"a":1,"z":[{"q":null}]}`, `{"z":"a"}`},
 			[]string{`{"a":"x"}`, `{"a":1,"a":2}`, `{"a":1,}`}},
+		{`{"type":"object","properties":{"a":{"not":{}},"b":{"not":{"type":["string","object"]}}}}`,
+			[]string{`{}`, `{"b":1}`, `{"b":[]}`, `{"c":1}`},
+			[]string{`{"a":1}`, `{"b":"x"}`, `{"b":{}}`}},
+		{`{"type":"string","format":"flag-topic"}`,
+			[]string{`"anything"`},
+			[]string{`1`}},
 		{`{"type":"string","minLength":2,"maxLength":3}`,
 			[]string{`"ab"`, `"abc"`, `"\n\t"`, `"é€😀"`},
 			[]string{`"a"`, `"abcd"`, `"\u00e9"`}},
@@ -109,7 +115,7 @@ func TestSchemasAcceptAndReject(t *testing.T) {
 
 func TestUnsupportedKeywordNamesItAndItsPointer(t *testing.T) {
 	for _, c := range []struct{ schema, keyword, pointer string }{
-		{`{"type":"object","properties":{"a":{"not":{"type":"string"}}}}`, "not", "/properties/a/not"},
+		{`{"type":"object","properties":{"a":{"not":{"enum":[1]}}}}`, "not", "/properties/a/not"},
 		{`{"type":"array","uniqueItems":true}`, "uniqueItems", "/uniqueItems"},
 		{`{"type":"string","format":"hostname"}`, "format", "/format"},
 		{`{"type":"string","pattern":"(a)\\1"}`, "pattern", "/pattern"},
@@ -198,5 +204,25 @@ func TestMaskEqualsAccept(t *testing.T) {
 		if err := m.Rollback(n); err != nil || m.Accepted() != 0 || m.Accepting() {
 			t.Fatalf("rollback of %d: %v (accepted %d)", n, err, m.Accepted())
 		}
+	}
+}
+
+func TestOneOfDisjointByClosedObjects(t *testing.T) {
+	tok, v := qwen(t)
+	g, err := Compile([]byte(`{"oneOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false},{"type":"object","properties":{"b":{"type":"integer"}},"required":["b"]}]}`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !accepts(t, tok, v, g, `{"a":1}`) || !accepts(t, tok, v, g, `{"b":1,"a":1}`) {
+		t.Error("a valid instance was rejected")
+	}
+	// Both branches match {"b":1,"a":"x"}? No: a must be an integer in the
+	// first, which is closed anyway; {"a":1,"b":1} matches only the second.
+	if accepts(t, tok, v, g, `{"c":1}`) {
+		t.Error("an instance matching no branch was accepted")
+	}
+	// Overlapping open objects are refused.
+	if _, err := Compile([]byte(`{"oneOf":[{"type":"object","required":["a"]},{"type":"object","required":["b"]}]}`), Options{}); err == nil {
+		t.Error("overlapping oneOf branches compiled")
 	}
 }

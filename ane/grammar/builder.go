@@ -557,3 +557,78 @@ func (b *Builder) Lit2(from int32, s string, to int32) {
 	end := b.Lit(from, s[:len(s)-1])
 	b.Byte(end, s[len(s)-1], to)
 }
+
+// blocks partitions the rule's states by what a walk of at most depth
+// bytes can observe from them (Moore's refinement, depth rounds): the
+// bytes taken and where they lead, the end and whitespace flags, and the
+// calls with their return states. States in one block have the same
+// local mask walk for every token of at most depth bytes, so they share
+// one cache entry; each state maps to its block's first state.
+func (ru *rule) blocks(depth int) []int32 {
+	n := len(ru.accept)
+	nc := int(ru.nclass)
+	block := make([]int32, n)
+	ids := map[string]int32{}
+	sig := func(s int, prev []int32, round int) string {
+		buf := make([]byte, 0, 8+4*nc)
+		flags := byte(0)
+		if ru.accept[s] {
+			flags |= 1
+		}
+		if ru.ws[s] {
+			flags |= 2
+		}
+		buf = append(buf, flags)
+		if round > 0 {
+			buf = append(buf, byte(prev[s]), byte(prev[s]>>8), byte(prev[s]>>16), byte(prev[s]>>24))
+			for _, t := range ru.trans[s*nc : (s+1)*nc] {
+				b := int32(-1)
+				if t >= 0 {
+					b = prev[t]
+				}
+				buf = append(buf, byte(b), byte(b>>8), byte(b>>16), byte(b>>24))
+			}
+		}
+		for _, c := range ru.calls[s] {
+			r := c.to
+			if round > 0 {
+				r = prev[c.to]
+			} else {
+				r = 0
+			}
+			buf = append(buf, 'c', byte(c.rule), byte(c.rule>>8), byte(c.rule>>16), byte(r), byte(r>>8), byte(r>>16))
+		}
+		return string(buf)
+	}
+	count := 0
+	for round := 0; round <= depth; round++ {
+		clear(ids)
+		next := make([]int32, n)
+		for s := 0; s < n; s++ {
+			k := sig(s, block, round)
+			id, ok := ids[k]
+			if !ok {
+				id = int32(len(ids))
+				ids[k] = id
+			}
+			next[s] = id
+		}
+		block = next
+		if len(ids) == count || len(ids) == n {
+			break // stable, or every state alone
+		}
+		count = len(ids)
+	}
+	rep := make([]int32, len(ids))
+	for i := range rep {
+		rep[i] = -1
+	}
+	out := make([]int32, n)
+	for s := 0; s < n; s++ {
+		if rep[block[s]] < 0 {
+			rep[block[s]] = int32(s)
+		}
+		out[s] = rep[block[s]]
+	}
+	return out
+}

@@ -57,6 +57,9 @@ type Matcher struct {
 	// stackMasks: whole masks of single-stack positions whose rule can end
 	// inside a token (the part the entry cache cannot hold), bounded.
 	stackMasks map[stackKey]Mask
+	// blocks[rule][state]: a representative of the states of the rule that
+	// no token can tell apart (computed on the rule's first cache miss).
+	blocks [][]int32
 }
 
 type stackKey struct {
@@ -267,6 +270,13 @@ func (m *Matcher) Mask(dst Mask) {
 }
 
 func (m *Matcher) entry(rule, state int32, run int) *entry {
+	if m.blocks == nil {
+		m.blocks = make([][]int32, len(m.g.rules))
+	}
+	if m.blocks[rule] == nil {
+		m.blocks[rule] = m.g.rules[rule].blocks(m.v.maxLen)
+	}
+	state = m.blocks[rule][state]
 	k := cacheKey{rule, state, int32(run)}
 	if e, ok := m.cache[k]; ok {
 		return e

@@ -27,6 +27,7 @@ type Vocab struct {
 	wsAll      []bool
 	nodeParent []int32
 	tokens     [][]byte
+	maxLen     int // the longest token, in bytes
 }
 
 // NewVocab builds the trie of tokens[id]. An empty entry is a token the
@@ -80,6 +81,7 @@ func NewVocab(tokens [][]byte) *Vocab {
 			open = append(open, n)
 		}
 		nodeOfTok[k] = open[len(b)]
+		v.maxLen = max(v.maxLen, len(b))
 		prev = b
 	}
 	for _, n := range open {

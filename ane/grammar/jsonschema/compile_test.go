@@ -178,6 +178,8 @@ func TestMaskEqualsAccept(t *testing.T) {
 	for _, c := range []struct{ schema, text string }{
 		{`{"type":"object","properties":{"name":{"type":"string"},"n":{"type":"array","items":{"type":"number"}}}}`, "{\n  \"name\": \"a \\\"q\\\" é\",\n  \"n\": [1.5e3, -2],\n  \"x\": {\"y\": [true, null]}\n}"},
 		{`{"$defs":{"t":{"type":"object","properties":{"c":{"type":"array","items":{"$ref":"#/$defs/t"},"maxItems":2}}}},"$ref":"#/$defs/t"}`, `{"c":[{"c":[]},{"c":[{}]}]}`},
+		// Counting states: near the bound, long tokens must drop out.
+		{`{"type":"array","items":{"type":"string","maxLength":30}}`, `["the quick brown fox jumps over", "                             x", "a"]`},
 	} {
 		g, err := Compile([]byte(c.schema), Options{})
 		if err != nil {

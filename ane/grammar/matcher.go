@@ -60,6 +60,7 @@ type Matcher struct {
 	// blocks[rule][state]: a representative of the states of the rule that
 	// no token can tell apart (computed on the rule's first cache miss).
 	blocks [][]int32
+	loops  map[cacheKey]*[4]uint64
 }
 
 type stackKey struct {
@@ -71,7 +72,7 @@ const maxStackMasks = 256
 
 // NewMatcher starts g at its beginning over v.
 func NewMatcher(g *Grammar, v *Vocab) *Matcher {
-	m := &Matcher{g: g, v: v, frames: map[frameKey]*frame{}, cache: map[cacheKey]*entry{}, stackMasks: map[stackKey]Mask{}}
+	m := &Matcher{g: g, v: v, frames: map[frameKey]*frame{}, cache: map[cacheKey]*entry{}, stackMasks: map[stackKey]Mask{}, loops: map[cacheKey]*[4]uint64{}}
 	m.Reset()
 	return m
 }
@@ -286,6 +287,27 @@ func (m *Matcher) entry(rule, state int32, run int) *entry {
 	return e
 }
 
+// selfLoops is the set of bytes on which rule stays at state (cached).
+func (m *Matcher) selfLoops(rule, state int32) *[4]uint64 {
+	k := cacheKey{rule, state, 0}
+	if l, ok := m.loops[k]; ok {
+		return l
+	}
+	ru := &m.g.rules[rule]
+	l := new([4]uint64)
+	for c := 0; c < 256; c++ {
+		if ru.trans[state*ru.nclass+int32(ru.class[c])] == state {
+			l[c>>6] |= 1 << (c & 63)
+		}
+	}
+	m.loops[k] = l
+	return l
+}
+
+func subset(a [4]uint64, b *[4]uint64) bool {
+	return a[0]&^b[0] == 0 && a[1]&^b[1] == 0 && a[2]&^b[2] == 0 && a[3]&^b[3] == 0
+}
+
 // walkFrom adds the tokens of node n's subtree (n included) that the stack
 // f accepts from n's byte on, the token's earlier bytes being already
 // consumed by a rule that ended.
@@ -356,6 +378,7 @@ func (m *Matcher) localWalk(rule, state int32, run int) *entry {
 	}
 	nodes := int32(len(v.nodeByte))
 	maxWS := m.g.lim.MaxWS
+	loops := make([]*[4]uint64, len(ru.accept))
 	for i := int32(1); i < nodes; {
 		d := int(v.nodeDepth[i])
 		simple = simple[:d]
@@ -370,6 +393,19 @@ func (m *Matcher) localWalk(rule, state int32, run int) *entry {
 			if t < 0 {
 				i = v.nodeNext[i]
 				continue
+			}
+			if ru.simple[t] && !ru.ws[t] && v.nodeNext[i] > i+1 {
+				if loops[t] == nil {
+					loops[t] = m.selfLoops(rule, t)
+				}
+				if subset(v.below[i], loops[t]) {
+					// Every byte below keeps the rule at t: the whole subtree.
+					for _, id := range v.tokIDs[v.tokStart[i]:v.tokStart[v.nodeNext[i]]] {
+						e.allow[id>>6] |= 1 << (uint(id) & 63)
+					}
+					i = v.nodeNext[i]
+					continue
+				}
 			}
 			for _, id := range v.tokIDs[v.tokStart[i]:v.tokStart[i+1]] {
 				e.allow[id>>6] |= 1 << (uint(id) & 63)

@@ -28,6 +28,10 @@ type Vocab struct {
 	nodeParent []int32
 	tokens     [][]byte
 	maxLen     int // the longest token, in bytes
+	// below[i]: the bytes that occur strictly below node i (a 256-bit set),
+	// so a walk can take a whole subtree at once where every such byte
+	// keeps the automaton where it is.
+	below [][4]uint64
 }
 
 // NewVocab builds the trie of tokens[id]. An empty entry is a token the
@@ -95,6 +99,14 @@ func NewVocab(tokens [][]byte) *Vocab {
 		v.tokStart[i] += v.tokStart[i-1]
 	}
 	v.tokIDs = order // sorted by bytes, hence grouped by node in preorder
+	v.below = make([][4]uint64, len(v.nodeByte))
+	for i := len(v.nodeByte) - 1; i > 0; i-- {
+		p, b := v.nodeParent[i], v.nodeByte[i]
+		for w := range 4 {
+			v.below[p][w] |= v.below[i][w]
+		}
+		v.below[p][b>>6] |= 1 << (b & 63)
+	}
 	return v
 }
 

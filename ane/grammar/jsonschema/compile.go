@@ -152,7 +152,7 @@ var annotations = map[string]bool{
 // the specification says.
 var refused = map[string]string{
 "if": "conditionals are not supported", "then": "conditionals are not supported",
-	"else": "conditionals are not supported", "patternProperties": "pattern-named properties are not supported",
+	"else": "conditionals are not supported",
 	"propertyNames": "property-name schemas are not supported", "dependencies": "dependencies are not supported",
 	"dependentRequired": "dependencies are not supported", "dependentSchemas": "dependencies are not supported",
 	"unevaluatedProperties": "not supported", "unevaluatedItems": "not supported", "contains": "not supported",
@@ -165,7 +165,7 @@ var refused = map[string]string{
 // keywords the compiler understands, by the types they apply to.
 var typeKeywords = map[string]string{
 	"type": "", "enum": "", "const": "", "$ref": "", "allOf": "", "anyOf": "", "oneOf": "", "not": "",
-	"properties": "object", "required": "object", "additionalProperties": "object",
+	"properties": "object", "required": "object", "additionalProperties": "object", "patternProperties": "object",
 	"items": "array", "prefixItems": "array", "additionalItems": "array", "minItems": "array", "maxItems": "array",
 	"minLength": "string", "maxLength": "string", "pattern": "string", "format": "string",
 	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number",

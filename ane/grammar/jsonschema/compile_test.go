@@ -89,6 +89,12 @@ func TestSchemasAcceptAndReject(t *testing.T) {
 		{`{"type":"object","properties":{"a":{"not":{}},"b":{"not":{"type":["string","object"]}}}}`,
 			[]string{`{}`, `{"b":1}`, `{"b":[]}`, `{"c":1}`},
 			[]string{`{"a":1}`, `{"b":"x"}`, `{"b":{}}`}},
+		{`{"type":"object","properties":{"id":{"type":"integer"},"x-a":{"type":"string"}},"patternProperties":{"^x-":{"type":"string","maxLength":3}},"additionalProperties":false}`,
+			[]string{`{"id":1}`, `{"id":1,"x-a":"abc","x-b":""}`, `{"x-zz":"q"}`},
+			[]string{`{"y":1}`, `{"x-a":"abcd"}`, `{"x-b":1}`, `{"id":1,"x-a":1}`}},
+		{`{"type":"object","patternProperties":{"^a":{}}}`,
+			[]string{`{"ab":1,"c":[]}`},
+			[]string{`{"ab":}`}},
 		{`{"type":"string","format":"flag-topic"}`,
 			[]string{`"anything"`},
 			[]string{`1`}},
@@ -122,7 +128,7 @@ func TestUnsupportedKeywordNamesItAndItsPointer(t *testing.T) {
 		{`{"$ref":"other.json#/a"}`, "$ref", "/$ref"},
 		{`{"oneOf":[{"type":"string"},{"type":"string","maxLength":2}]}`, "oneOf", "/oneOf"},
 		{`{"type":"number","maximum":0.5}`, "maximum", "/maximum"},
-		{`{"properties":{"x~y/z":{"patternProperties":{}}}}`, "patternProperties", "/properties/x~0y~1z/patternProperties"},
+		{`{"properties":{"x~y/z":{"patternProperties":{"a":{"type":"string"}}}}}`, "patternProperties", "/properties/x~0y~1z/patternProperties"},
 	} {
 		_, err := Compile([]byte(c.schema), Options{})
 		var ce *Error

@@ -621,3 +621,106 @@ func utf8Ranges(b *grammar.Builder, from int32, lo, hi rune, to int32) {
 		cur = next
 	}
 }
+
+// intersect is the product of fragments f and g of a: the strings both
+// accept.
+func (a *rnfa) intersect(f, g frag) (frag, error) {
+	type key struct{ p, q int }
+	ids := map[key]int{}
+	var queue []key
+	get := func(k key) (int, error) {
+		if id, ok := ids[k]; ok {
+			return id, nil
+		}
+		id, err := a.state()
+		if err != nil {
+			return 0, err
+		}
+		ids[k] = id
+		queue = append(queue, k)
+		return id, nil
+	}
+	start, err := get(key{f.start, g.start})
+	if err != nil {
+		return frag{}, err
+	}
+	for len(queue) > 0 {
+		k := queue[0]
+		queue = queue[1:]
+		id := ids[k]
+		sp, sq := a.states[k.p], a.states[k.q]
+		for _, e := range sp.eps {
+			t, err := get(key{e, k.q})
+			if err != nil {
+				return frag{}, err
+			}
+			a.eps(id, t)
+		}
+		for _, e := range sq.eps {
+			t, err := get(key{k.p, e})
+			if err != nil {
+				return frag{}, err
+			}
+			a.eps(id, t)
+		}
+		for _, ep := range sp.edges {
+			for _, eq := range sq.edges {
+				lo, hi := max(ep.lo, eq.lo), min(ep.hi, eq.hi)
+				if lo > hi {
+					continue
+				}
+				t, err := get(key{ep.to, eq.to})
+				if err != nil {
+					return frag{}, err
+				}
+				a.edge(id, lo, hi, t)
+			}
+		}
+	}
+	end, ok := ids[key{f.end, g.end}]
+	if !ok {
+		end, err = a.state() // unreachable: the intersection is empty
+		if err != nil {
+			return frag{}, err
+		}
+	}
+	return frag{start, end}, nil
+}
+
+// matches reports whether f accepts s.
+func (a *rnfa) matches(f frag, s string) bool {
+	cur := a.closure([]int{f.start})
+	for _, r := range s {
+		var next []int
+		for _, st := range cur {
+			for _, e := range a.states[st].edges {
+				if e.lo <= r && r <= e.hi {
+					next = append(next, e.to)
+				}
+			}
+		}
+		cur = a.closure(next)
+	}
+	for _, st := range cur {
+		if st == f.end {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *rnfa) closure(set []int) []int {
+	seen := map[int]bool{}
+	var out []int
+	for len(set) > 0 {
+		s := set[len(set)-1]
+		set = set[:len(set)-1]
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		out = append(out, s)
+		set = append(set, a.states[s].eps...)
+	}
+	return out
+}

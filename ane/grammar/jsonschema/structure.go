@@ -35,6 +35,40 @@ func (c *compiler) object(s *Value, ptr string, start int32) (int32, error) {
 		return 0, fail("additionalProperties", ptr+"/additionalProperties", "must be a schema")
 	}
 	closed := addl != nil && addl.Kind == Bool && !addl.Bool
+	// patternProperties: supported when it constrains nothing, or as the
+	// only way in for other names (one pattern, additionalProperties false).
+	var pattern string
+	var patSchema *Value
+	if pp := s.Get("patternProperties"); pp != nil {
+		pptr := ptr + "/patternProperties"
+		if pp.Kind != Object {
+			return 0, fail("patternProperties", pptr, "must be an object")
+		}
+		trivial := true
+		for _, m := range pp.Members {
+			if !(m.Value.Kind == Bool && m.Value.Bool || m.Value.Kind == Object && !hasConstraints(m.Value) && m.Value.Get("$ref") == nil) {
+				trivial = false
+			}
+		}
+		switch {
+		case len(pp.Members) == 0 || trivial && !closed:
+		case closed && len(pp.Members) == 1:
+			pattern, patSchema = pp.Members[0].Key, pp.Members[0].Value
+			a := &rnfa{limit: 1 << 20}
+			f, err := a.compilePattern(pattern)
+			if err != nil {
+				return 0, fail("patternProperties", pptr+"/"+esc(pattern), "%v", err)
+			}
+			// A named property whose name matches must satisfy both.
+			for i := range props {
+				if a.matches(f, props[i].name) {
+					props[i].schema = allOfValue(props[i].schema, patSchema)
+				}
+			}
+		default:
+			return 0, fail("patternProperties", pptr, "supported only with a single pattern and additionalProperties false, or when its schemas constrain nothing")
+		}
+	}
 	if r := s.Get("required"); r != nil {
 		if r.Kind != Array {
 			return 0, fail("required", ptr+"/required", "must be an array of names")
@@ -47,8 +81,18 @@ func (c *compiler) object(s *Value, ptr string, start int32) (int32, error) {
 				props[i].required = true
 				continue
 			}
-			if closed {
+			if closed && pattern == "" {
 				return 0, fail("required", ptr+"/required", "the schema admits no value (%q is required but not allowed)", e.Str)
+			}
+			if closed { // allowed only through the pattern
+				a := &rnfa{limit: 1 << 20}
+				f, err := a.compilePattern(pattern)
+				if err != nil || !a.matches(f, e.Str) {
+					return 0, fail("required", ptr+"/required", "the schema admits no value (%q is required but not allowed)", e.Str)
+				}
+				index[e.Str] = len(props)
+				props = append(props, prop{name: e.Str, schema: patSchema, ptr: ptr + "/patternProperties/" + esc(pattern), required: true})
+				continue
 			}
 			sch := addl
 			sptr := ptr + "/additionalProperties"
@@ -92,7 +136,7 @@ func (c *compiler) object(s *Value, ptr string, start int32) (int32, error) {
 		some = ns
 	}
 	end := b.State()
-	if !closed {
+	if !closed || pattern != "" {
 		key := b.State()
 		if none >= 0 {
 			b.Eps(none, key)
@@ -106,13 +150,20 @@ func (c *compiler) object(s *Value, ptr string, start int32) (int32, error) {
 		for _, p := range props {
 			names = append(names, p.name)
 		}
-		k, err := c.keyExcept(key, names)
+		var k int32
+		var err error
+		sch := addl
+		sptr := ptr + "/additionalProperties"
+		if pattern != "" {
+			k, err = c.keyMatching(key, pattern, names, ptr+"/patternProperties/"+esc(pattern))
+			sch, sptr = patSchema, ptr+"/patternProperties/"+esc(pattern)
+		} else {
+			k, err = c.keyExcept(key, names)
+		}
 		if err != nil {
 			return 0, err
 		}
 		kv := b.WS(b.Lit(b.WS(k), ":"))
-		sch := addl
-		sptr := ptr + "/additionalProperties"
 		if sch == nil {
 			sch = &Value{Kind: Bool, Bool: true}
 		}
@@ -141,63 +192,98 @@ func asEmpty(err error, ce **Error) bool {
 	return false
 }
 
-// keyExcept is a JSON string that is none of names: a trie of the names
-// where leaving the trie, or ending off a name, is any other key.
+// keyExcept is a JSON string that is none of names.
 func (c *compiler) keyExcept(from int32, names []string) (int32, error) {
 	if len(names) == 0 {
 		return c.anyString(from), nil
 	}
-	to, err := c.strRule(from, "except "+string(keysValue(names).Compact()), func() (*rnfa, frag, error) {
+	return c.strRule(from, "except "+string(keysValue(names).Compact()), func() (*rnfa, frag, error) {
 		a := &rnfa{limit: 1 << 20}
-		type node struct {
-			id   int
-			kids map[rune]*node
-			end  bool
-		}
-		newNode := func() *node {
-			id, _ := a.state()
-			return &node{id: id, kids: map[rune]*node{}}
-		}
-		root := newNode()
-		for _, n := range names {
-			cur := root
-			for _, r := range n {
-				k, ok := cur.kids[r]
-				if !ok {
-					k = newNode()
-					cur.kids[r] = k
-				}
-				cur = k
-			}
-			cur.end = true
-		}
-		free, _ := a.state() // any rest of a key that is no longer a prefix of a name
-		a.edge(free, 0, maxRune, free)
-		end, _ := a.state()
-		a.eps(free, end)
-		var walk func(n *node)
-		walk = func(n *node) {
-			if !n.end {
-				a.eps(n.id, end)
-			}
-			var rs []rune
-			for r, k := range n.kids {
-				rs = append(rs, r)
-				a.edge(n.id, r, r, k.id)
-				walk(k)
-			}
-			sortRunes(rs)
-			for _, r := range subtractAll(0, maxRune, rs) {
-				a.edge(n.id, r[0], r[1], free)
-			}
-		}
-		walk(root)
-		return a, frag{root.id, end}, nil
+		f, err := a.except(names)
+		return a, f, err
 	})
-	if err != nil {
-		return 0, err
+}
+
+// keyMatching is a JSON string that matches pattern and is none of names.
+func (c *compiler) keyMatching(from int32, pattern string, names []string, ptr string) (int32, error) {
+	return c.strRule(from, "matching "+string(keysValue(append([]string{pattern}, names...)).Compact()), func() (*rnfa, frag, error) {
+		a := &rnfa{limit: 1 << 20}
+		p, err := a.compilePattern(pattern)
+		if err != nil {
+			return nil, frag{}, fail("patternProperties", ptr, "%v", err)
+		}
+		if len(names) == 0 {
+			return a, p, nil
+		}
+		e, err := a.except(names)
+		if err != nil {
+			return nil, frag{}, err
+		}
+		f, err := a.intersect(p, e)
+		return a, f, err
+	})
+}
+
+// except is the strings that are none of names: a trie of the names where
+// leaving the trie, or ending off a name, is any other string.
+func (a *rnfa) except(names []string) (frag, error) {
+	type node struct {
+		id   int
+		kids map[rune]*node
+		end  bool
 	}
-	return to, nil
+	var err error
+	newNode := func() *node {
+		id, e := a.state()
+		if e != nil {
+			err = e
+		}
+		return &node{id: id, kids: map[rune]*node{}}
+	}
+	root := newNode()
+	for _, n := range names {
+		cur := root
+		for _, r := range n {
+			k, ok := cur.kids[r]
+			if !ok {
+				k = newNode()
+				cur.kids[r] = k
+			}
+			cur = k
+		}
+		cur.end = true
+	}
+	if err != nil {
+		return frag{}, err
+	}
+	free, err := a.state() // any rest of a string that is no longer a prefix of a name
+	if err != nil {
+		return frag{}, err
+	}
+	a.edge(free, 0, maxRune, free)
+	end, err := a.state()
+	if err != nil {
+		return frag{}, err
+	}
+	a.eps(free, end)
+	var walk func(n *node)
+	walk = func(n *node) {
+		if !n.end {
+			a.eps(n.id, end)
+		}
+		var rs []rune
+		for r, k := range n.kids {
+			rs = append(rs, r)
+			a.edge(n.id, r, r, k.id)
+			walk(k)
+		}
+		sortRunes(rs)
+		for _, r := range subtract(0, maxRune, rs) {
+			a.edge(n.id, r[0], r[1], free)
+		}
+	}
+	walk(root)
+	return frag{root.id, end}, nil
 }
 
 func sortRunes(rs []rune) {
@@ -208,7 +294,6 @@ func sortRunes(rs []rune) {
 	}
 }
 
-func subtractAll(lo, hi rune, out []rune) [][2]rune { return subtract(lo, hi, out) }
 
 const maxUnrolledItems = 256
 

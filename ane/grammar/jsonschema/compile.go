@@ -151,8 +151,8 @@ var annotations = map[string]bool{
 // table are not JSON Schema keywords and are ignored as annotations, as
 // the specification says.
 var refused = map[string]string{
-"if": "conditionals are not supported", "then": "conditionals are not supported",
-	"else": "conditionals are not supported",
+	"if": "conditionals are not supported", "then": "conditionals are not supported",
+	"else":          "conditionals are not supported",
 	"propertyNames": "property-name schemas are not supported", "dependencies": "dependencies are not supported",
 	"dependentRequired": "dependencies are not supported", "dependentSchemas": "dependencies are not supported",
 	"unevaluatedProperties": "not supported", "unevaluatedItems": "not supported", "contains": "not supported",

@@ -294,7 +294,6 @@ func sortRunes(rs []rune) {
 	}
 }
 
-
 const maxUnrolledItems = 256
 
 // array compiles an array schema from start: prefixItems (or draft 4's

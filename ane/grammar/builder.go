@@ -151,6 +151,13 @@ func (b *Builder) Call(from, r, to int32) {
 	b.states[from].calls = append(b.states[from].calls, ncall{r, to})
 }
 
+// CallNew calls rule r from from and returns the new state after it.
+func (b *Builder) CallNew(from, r int32) int32 {
+	to := b.State()
+	b.Call(from, r, to)
+	return to
+}
+
 // Rule declares a rule (its body is given later with Define, so rules can
 // call themselves).
 func (b *Builder) Rule(name string) int32 {

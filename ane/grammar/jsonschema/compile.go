@@ -359,9 +359,7 @@ func (c *compiler) call(from int32, name string, body func(start int32) (int32, 
 		return 0, err
 	}
 	c.b.Define(r, s, e)
-	to := c.b.State()
-	c.b.Call(from, r, to)
-	return to, nil
+	return c.b.CallNew(from, r), nil
 }
 
 // callAny calls the any-JSON-value rule.
@@ -402,9 +400,7 @@ func (c *compiler) callAny(from int32) int32 {
 		b.Byte(a, ']', e)
 		b.Byte(afterItem, ']', e)
 	}
-	to := b.State()
-	b.Call(from, c.any, to)
-	return to
+	return b.CallNew(from, c.any)
 }
 
 // anyString is a JSON string of any content.
@@ -432,9 +428,7 @@ func (c *compiler) strRule(from int32, key string, build func() (*rnfa, frag, er
 		e := c.b.Lit(a.emit(c.b, f, c.b.Lit(s, `"`)), `"`)
 		c.b.Define(r, s, e)
 	}
-	to := c.b.State()
-	c.b.Call(from, r, to)
-	return to, nil
+	return c.b.CallNew(from, r), nil
 }
 
 func numberAny(b *grammar.Builder, from int32) int32 {
@@ -467,9 +461,7 @@ func (c *compiler) ref(ref *Value, ptr string, from int32) (int32, error) {
 		}
 		c.b.Define(r, s, e)
 	}
-	to := c.b.State()
-	c.b.Call(from, r, to)
-	return to, nil
+	return c.b.CallNew(from, r), nil
 }
 
 // resolve finds the schema a local $ref ("#", "#/a/b") points to.

@@ -384,20 +384,8 @@ func (a *rnfa) withLength(f frag, min, max int) (frag, error) {
 		cap = min // counts above min are all the same
 	}
 	type key struct{ s, n int }
-	ids := map[key]int{}
-	var queue []key
-	get := func(k key) (int, error) {
-		if id, ok := ids[k]; ok {
-			return id, nil
-		}
-		id, err := a.state()
-		if err != nil {
-			return 0, err
-		}
-		ids[k] = id
-		queue = append(queue, k)
-		return id, nil
-	}
+	pq := &pairs[key]{a: a, ids: map[key]int{}}
+	get := pq.get
 	start, err := get(key{f.start, 0})
 	if err != nil {
 		return frag{}, err
@@ -406,10 +394,10 @@ func (a *rnfa) withLength(f frag, min, max int) (frag, error) {
 	if err != nil {
 		return frag{}, err
 	}
-	for len(queue) > 0 {
-		k := queue[0]
-		queue = queue[1:]
-		id := ids[k]
+	for len(pq.queue) > 0 {
+		k := pq.queue[0]
+		pq.queue = pq.queue[1:]
+		id := pq.ids[k]
 		st := a.states[k.s]
 		if k.s == f.end && k.n >= min {
 			a.eps(id, end)
@@ -626,28 +614,16 @@ func utf8Ranges(b *grammar.Builder, from int32, lo, hi rune, to int32) {
 // accept.
 func (a *rnfa) intersect(f, g frag) (frag, error) {
 	type key struct{ p, q int }
-	ids := map[key]int{}
-	var queue []key
-	get := func(k key) (int, error) {
-		if id, ok := ids[k]; ok {
-			return id, nil
-		}
-		id, err := a.state()
-		if err != nil {
-			return 0, err
-		}
-		ids[k] = id
-		queue = append(queue, k)
-		return id, nil
-	}
+	pq := &pairs[key]{a: a, ids: map[key]int{}}
+	get := pq.get
 	start, err := get(key{f.start, g.start})
 	if err != nil {
 		return frag{}, err
 	}
-	for len(queue) > 0 {
-		k := queue[0]
-		queue = queue[1:]
-		id := ids[k]
+	for len(pq.queue) > 0 {
+		k := pq.queue[0]
+		pq.queue = pq.queue[1:]
+		id := pq.ids[k]
 		sp, sq := a.states[k.p], a.states[k.q]
 		for _, e := range sp.eps {
 			t, err := get(key{e, k.q})
@@ -677,7 +653,7 @@ func (a *rnfa) intersect(f, g frag) (frag, error) {
 			}
 		}
 	}
-	end, ok := ids[key{f.end, g.end}]
+	end, ok := pq.ids[key{f.end, g.end}]
 	if !ok {
 		end, err = a.state() // unreachable: the intersection is empty
 		if err != nil {
@@ -723,4 +699,25 @@ func (a *rnfa) closure(set []int) []int {
 		set = append(set, a.states[s].eps...)
 	}
 	return out
+}
+
+// pairs numbers the states of a product construction as they are reached
+// (queue: reached, not yet expanded).
+type pairs[K comparable] struct {
+	a     *rnfa
+	ids   map[K]int
+	queue []K
+}
+
+func (p *pairs[K]) get(k K) (int, error) {
+	if id, ok := p.ids[k]; ok {
+		return id, nil
+	}
+	id, err := p.a.state()
+	if err != nil {
+		return 0, err
+	}
+	p.ids[k] = id
+	p.queue = append(p.queue, k)
+	return id, nil
 }

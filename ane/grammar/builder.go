@@ -1,6 +1,8 @@
 package grammar
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -191,6 +193,10 @@ type rule struct {
 	calls  [][]ncall // ncall.to is a state of this rule
 	first  [256]bool // bytes a run of this rule can start with
 	simple []bool    // no calls and not accepting: a byte step stays in the rule
+	// leaf: the rule calls no rule, so its local mask walks depend on its
+	// automaton alone; fp identifies that automaton across grammars.
+	leaf bool
+	fp   [16]byte
 }
 
 // ErrEmpty is returned when the grammar accepts nothing.
@@ -216,6 +222,9 @@ func (b *Builder) Build(root int32) (*Grammar, error) {
 	}
 	if err := g.checkCalls(); err != nil {
 		return nil, err
+	}
+	for r := range g.rules {
+		g.rules[r].fingerprint()
 	}
 	return g, nil
 }
@@ -638,4 +647,33 @@ func (ru *rule) blocks(depth int) []int32 {
 		out[s] = rep[block[s]]
 	}
 	return out
+}
+
+// fingerprint sets leaf and, for a leaf, fp: a hash of everything a mask
+// walk reads from the rule (byte classes, transitions, flags).
+func (ru *rule) fingerprint() {
+	for _, cs := range ru.calls {
+		if len(cs) > 0 {
+			return
+		}
+	}
+	ru.leaf = true
+	h := sha256.New()
+	h.Write(ru.class[:])
+	var buf [4]byte
+	for _, t := range ru.trans {
+		binary.LittleEndian.PutUint32(buf[:], uint32(t))
+		h.Write(buf[:])
+	}
+	for s := range ru.accept {
+		f := byte(0)
+		if ru.accept[s] {
+			f |= 1
+		}
+		if ru.ws[s] {
+			f |= 2
+		}
+		h.Write([]byte{f})
+	}
+	copy(ru.fp[:], h.Sum(nil))
 }

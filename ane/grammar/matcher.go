@@ -282,8 +282,20 @@ func (m *Matcher) entry(rule, state int32, run int) *entry {
 	if e, ok := m.cache[k]; ok {
 		return e
 	}
+	ru := &m.g.rules[rule]
+	var sk sharedKey
+	if ru.leaf {
+		sk = sharedKey{ru.fp, state, int32(run)}
+		if e := m.v.shared.get(sk); e != nil {
+			m.cache[k] = e
+			return e
+		}
+	}
 	e := m.localWalk(rule, state, run)
 	m.cache[k] = e
+	if ru.leaf {
+		m.v.shared.put(sk, e)
+	}
 	return e
 }
 

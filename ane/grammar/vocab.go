@@ -3,6 +3,7 @@ package grammar
 import (
 	"bytes"
 	"math/bits"
+	"sync"
 	"sort"
 )
 
@@ -32,6 +33,39 @@ type Vocab struct {
 	// so a walk can take a whole subtree at once where every such byte
 	// keeps the automaton where it is.
 	below [][4]uint64
+	// shared caches the mask walks of leaf rules (string automata, which
+	// recur in every grammar) for every matcher over this vocabulary.
+	shared sharedCache
+}
+
+type sharedKey struct {
+	fp         [16]byte
+	state, run int32
+}
+
+// sharedCache is bounded: past maxShared entries it stops adding.
+type sharedCache struct {
+	mu sync.Mutex
+	m  map[sharedKey]*entry
+}
+
+const maxShared = 1024
+
+func (c *sharedCache) get(k sharedKey) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
+}
+
+func (c *sharedCache) put(k sharedKey, e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[sharedKey]*entry{}
+	}
+	if len(c.m) < maxShared {
+		c.m[k] = e
+	}
 }
 
 // NewVocab builds the trie of tokens[id]. An empty entry is a token the

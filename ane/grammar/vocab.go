@@ -3,8 +3,8 @@ package grammar
 import (
 	"bytes"
 	"math/bits"
-	"sync"
 	"sort"
+	"sync"
 )
 
 // Vocab is a model vocabulary as byte strings, arranged as a token trie so

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/forgedaemon/forged/ane/grammar"
+	"github.com/forgedaemon/forged/ane/grammar/chars"
 )
 
 // Error is a schema the compiler refuses: the keyword, where it is (a JSON
@@ -405,9 +406,9 @@ func (c *compiler) callAny(from int32) int32 {
 
 // anyString is a JSON string of any content.
 func (c *compiler) anyString(from int32) int32 {
-	to, _ := c.strRule(from, "any", func() (*rnfa, frag, error) {
-		a := &rnfa{limit: 16}
-		f, err := a.anyChars(0, -1)
+	to, _ := c.strRule(from, "any", func() (*chars.NFA, chars.Frag, error) {
+		a := chars.New(16)
+		f, err := a.AnyChars(0, -1)
 		return a, f, err
 	})
 	return to
@@ -415,7 +416,7 @@ func (c *compiler) anyString(from int32) int32 {
 
 // strRule calls the string rule named key (a quoted string whose content
 // build describes), building it the first time.
-func (c *compiler) strRule(from int32, key string, build func() (*rnfa, frag, error)) (int32, error) {
+func (c *compiler) strRule(from int32, key string, build func() (*chars.NFA, chars.Frag, error)) (int32, error) {
 	r, ok := c.strs[key]
 	if !ok {
 		a, f, err := build()
@@ -425,20 +426,16 @@ func (c *compiler) strRule(from int32, key string, build func() (*rnfa, frag, er
 		r = c.b.Rule("string " + key)
 		c.strs[key] = r
 		s := c.b.State()
-		e := c.b.Lit(a.emit(c.b, f, c.b.Lit(s, `"`)), `"`)
+		e := c.b.Lit(a.Emit(c.b, f, c.b.Lit(s, `"`)), `"`)
 		c.b.Define(r, s, e)
 	}
 	return c.b.CallNew(from, r), nil
 }
 
 func numberAny(b *grammar.Builder, from int32) int32 {
-	a := &rnfa{limit: 1000}
-	f, _ := a.compileRegex(`-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?`)
-	return a.emit(b, f, from)
-}
-
-func (a *rnfa) compileRegex(re string) (frag, error) {
-	return a.compilePattern("^(?:" + re + ")$")
+	a := chars.New(1000)
+	f, _ := a.CompileRegex(`-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?`)
+	return a.Emit(b, f, from)
 }
 
 // ref compiles a $ref: a rule per target, so recursion is a call.
@@ -473,16 +470,16 @@ func (c *compiler) resolve(ref *Value, ptr string) (*Value, string, error) {
 	if !strings.HasPrefix(s, "#") {
 		return nil, "", fail("$ref", ptr, "only references inside the schema (#/…) are supported, not %q", s)
 	}
-	frag, err := url.PathUnescape(s[1:])
+	fragment, err := url.PathUnescape(s[1:])
 	if err != nil {
 		return nil, "", fail("$ref", ptr, "bad reference %q", s)
 	}
-	if frag != "" && !strings.HasPrefix(frag, "/") {
+	if fragment != "" && !strings.HasPrefix(fragment, "/") {
 		return nil, "", fail("$ref", ptr, "anchors (%q) are not supported", s)
 	}
 	v := c.root
-	if frag != "" {
-		for _, part := range strings.Split(frag[1:], "/") {
+	if fragment != "" {
+		for _, part := range strings.Split(fragment[1:], "/") {
 			part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
 			switch v.Kind {
 			case Object:
@@ -502,7 +499,7 @@ func (c *compiler) resolve(ref *Value, ptr string) (*Value, string, error) {
 			}
 		}
 	}
-	return v, frag, nil
+	return v, fragment, nil
 }
 
 // anyOf compiles anyOf (or oneOf where its branches are provably disjoint)
@@ -847,12 +844,12 @@ func (c *compiler) number(s *Value, integer bool, ptr string, from int32) (int32
 	if re == "" {
 		return 0, fail("minimum", ptr, "the schema admits no value")
 	}
-	a := &rnfa{limit: 100_000}
-	f, err := a.compileRegex(re)
+	a := chars.New(100_000)
+	f, err := a.CompileRegex(re)
 	if err != nil {
 		return 0, fail("minimum", ptr, "%v", err)
 	}
-	return a.emit(c.b, f, from), nil
+	return a.Emit(c.b, f, from), nil
 }
 
 // formats are the string formats enforced, as ECMA-262 patterns.
@@ -905,11 +902,11 @@ func (c *compiler) str(s *Value, ptr string, from int32) (int32, error) {
 		if v.Kind != Number || err != nil || n < 0 {
 			return 0, fail(kw, ptr+"/"+kw, "must be a non-negative integer")
 		}
-		if n > maxRepeat {
+		if n > chars.MaxRepeat {
 			if kw == "minLength" {
-				return 0, fail(kw, ptr+"/"+kw, "%d is over the supported %d", n, maxRepeat)
+				return 0, fail(kw, ptr+"/"+kw, "%d is over the supported %d", n, chars.MaxRepeat)
 			}
-			n = maxRepeat // a tighter bound: the output stays valid
+			n = chars.MaxRepeat // a tighter bound: the output stays valid
 		}
 		if kw == "minLength" {
 			minL = n
@@ -923,23 +920,23 @@ func (c *compiler) str(s *Value, ptr string, from int32) (int32, error) {
 			key += kw + "=" + string(v.Compact())
 		}
 	}
-	return c.strRule(from, key, func() (*rnfa, frag, error) {
-		a := &rnfa{limit: 200_000}
-		var f frag
+	return c.strRule(from, key, func() (*chars.NFA, chars.Frag, error) {
+		a := chars.New(200_000)
+		var f chars.Frag
 		var have bool
 		pat, fmtv := s.Get("pattern"), s.Get("format")
 		if pat != nil && fmtv != nil {
 			if formats[fmtv.Str] != "" || standardFormats[fmtv.Str] {
-				return nil, frag{}, fail("format", ptr+"/format", "format together with pattern is not supported")
+				return nil, chars.Frag{}, fail("format", ptr+"/format", "format together with pattern is not supported")
 			}
 		}
 		if pat != nil {
 			if pat.Kind != String {
-				return nil, frag{}, fail("pattern", ptr+"/pattern", "must be a string")
+				return nil, chars.Frag{}, fail("pattern", ptr+"/pattern", "must be a string")
 			}
 			var err error
-			if f, err = a.compilePattern(pat.Str); err != nil {
-				return nil, frag{}, fail("pattern", ptr+"/pattern", "%v", err)
+			if f, err = a.CompilePattern(pat.Str); err != nil {
+				return nil, chars.Frag{}, fail("pattern", ptr+"/pattern", "%v", err)
 			}
 			have = true
 		} else if fmtv != nil && (formats[fmtv.Str] != "" || standardFormats[fmtv.Str]) {
@@ -952,23 +949,23 @@ func (c *compiler) str(s *Value, ptr string, from int32) (int32, error) {
 					names = append(names, n)
 				}
 				sort.Strings(names)
-				return nil, frag{}, fail("format", ptr+"/format", "format %q is not supported (supported: %s)", fmtv.Str, strings.Join(names, ", "))
+				return nil, chars.Frag{}, fail("format", ptr+"/format", "format %q is not supported (supported: %s)", fmtv.Str, strings.Join(names, ", "))
 			}
 			var err error
-			if f, err = a.compileRegex(re); err != nil {
-				return nil, frag{}, fail("format", ptr+"/format", "%v", err)
+			if f, err = a.CompileRegex(re); err != nil {
+				return nil, chars.Frag{}, fail("format", ptr+"/format", "%v", err)
 			}
 			have = true
 		}
 		var err error
 		switch {
 		case have && (minL > 0 || maxL >= 0):
-			f, err = a.withLength(f, minL, maxL)
+			f, err = a.WithLength(f, minL, maxL)
 		case !have:
-			f, err = a.anyChars(minL, maxL)
+			f, err = a.AnyChars(minL, maxL)
 		}
 		if err != nil {
-			return nil, frag{}, fail("maxLength", ptr, "%v", err)
+			return nil, chars.Frag{}, fail("maxLength", ptr, "%v", err)
 		}
 		return a, f, nil
 	})

@@ -2,6 +2,8 @@ package jsonschema
 
 import (
 	"strconv"
+
+	"github.com/forgedaemon/forged/ane/grammar/chars"
 )
 
 // object compiles an object schema from start (which the caller made a
@@ -54,14 +56,14 @@ func (c *compiler) object(s *Value, ptr string, start int32) (int32, error) {
 		case len(pp.Members) == 0 || trivial && !closed:
 		case closed && len(pp.Members) == 1:
 			pattern, patSchema = pp.Members[0].Key, pp.Members[0].Value
-			a := &rnfa{limit: 1 << 20}
-			f, err := a.compilePattern(pattern)
+			a := chars.New(1 << 20)
+			f, err := a.CompilePattern(pattern)
 			if err != nil {
 				return 0, fail("patternProperties", pptr+"/"+esc(pattern), "%v", err)
 			}
 			// A named property whose name matches must satisfy both.
 			for i := range props {
-				if a.matches(f, props[i].name) {
+				if a.Matches(f, props[i].name) {
 					props[i].schema = allOfValue(props[i].schema, patSchema)
 				}
 			}
@@ -85,9 +87,9 @@ func (c *compiler) object(s *Value, ptr string, start int32) (int32, error) {
 				return 0, fail("required", ptr+"/required", "the schema admits no value (%q is required but not allowed)", e.Str)
 			}
 			if closed { // allowed only through the pattern
-				a := &rnfa{limit: 1 << 20}
-				f, err := a.compilePattern(pattern)
-				if err != nil || !a.matches(f, e.Str) {
+				a := chars.New(1 << 20)
+				f, err := a.CompilePattern(pattern)
+				if err != nil || !a.Matches(f, e.Str) {
 					return 0, fail("required", ptr+"/required", "the schema admits no value (%q is required but not allowed)", e.Str)
 				}
 				index[e.Str] = len(props)
@@ -197,101 +199,31 @@ func (c *compiler) keyExcept(from int32, names []string) (int32, error) {
 	if len(names) == 0 {
 		return c.anyString(from), nil
 	}
-	return c.strRule(from, "except "+string(keysValue(names).Compact()), func() (*rnfa, frag, error) {
-		a := &rnfa{limit: 1 << 20}
-		f, err := a.except(names)
+	return c.strRule(from, "except "+string(keysValue(names).Compact()), func() (*chars.NFA, chars.Frag, error) {
+		a := chars.New(1 << 20)
+		f, err := a.Except(names)
 		return a, f, err
 	})
 }
 
 // keyMatching is a JSON string that matches pattern and is none of names.
 func (c *compiler) keyMatching(from int32, pattern string, names []string, ptr string) (int32, error) {
-	return c.strRule(from, "matching "+string(keysValue(append([]string{pattern}, names...)).Compact()), func() (*rnfa, frag, error) {
-		a := &rnfa{limit: 1 << 20}
-		p, err := a.compilePattern(pattern)
+	return c.strRule(from, "matching "+string(keysValue(append([]string{pattern}, names...)).Compact()), func() (*chars.NFA, chars.Frag, error) {
+		a := chars.New(1 << 20)
+		p, err := a.CompilePattern(pattern)
 		if err != nil {
-			return nil, frag{}, fail("patternProperties", ptr, "%v", err)
+			return nil, chars.Frag{}, fail("patternProperties", ptr, "%v", err)
 		}
 		if len(names) == 0 {
 			return a, p, nil
 		}
-		e, err := a.except(names)
+		e, err := a.Except(names)
 		if err != nil {
-			return nil, frag{}, err
+			return nil, chars.Frag{}, err
 		}
-		f, err := a.intersect(p, e)
+		f, err := a.Intersect(p, e)
 		return a, f, err
 	})
-}
-
-// except is the strings that are none of names: a trie of the names where
-// leaving the trie, or ending off a name, is any other string.
-func (a *rnfa) except(names []string) (frag, error) {
-	type node struct {
-		id   int
-		kids map[rune]*node
-		end  bool
-	}
-	var err error
-	newNode := func() *node {
-		id, e := a.state()
-		if e != nil {
-			err = e
-		}
-		return &node{id: id, kids: map[rune]*node{}}
-	}
-	root := newNode()
-	for _, n := range names {
-		cur := root
-		for _, r := range n {
-			k, ok := cur.kids[r]
-			if !ok {
-				k = newNode()
-				cur.kids[r] = k
-			}
-			cur = k
-		}
-		cur.end = true
-	}
-	if err != nil {
-		return frag{}, err
-	}
-	free, err := a.state() // any rest of a string that is no longer a prefix of a name
-	if err != nil {
-		return frag{}, err
-	}
-	a.edge(free, 0, maxRune, free)
-	end, err := a.state()
-	if err != nil {
-		return frag{}, err
-	}
-	a.eps(free, end)
-	var walk func(n *node)
-	walk = func(n *node) {
-		if !n.end {
-			a.eps(n.id, end)
-		}
-		var rs []rune
-		for r, k := range n.kids {
-			rs = append(rs, r)
-			a.edge(n.id, r, r, k.id)
-			walk(k)
-		}
-		sortRunes(rs)
-		for _, r := range subtract(0, maxRune, rs) {
-			a.edge(n.id, r[0], r[1], free)
-		}
-	}
-	walk(root)
-	return frag{root.id, end}, nil
-}
-
-func sortRunes(rs []rune) {
-	for i := 1; i < len(rs); i++ {
-		for j := i; j > 0 && rs[j] < rs[j-1]; j-- {
-			rs[j], rs[j-1] = rs[j-1], rs[j]
-		}
-	}
 }
 
 const maxUnrolledItems = 256

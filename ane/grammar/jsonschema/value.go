@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/forgedaemon/forged/ane/grammar/chars"
 )
 
 // Kind is a JSON value's type.
@@ -192,32 +194,8 @@ func AppendString(dst []byte, s string) []byte {
 			i++
 			continue
 		}
-		dst = appendRune(dst, r)
+		dst = chars.AppendRune(dst, r)
 		i += n
 	}
 	return append(dst, '"')
-}
-
-func appendRune(dst []byte, r rune) []byte {
-	switch r {
-	case '"':
-		return append(dst, `\"`...)
-	case '\\':
-		return append(dst, `\\`...)
-	case '\n':
-		return append(dst, `\n`...)
-	case '\r':
-		return append(dst, `\r`...)
-	case '\t':
-		return append(dst, `\t`...)
-	case '\b':
-		return append(dst, `\b`...)
-	case '\f':
-		return append(dst, `\f`...)
-	}
-	if r < 0x20 {
-		const hex = "0123456789abcdef"
-		return append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&15])
-	}
-	return utf8.AppendRune(dst, r)
 }

@@ -1,4 +1,7 @@
-package jsonschema
+// Package chars builds character automata for the contents of JSON
+// strings (ECMA-262 patterns, lengths, products, name sets) and writes
+// them into a grammar as the bytes of their JSON spelling.
+package chars
 
 import (
 	"fmt"
@@ -10,10 +13,10 @@ import (
 	"github.com/forgedaemon/forged/ane/grammar"
 )
 
-// A rune automaton describes a string's decoded characters (what pattern,
-// format and the length bounds talk about); emit turns it into bytes of
+// An NFA describes a string's decoded characters (what pattern,
+// format and the length bounds talk about); Emit turns it into bytes of
 // the JSON encoding.
-type rnfa struct {
+type NFA struct {
 	states []rstate
 	limit  int
 }
@@ -28,9 +31,10 @@ type redge struct {
 	to     int
 }
 
-const maxRune = unicode.MaxRune
+// MaxRune is the largest character.
+const MaxRune = unicode.MaxRune
 
-func (a *rnfa) state() (int, error) {
+func (a *NFA) state() (int, error) {
 	if len(a.states) >= a.limit {
 		return 0, errTooBig
 	}
@@ -40,13 +44,16 @@ func (a *rnfa) state() (int, error) {
 
 var errTooBig = fmt.Errorf("string automaton over its size limit")
 
-func (a *rnfa) eps(f, t int) { a.states[f].eps = append(a.states[f].eps, t) }
-func (a *rnfa) edge(f int, lo, hi rune, t int) {
+func (a *NFA) eps(f, t int) { a.states[f].eps = append(a.states[f].eps, t) }
+func (a *NFA) edge(f int, lo, hi rune, t int) {
 	a.states[f].edges = append(a.states[f].edges, redge{lo, hi, t})
 }
 
-// frag is a piece of a rune automaton from start to end.
-type frag struct{ start, end int }
+// Frag is a piece of a rune automaton from start to end.
+type Frag struct{ Start, End int }
+
+// New starts an automaton of at most limit states.
+func New(limit int) *NFA { return &NFA{limit: limit} }
 
 // ecmaRewrite turns the ECMA-262 spellings RE2 lacks or reads differently
 // into RE2 syntax: \uXXXX, and \s (ECMA's white space and line terminators,
@@ -117,16 +124,16 @@ func isHex4(s string) bool {
 	return true
 }
 
-// compilePattern builds the automaton of strings that contain a match of
+// CompilePattern builds the automaton of strings that contain a match of
 // the ECMA-262 regular expression p (JSON Schema patterns are unanchored).
-func (a *rnfa) compilePattern(p string) (frag, error) {
+func (a *NFA) CompilePattern(p string) (Frag, error) {
 	q, err := ecmaRewrite(p)
 	if err != nil {
-		return frag{}, err
+		return Frag{}, err
 	}
 	re, err := syntax.Parse(q, syntax.Perl)
 	if err != nil {
-		return frag{}, fmt.Errorf("unsupported regular expression: %v", err)
+		return Frag{}, fmt.Errorf("unsupported regular expression: %v", err)
 	}
 	return a.anchored(re)
 }
@@ -134,28 +141,28 @@ func (a *rnfa) compilePattern(p string) (frag, error) {
 // anchored compiles re as a search: each top-level alternative may be
 // anchored at the start (^) and/or the end ($); where it is not, any text
 // may precede or follow.
-func (a *rnfa) anchored(re *syntax.Regexp) (frag, error) {
+func (a *NFA) anchored(re *syntax.Regexp) (Frag, error) {
 	for re.Op == syntax.OpCapture {
 		re = re.Sub[0]
 	}
 	if re.Op == syntax.OpAlternate {
 		s, err := a.state()
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
 		e, err := a.state()
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
 		for _, sub := range re.Sub {
 			f, err := a.anchored(sub)
 			if err != nil {
-				return frag{}, err
+				return Frag{}, err
 			}
-			a.eps(s, f.start)
-			a.eps(f.end, e)
+			a.eps(s, f.Start)
+			a.eps(f.End, e)
 		}
-		return frag{s, e}, nil
+		return Frag{s, e}, nil
 	}
 	subs := []*syntax.Regexp{re}
 	if re.Op == syntax.OpConcat {
@@ -170,48 +177,49 @@ func (a *rnfa) anchored(re *syntax.Regexp) (frag, error) {
 	}
 	s, err := a.state()
 	if err != nil {
-		return frag{}, err
+		return Frag{}, err
 	}
 	cur := s
 	if !begin {
-		a.edge(cur, 0, maxRune, cur)
+		a.edge(cur, 0, MaxRune, cur)
 	}
 	for _, sub := range subs {
 		f, err := a.regex(sub)
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
-		a.eps(cur, f.start)
-		cur = f.end
+		a.eps(cur, f.Start)
+		cur = f.End
 	}
 	if !end {
 		n, err := a.state()
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
 		a.eps(cur, n)
-		a.edge(n, 0, maxRune, n)
+		a.edge(n, 0, MaxRune, n)
 		cur = n
 	}
-	return frag{s, cur}, nil
+	return Frag{s, cur}, nil
 }
 
-const maxRepeat = 1000
+// MaxRepeat bounds a counted repetition (and the supported string lengths).
+const MaxRepeat = 1000
 
-func (a *rnfa) regex(re *syntax.Regexp) (frag, error) {
+func (a *NFA) regex(re *syntax.Regexp) (Frag, error) {
 	s, err := a.state()
 	if err != nil {
-		return frag{}, err
+		return Frag{}, err
 	}
 	switch re.Op {
 	case syntax.OpEmptyMatch:
-		return frag{s, s}, nil
+		return Frag{s, s}, nil
 	case syntax.OpLiteral:
 		cur := s
 		for _, r := range re.Rune {
 			n, err := a.state()
 			if err != nil {
-				return frag{}, err
+				return Frag{}, err
 			}
 			if re.Flags&syntax.FoldCase != 0 {
 				for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
@@ -221,65 +229,65 @@ func (a *rnfa) regex(re *syntax.Regexp) (frag, error) {
 			a.edge(cur, r, r, n)
 			cur = n
 		}
-		return frag{s, cur}, nil
+		return Frag{s, cur}, nil
 	case syntax.OpCharClass:
 		n, err := a.state()
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
 		for i := 0; i+1 < len(re.Rune); i += 2 {
 			a.edge(s, re.Rune[i], re.Rune[i+1], n)
 		}
-		return frag{s, n}, nil
+		return Frag{s, n}, nil
 	case syntax.OpAnyChar:
 		n, err := a.state()
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
-		a.edge(s, 0, maxRune, n)
-		return frag{s, n}, nil
+		a.edge(s, 0, MaxRune, n)
+		return Frag{s, n}, nil
 	case syntax.OpAnyCharNotNL: // ECMA's . stops at every line terminator
 		n, err := a.state()
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
 		a.edge(s, 0, '\n'-1, n)
 		a.edge(s, '\n'+1, '\r'-1, n)
 		a.edge(s, '\r'+1, 0x2027, n)
-		a.edge(s, 0x202a, maxRune, n)
-		return frag{s, n}, nil
+		a.edge(s, 0x202a, MaxRune, n)
+		return Frag{s, n}, nil
 	case syntax.OpCapture:
 		f, err := a.regex(re.Sub[0])
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
-		a.eps(s, f.start)
-		return frag{s, f.end}, nil
+		a.eps(s, f.Start)
+		return Frag{s, f.End}, nil
 	case syntax.OpConcat:
 		cur := s
 		for _, sub := range re.Sub {
 			f, err := a.regex(sub)
 			if err != nil {
-				return frag{}, err
+				return Frag{}, err
 			}
-			a.eps(cur, f.start)
-			cur = f.end
+			a.eps(cur, f.Start)
+			cur = f.End
 		}
-		return frag{s, cur}, nil
+		return Frag{s, cur}, nil
 	case syntax.OpAlternate:
 		e, err := a.state()
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
 		for _, sub := range re.Sub {
 			f, err := a.regex(sub)
 			if err != nil {
-				return frag{}, err
+				return Frag{}, err
 			}
-			a.eps(s, f.start)
-			a.eps(f.end, e)
+			a.eps(s, f.Start)
+			a.eps(f.End, e)
 		}
-		return frag{s, e}, nil
+		return Frag{s, e}, nil
 	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
 		min, max := 0, -1
 		if re.Op == syntax.OpPlus {
@@ -290,95 +298,95 @@ func (a *rnfa) regex(re *syntax.Regexp) (frag, error) {
 		}
 		return a.repeat(s, re.Sub[0], min, max)
 	case syntax.OpRepeat:
-		if re.Min > maxRepeat || re.Max > maxRepeat {
-			return frag{}, fmt.Errorf("repetition count over %d", maxRepeat)
+		if re.Min > MaxRepeat || re.Max > MaxRepeat {
+			return Frag{}, fmt.Errorf("repetition count over %d", MaxRepeat)
 		}
 		return a.repeat(s, re.Sub[0], re.Min, re.Max)
 	}
-	return frag{}, fmt.Errorf("regular expression operator %v is not supported", re.Op)
+	return Frag{}, fmt.Errorf("regular expression operator %v is not supported", re.Op)
 }
 
 // repeat builds sub{min,max} (max -1: unbounded) starting at s.
-func (a *rnfa) repeat(s int, sub *syntax.Regexp, min, max int) (frag, error) {
+func (a *NFA) repeat(s int, sub *syntax.Regexp, min, max int) (Frag, error) {
 	cur := s
 	for i := 0; i < min; i++ {
 		f, err := a.regex(sub)
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
-		a.eps(cur, f.start)
-		cur = f.end
+		a.eps(cur, f.Start)
+		cur = f.End
 	}
 	if max < 0 {
 		f, err := a.regex(sub)
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
-		a.eps(cur, f.start)
-		a.eps(f.end, cur)
+		a.eps(cur, f.Start)
+		a.eps(f.End, cur)
 		n, err := a.state()
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
 		a.eps(cur, n)
-		return frag{s, n}, nil
+		return Frag{s, n}, nil
 	}
 	end, err := a.state()
 	if err != nil {
-		return frag{}, err
+		return Frag{}, err
 	}
 	a.eps(cur, end)
 	for i := min; i < max; i++ {
 		f, err := a.regex(sub)
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
-		a.eps(cur, f.start)
-		cur = f.end
+		a.eps(cur, f.Start)
+		cur = f.End
 		a.eps(cur, end)
 	}
-	return frag{s, end}, nil
+	return Frag{s, end}, nil
 }
 
-// anyChars is a string of min…max characters (max -1: unbounded).
-func (a *rnfa) anyChars(min, max int) (frag, error) {
+// AnyChars is a string of min…max characters (max -1: unbounded).
+func (a *NFA) AnyChars(min, max int) (Frag, error) {
 	s, err := a.state()
 	if err != nil {
-		return frag{}, err
+		return Frag{}, err
 	}
 	cur := s
 	for i := 0; i < min; i++ {
 		n, err := a.state()
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
-		a.edge(cur, 0, maxRune, n)
+		a.edge(cur, 0, MaxRune, n)
 		cur = n
 	}
 	if max < 0 {
-		a.edge(cur, 0, maxRune, cur)
-		return frag{s, cur}, nil
+		a.edge(cur, 0, MaxRune, cur)
+		return Frag{s, cur}, nil
 	}
 	end, err := a.state()
 	if err != nil {
-		return frag{}, err
+		return Frag{}, err
 	}
 	a.eps(cur, end)
 	for i := min; i < max; i++ {
 		n, err := a.state()
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
-		a.edge(cur, 0, maxRune, n)
+		a.edge(cur, 0, MaxRune, n)
 		cur = n
 		a.eps(cur, end)
 	}
-	return frag{s, end}, nil
+	return Frag{s, end}, nil
 }
 
-// withLength is f restricted to strings of min…max characters (max -1:
+// WithLength is f restricted to strings of min…max characters (max -1:
 // unbounded): the product of f with a character counter.
-func (a *rnfa) withLength(f frag, min, max int) (frag, error) {
+func (a *NFA) WithLength(f Frag, min, max int) (Frag, error) {
 	cap := max
 	if cap < 0 {
 		cap = min // counts above min are all the same
@@ -386,26 +394,26 @@ func (a *rnfa) withLength(f frag, min, max int) (frag, error) {
 	type key struct{ s, n int }
 	pq := &pairs[key]{a: a, ids: map[key]int{}}
 	get := pq.get
-	start, err := get(key{f.start, 0})
+	start, err := get(key{f.Start, 0})
 	if err != nil {
-		return frag{}, err
+		return Frag{}, err
 	}
 	end, err := a.state()
 	if err != nil {
-		return frag{}, err
+		return Frag{}, err
 	}
 	for len(pq.queue) > 0 {
 		k := pq.queue[0]
 		pq.queue = pq.queue[1:]
 		id := pq.ids[k]
 		st := a.states[k.s]
-		if k.s == f.end && k.n >= min {
+		if k.s == f.End && k.n >= min {
 			a.eps(id, end)
 		}
 		for _, e := range st.eps {
 			t, err := get(key{e, k.n})
 			if err != nil {
-				return frag{}, err
+				return Frag{}, err
 			}
 			a.eps(id, t)
 		}
@@ -419,20 +427,20 @@ func (a *rnfa) withLength(f frag, min, max int) (frag, error) {
 		for _, e := range st.edges {
 			t, err := get(key{e.to, n})
 			if err != nil {
-				return frag{}, err
+				return Frag{}, err
 			}
 			a.edge(id, e.lo, e.hi, t)
 		}
 	}
-	return frag{start, end}, nil
+	return Frag{start, end}, nil
 }
 
-// emit adds the JSON encoding of f's strings (without the quotes) to the
+// Emit adds the JSON encoding of f's strings (without the quotes) to the
 // byte grammar from `from` and returns the state after it. Each character
 // is written directly in UTF-8, or with JSON's short escapes, or \u00XX for
 // the other control characters; a character class covering every
 // character also admits any \uXXXX escape of a non-surrogate.
-func (a *rnfa) emit(b *grammar.Builder, f frag, from int32) int32 {
+func (a *NFA) Emit(b *grammar.Builder, f Frag, from int32) int32 {
 	ids := make([]int32, len(a.states))
 	for i := range ids {
 		ids[i] = -1
@@ -444,9 +452,9 @@ func (a *rnfa) emit(b *grammar.Builder, f frag, from int32) int32 {
 		return ids[s]
 	}
 	seen := make([]bool, len(a.states))
-	stack := []int{f.start}
-	seen[f.start] = true
-	b.Eps(from, get(f.start))
+	stack := []int{f.Start}
+	seen[f.Start] = true
+	b.Eps(from, get(f.Start))
 	for len(stack) > 0 && b.Err() == nil {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -465,7 +473,7 @@ func (a *rnfa) emit(b *grammar.Builder, f frag, from int32) int32 {
 			}
 		}
 	}
-	return get(f.end)
+	return get(f.End)
 }
 
 // encodeRange adds, from `from` to `to`, every JSON spelling this package
@@ -480,7 +488,7 @@ func encodeRange(b *grammar.Builder, from int32, lo, hi rune, to int32) {
 		}
 		return bs
 	}
-	if lo == 0 && hi >= maxRune {
+	if lo == 0 && hi >= MaxRune {
 		// \uXXXX of any non-surrogate code unit.
 		u := b.Lit(backslash(), "u")
 		hexAny := func(f, t int32) {
@@ -513,7 +521,7 @@ func encodeRange(b *grammar.Builder, from int32, lo, hi rune, to int32) {
 	}
 	// The other control characters as \u00XX.
 	var hiNibble [2]int32
-	for c := max(lo, 0); c <= min(hi, 0x1f) && !(lo == 0 && hi >= maxRune); c++ {
+	for c := max(lo, 0); c <= min(hi, 0x1f) && !(lo == 0 && hi >= MaxRune); c++ {
 		if c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f' {
 			continue
 		}
@@ -530,7 +538,7 @@ func encodeRange(b *grammar.Builder, from int32, lo, hi rune, to int32) {
 			b.Byte(hiNibble[n], d-'a'+'A', to)
 		}
 	}
-	// Direct UTF-8 for 0x20… except '"' and '\\'.
+	// Direct UTF-8 for 0x20… Except '"' and '\\'.
 	for _, r := range subtract(lo, hi, []rune{'"', '\\'}) {
 		utf8Ranges(b, from, max(r[0], 0x20), r[1], to)
 	}
@@ -610,15 +618,15 @@ func utf8Ranges(b *grammar.Builder, from int32, lo, hi rune, to int32) {
 	}
 }
 
-// intersect is the product of fragments f and g of a: the strings both
+// Intersect is the product of fragments f and g of a: the strings both
 // accept.
-func (a *rnfa) intersect(f, g frag) (frag, error) {
+func (a *NFA) Intersect(f, g Frag) (Frag, error) {
 	type key struct{ p, q int }
 	pq := &pairs[key]{a: a, ids: map[key]int{}}
 	get := pq.get
-	start, err := get(key{f.start, g.start})
+	start, err := get(key{f.Start, g.Start})
 	if err != nil {
-		return frag{}, err
+		return Frag{}, err
 	}
 	for len(pq.queue) > 0 {
 		k := pq.queue[0]
@@ -628,14 +636,14 @@ func (a *rnfa) intersect(f, g frag) (frag, error) {
 		for _, e := range sp.eps {
 			t, err := get(key{e, k.q})
 			if err != nil {
-				return frag{}, err
+				return Frag{}, err
 			}
 			a.eps(id, t)
 		}
 		for _, e := range sq.eps {
 			t, err := get(key{k.p, e})
 			if err != nil {
-				return frag{}, err
+				return Frag{}, err
 			}
 			a.eps(id, t)
 		}
@@ -647,25 +655,25 @@ func (a *rnfa) intersect(f, g frag) (frag, error) {
 				}
 				t, err := get(key{ep.to, eq.to})
 				if err != nil {
-					return frag{}, err
+					return Frag{}, err
 				}
 				a.edge(id, lo, hi, t)
 			}
 		}
 	}
-	end, ok := pq.ids[key{f.end, g.end}]
+	end, ok := pq.ids[key{f.End, g.End}]
 	if !ok {
 		end, err = a.state() // unreachable: the intersection is empty
 		if err != nil {
-			return frag{}, err
+			return Frag{}, err
 		}
 	}
-	return frag{start, end}, nil
+	return Frag{start, end}, nil
 }
 
-// matches reports whether f accepts s.
-func (a *rnfa) matches(f frag, s string) bool {
-	cur := a.closure([]int{f.start})
+// Matches reports whether f accepts s.
+func (a *NFA) Matches(f Frag, s string) bool {
+	cur := a.closure([]int{f.Start})
 	for _, r := range s {
 		var next []int
 		for _, st := range cur {
@@ -678,14 +686,14 @@ func (a *rnfa) matches(f frag, s string) bool {
 		cur = a.closure(next)
 	}
 	for _, st := range cur {
-		if st == f.end {
+		if st == f.End {
 			return true
 		}
 	}
 	return false
 }
 
-func (a *rnfa) closure(set []int) []int {
+func (a *NFA) closure(set []int) []int {
 	seen := map[int]bool{}
 	var out []int
 	for len(set) > 0 {
@@ -704,7 +712,7 @@ func (a *rnfa) closure(set []int) []int {
 // pairs numbers the states of a product construction as they are reached
 // (queue: reached, not yet expanded).
 type pairs[K comparable] struct {
-	a     *rnfa
+	a     *NFA
 	ids   map[K]int
 	queue []K
 }
@@ -720,4 +728,105 @@ func (p *pairs[K]) get(k K) (int, error) {
 	p.ids[k] = id
 	p.queue = append(p.queue, k)
 	return id, nil
+}
+
+// Except is the strings that are none of names: a trie of the names where
+// leaving the trie, or ending off a name, is any other string.
+func (a *NFA) Except(names []string) (Frag, error) {
+	type node struct {
+		id   int
+		kids map[rune]*node
+		end  bool
+	}
+	var err error
+	newNode := func() *node {
+		id, e := a.state()
+		if e != nil {
+			err = e
+		}
+		return &node{id: id, kids: map[rune]*node{}}
+	}
+	root := newNode()
+	for _, n := range names {
+		cur := root
+		for _, r := range n {
+			k, ok := cur.kids[r]
+			if !ok {
+				k = newNode()
+				cur.kids[r] = k
+			}
+			cur = k
+		}
+		cur.end = true
+	}
+	if err != nil {
+		return Frag{}, err
+	}
+	free, err := a.state() // any rest of a string that is no longer a prefix of a name
+	if err != nil {
+		return Frag{}, err
+	}
+	a.edge(free, 0, MaxRune, free)
+	end, err := a.state()
+	if err != nil {
+		return Frag{}, err
+	}
+	a.eps(free, end)
+	var walk func(n *node)
+	walk = func(n *node) {
+		if !n.end {
+			a.eps(n.id, end)
+		}
+		var rs []rune
+		for r, k := range n.kids {
+			rs = append(rs, r)
+			a.edge(n.id, r, r, k.id)
+			walk(k)
+		}
+		sortRunes(rs)
+		for _, r := range subtract(0, MaxRune, rs) {
+			a.edge(n.id, r[0], r[1], free)
+		}
+	}
+	walk(root)
+	return Frag{Start: root.id, End: end}, nil
+}
+
+func sortRunes(rs []rune) {
+	for i := 1; i < len(rs); i++ {
+		for j := i; j > 0 && rs[j] < rs[j-1]; j-- {
+			rs[j], rs[j-1] = rs[j-1], rs[j]
+		}
+	}
+}
+
+func (a *NFA) CompileRegex(re string) (Frag, error) {
+	return a.CompilePattern("^(?:" + re + ")$")
+}
+
+// AppendRune appends r as the JSON string encoding writes it: the short
+// escapes where JSON has them, \u00XX for other control characters, UTF-8
+// otherwise.
+func AppendRune(dst []byte, r rune) []byte {
+	switch r {
+	case '"':
+		return append(dst, `\"`...)
+	case '\\':
+		return append(dst, `\\`...)
+	case '\n':
+		return append(dst, `\n`...)
+	case '\r':
+		return append(dst, `\r`...)
+	case '\t':
+		return append(dst, `\t`...)
+	case '\b':
+		return append(dst, `\b`...)
+	case '\f':
+		return append(dst, `\f`...)
+	}
+	if r < 0x20 {
+		const hex = "0123456789abcdef"
+		return append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&15])
+	}
+	return utf8.AppendRune(dst, r)
 }

@@ -218,6 +218,8 @@ func (c *compiler) merge(x, y *Value, ptr, yptr string) (*Value, error) {
 				seen[m.Key] = true
 				a, b := side(xp, xa, m.Key), side(yp, ya, m.Key)
 				if isFalse(a) || isFalse(b) {
+					// Forbidden: kept as false, so the name is no additional one either.
+					props.Members = append(props.Members, Member{m.Key, &Value{Kind: Bool}})
 					continue
 				}
 				v := a

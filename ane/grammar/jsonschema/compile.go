@@ -1007,5 +1007,80 @@ func (c *compiler) negate(n *Value, ptr string) (*Value, error) {
 		}
 		return &Value{Kind: Object, Members: []Member{{"type", out}}}, nil
 	}
-	return nil, fail("not", ptr, "negation is supported only of a type set")
+	annotationsOnly := func(v *Value, keep ...string) bool {
+		for _, m := range v.Members {
+			if _, k := typeKeywords[m.Key]; k && !contains(keep, m.Key) {
+				return false
+			}
+			if _, r := refused[m.Key]; r {
+				return false
+			}
+		}
+		return true
+	}
+	// not {not: X} is X.
+	if inner := n.Get("not"); inner != nil && annotationsOnly(n, "not") {
+		if inner.Kind == Bool {
+			if inner.Bool {
+				return &Value{Kind: Object}, nil
+			}
+			return nil, nil
+		}
+		return inner, nil
+	}
+	// not {required: [names]}: objects missing one of the names; not
+	// {anyOf: [{required: [a]}, {required: [b]}, …]}: objects with none.
+	absent := func(names ...string) *Value {
+		props := &Value{Kind: Object}
+		for _, nm := range names {
+			props.Members = append(props.Members, Member{nm, &Value{Kind: Bool}})
+		}
+		return &Value{Kind: Object, Members: []Member{{"properties", props}}}
+	}
+	object := Member{"type", &Value{Kind: String, Str: "object"}}
+	if r := requiredNames(n); r != nil && annotationsOnly(n, "required") {
+		if len(r) == 1 {
+			out := absent(r[0])
+			out.Members = append(out.Members, object)
+			return out, nil
+		}
+		alts := &Value{Kind: Array}
+		for _, nm := range r {
+			alts.Arr = append(alts.Arr, absent(nm))
+		}
+		return &Value{Kind: Object, Members: []Member{object, {"anyOf", alts}}}, nil
+	}
+	if a := n.Get("anyOf"); a != nil && a.Kind == Array && annotationsOnly(n, "anyOf") {
+		var names []string
+		for _, br := range a.Arr {
+			r := requiredNames(br)
+			if len(r) != 1 || !annotationsOnly(br, "required") {
+				return nil, fail("not", ptr, "negation is supported only of a type set, required names, or anyOf of single required names")
+			}
+			names = append(names, r[0])
+		}
+		out := absent(names...)
+		out.Members = append(out.Members, object)
+		return out, nil
+	}
+	return nil, fail("not", ptr, "negation is supported only of a type set, required names, or anyOf of single required names")
+}
+
+// requiredNames is the "required" list of s (nil when absent or empty).
+func requiredNames(s *Value) []string {
+	if s == nil || s.Kind != Object {
+		return nil
+	}
+	r := s.Get("required")
+	if r == nil || r.Kind != Array {
+		return nil
+	}
+	var out []string
+	for _, e := range r.Arr {
+		if e.Kind != String {
+			return nil
+		}
+		out = append(out, e.Str)
+	}
+	return out
 }

@@ -514,7 +514,9 @@ func (c *compiler) anyOf(s *Value, kw, ptr string, from int32) (int32, error) {
 		if s.Get("anyOf") != nil {
 			return 0, fail("oneOf", ptr+"/oneOf", "oneOf together with anyOf is not supported")
 		}
-		if !c.disjoint(alts.Arr, ptr+"/oneOf") {
+		if ex := exclusiveRequired(alts.Arr); ex != nil {
+			alts = ex
+		} else if !c.disjoint(alts.Arr, ptr+"/oneOf") {
 			return 0, fail("oneOf", ptr+"/oneOf", "branches that may overlap cannot be enforced (exactly one must match)")
 		}
 	}
@@ -1081,6 +1083,41 @@ func requiredNames(s *Value) []string {
 			return nil
 		}
 		out = append(out, e.Str)
+	}
+	return out
+}
+
+// exclusiveRequired rewrites oneOf [{required: [a]}, {required: [b]}, …]
+// (branches with nothing else) as the disjoint objects having exactly one
+// of the names; nil when the branches are not of that form. A non-object
+// matches every such branch, so oneOf excludes it.
+func exclusiveRequired(branches []*Value) *Value {
+	var names []string
+	for _, br := range branches {
+		r := requiredNames(br)
+		if len(r) != 1 || hasConstraints(br, "required") {
+			return nil
+		}
+		for _, m := range br.Members {
+			if _, bad := refused[m.Key]; bad {
+				return nil
+			}
+		}
+		names = append(names, r[0])
+	}
+	out := &Value{Kind: Array}
+	for i, n := range names {
+		props := &Value{Kind: Object}
+		for j, o := range names {
+			if j != i && o != n {
+				props.Members = append(props.Members, Member{o, &Value{Kind: Bool}})
+			}
+		}
+		out.Arr = append(out.Arr, &Value{Kind: Object, Members: []Member{
+			{"type", &Value{Kind: String, Str: "object"}},
+			{"required", &Value{Kind: Array, Arr: []*Value{{Kind: String, Str: n}}}},
+			{"properties", props},
+		}})
 	}
 	return out
 }

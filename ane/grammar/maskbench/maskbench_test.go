@@ -28,7 +28,7 @@ func load(t testing.TB, limit int) ([]Case, *grammar.Vocab, Encoder) {
 }
 
 func TestSliceHasNoInvalidationErrors(t *testing.T) {
-	n := 200
+	n := 100
 	if testing.Short() {
 		n = 40
 	}

@@ -150,19 +150,7 @@ func (a *NFA) anchored(re *syntax.Regexp) (Frag, error) {
 		if err != nil {
 			return Frag{}, err
 		}
-		e, err := a.state()
-		if err != nil {
-			return Frag{}, err
-		}
-		for _, sub := range re.Sub {
-			f, err := a.anchored(sub)
-			if err != nil {
-				return Frag{}, err
-			}
-			a.eps(s, f.Start)
-			a.eps(f.End, e)
-		}
-		return Frag{s, e}, nil
+		return a.union(s, re.Sub, a.anchored)
 	}
 	subs := []*syntax.Regexp{re}
 	if re.Op == syntax.OpConcat {
@@ -275,19 +263,7 @@ func (a *NFA) regex(re *syntax.Regexp) (Frag, error) {
 		}
 		return Frag{s, cur}, nil
 	case syntax.OpAlternate:
-		e, err := a.state()
-		if err != nil {
-			return Frag{}, err
-		}
-		for _, sub := range re.Sub {
-			f, err := a.regex(sub)
-			if err != nil {
-				return Frag{}, err
-			}
-			a.eps(s, f.Start)
-			a.eps(f.End, e)
-		}
-		return Frag{s, e}, nil
+		return a.union(s, re.Sub, a.regex)
 	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
 		min, max := 0, -1
 		if re.Op == syntax.OpPlus {
@@ -304,6 +280,23 @@ func (a *NFA) regex(re *syntax.Regexp) (Frag, error) {
 		return a.repeat(s, re.Sub[0], re.Min, re.Max)
 	}
 	return Frag{}, fmt.Errorf("regular expression operator %v is not supported", re.Op)
+}
+
+// union joins the alternatives subs, each compiled by each, from s.
+func (a *NFA) union(s int, subs []*syntax.Regexp, each func(*syntax.Regexp) (Frag, error)) (Frag, error) {
+	e, err := a.state()
+	if err != nil {
+		return Frag{}, err
+	}
+	for _, sub := range subs {
+		f, err := each(sub)
+		if err != nil {
+			return Frag{}, err
+		}
+		a.eps(s, f.Start)
+		a.eps(f.End, e)
+	}
+	return Frag{s, e}, nil
 }
 
 // repeat builds sub{min,max} (max -1: unbounded) starting at s.

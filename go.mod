@@ -13,7 +13,7 @@ require (
 	howett.net/plist v1.0.1
 )
 
-require github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+require github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

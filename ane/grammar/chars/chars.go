@@ -56,10 +56,15 @@ type Frag struct{ Start, End int }
 func New(limit int) *NFA { return &NFA{limit: limit} }
 
 // ecmaRewrite turns the ECMA-262 spellings RE2 lacks or reads differently
-// into RE2 syntax: \uXXXX, and \s (ECMA's white space and line terminators,
-// wider than RE2's ASCII \s). It refuses \S inside a class.
+// into RE2 syntax: \uXXXX, and \s / \S (white space beyond RE2's ASCII
+// \s). It refuses \S inside a class.
 func ecmaRewrite(p string) (string, error) {
-	const ws = `\t\n\v\f\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}\x{feff}`
+	// \s: white space for ECMA-262 and for the Python and Rust engines that
+	// validators use (ECMA's U+FEFF is not theirs), so a generated match is
+	// a match for all of them; \S: neither ECMA's nor theirs (they add
+	// U+001C…U+001F and U+0085).
+	const ws = `\t\n\v\f\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}`
+	const notWS = ws + `\x{1c}-\x{1f}\x{85}\x{feff}`
 	var b strings.Builder
 	inClass := false
 	for i := 0; i < len(p); i++ {
@@ -83,7 +88,7 @@ func ecmaRewrite(p string) (string, error) {
 				if inClass {
 					return "", fmt.Errorf(`\S inside a character class is not supported`)
 				}
-				b.WriteString("[^" + ws + "]")
+				b.WriteString("[^" + notWS + "]")
 				i++
 				continue
 			case n == 'd' || n == 'D' || n == 'w' || n == 'W':

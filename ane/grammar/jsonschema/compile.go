@@ -56,6 +56,9 @@ func AnyJSON(opt Options) (*grammar.Grammar, error) {
 // CompileValue compiles a decoded schema. The text may start with
 // whitespace (a model's answer often does, after its reasoning).
 func CompileValue(schema *Value, opt Options) (*grammar.Grammar, error) {
+	if err := checkResources(schema, "", true); err != nil {
+		return nil, err
+	}
 	b := grammar.NewBuilder(opt.Limits)
 	r := b.Rule("root")
 	s := b.State()
@@ -116,6 +119,9 @@ func ToolCall(tools []Tool, opt Options) (*grammar.Grammar, error) {
 				return nil, fmt.Errorf("jsonschema: tool %q: parameters are not JSON: %w", t.Name, err)
 			}
 			schema = v
+		}
+		if err := checkResources(schema, "", true); err != nil {
+			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
 		}
 		args := b.Lit(open, string(AppendString(nil, t.Name))+`, "arguments": `)
 		e, err := newCompiler(b, schema).value(schema, "", args)
@@ -863,7 +869,7 @@ var formats = func() map[string]string {
 		host   = `(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*`
 		user   = `(?:(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*@)?`
 		label  = `[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?`
-		atom   = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+		atom   = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,15}"
 		octet  = `(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)`
 		hex    = `[0-9a-fA-F]`
 		seg    = pchar + `*`
@@ -875,10 +881,12 @@ var formats = func() map[string]string {
 		"date":      date,
 		"time":      time,
 		"date-time": date + "T" + time,
-		"email":     atom + `(?:\.` + atom + `)*@` + label + `(?:\.` + label + `)*`,
-		"uuid":      hex + `{8}-` + hex + `{4}-` + hex + `{4}-` + hex + `{4}-` + hex + `{12}`,
-		"uri":       `[A-Za-z][A-Za-z0-9+.\-]*:` + hier + `(?:\?` + qchars + `)?(?:#` + qchars + `)?`,
-		"ipv4":      octet + `(?:\.` + octet + `){3}`,
+		// Bounded so that the strictest checkers agree: a local part of at
+		// most 4 atoms of 15 (≤ 63 characters), at most 3 domain labels.
+		"email": atom + `(?:\.` + atom + `){0,3}@` + label + `(?:\.` + label + `){0,2}`,
+		"uuid":  hex + `{8}-` + hex + `{4}-` + hex + `{4}-` + hex + `{4}-` + hex + `{12}`,
+		"uri":   `[A-Za-z][A-Za-z0-9+.\-]*:` + hier + `(?:\?` + qchars + `)?(?:#` + qchars + `)?`,
+		"ipv4":  octet + `(?:\.` + octet + `){3}`,
 	}
 }()
 
@@ -1120,4 +1128,44 @@ func exclusiveRequired(branches []*Value) *Value {
 		}})
 	}
 	return out
+}
+
+// checkResources refuses a $ref inside a subschema that declares its own
+// base URI ($id, or draft 4's id, other than a bare fragment): there "#/…"
+// means that subschema, not the document, and resolving it against the
+// document root could enforce the wrong schema.
+func checkResources(v *Value, ptr string, root bool) error {
+	return walkResources(v, ptr, root, false)
+}
+
+func walkResources(v *Value, ptr string, root, inside bool) error {
+	switch v.Kind {
+	case Array:
+		for i, e := range v.Arr {
+			if err := walkResources(e, ptr+"/"+strconv.Itoa(i), false, inside); err != nil {
+				return err
+			}
+		}
+	case Object:
+		if !root {
+			for _, k := range []string{"$id", "id"} {
+				if id := v.Get(k); id != nil && id.Kind == String && !strings.HasPrefix(id.Str, "#") {
+					inside = true
+				}
+			}
+		}
+		if r := v.Get("$ref"); r != nil && r.Kind == String && inside {
+			return fail("$ref", ptr+"/$ref", "a reference inside a subschema with its own $id is not supported")
+		}
+		for _, m := range v.Members {
+			switch m.Key {
+			case "enum", "const", "default", "examples":
+				continue // data, not schemas
+			}
+			if err := walkResources(m.Value, ptr+"/"+esc(m.Key), false, inside); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

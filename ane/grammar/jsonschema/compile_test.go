@@ -59,6 +59,9 @@ func TestSchemasAcceptAndReject(t *testing.T) {
 		{`{"type":"string","pattern":"^[a-z]{2,3}-\\d+$"}`,
 			[]string{`"ab-1"`, `"xyz-0042"`},
 			[]string{`"a-1"`, `"abcd-1"`, `"ab-"`, `"AB-1"`}},
+		{`{"type":"string","pattern":"^\\s\\S$"}`,
+			[]string{`" a"`, `"\ta"`},
+			[]string{"\"\ufeffa\"", "\" \u0085\"", `" \u001c"`, `"ab"`}},
 		{`{"type":"string","pattern":"cat"}`,
 			[]string{`"cat"`, `"a cat here"`, `"\ncat"`},
 			[]string{`"dog"`, `"ca t"`}},
@@ -143,6 +146,7 @@ func TestUnsupportedKeywordNamesItAndItsPointer(t *testing.T) {
 		{`{"$ref":"other.json#/a"}`, "$ref", "/$ref"},
 		{`{"oneOf":[{"type":"string"},{"type":"string","maxLength":2}]}`, "oneOf", "/oneOf"},
 		{`{"type":"number","maximum":0.5}`, "maximum", "/maximum"},
+		{`{"properties":{"a":{"$id":"http://x/a.json","definitions":{"b":{}},"properties":{"c":{"$ref":"#/definitions/b"}}}}}`, "$ref", "/properties/a/properties/c/$ref"},
 		{`{"properties":{"x~y/z":{"patternProperties":{"a":{"type":"string"}}}}}`, "patternProperties", "/properties/x~0y~1z/patternProperties"},
 	} {
 		_, err := Compile([]byte(c.schema), Options{})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/grammar"
 	"github.com/forgedaemon/forged/ane/sample"
 	"github.com/forgedaemon/forged/ane/speculative"
 	"github.com/forgedaemon/forged/ane/text/chat"
@@ -78,6 +79,13 @@ type Request struct {
 	// prompt shares only that prefix — e.g. a chat's next turn, which
 	// re-renders what follows the last turn start.
 	SnapshotAt int
+	// Constraint, when set, restricts the output to the grammar's language
+	// (ane/grammar; e.g. a JSON Schema compiled by ane/grammar/jsonschema,
+	// or a forced tool call): every sampled token is masked. With thinking
+	// on it applies to the answer after the reasoning closes (</think>);
+	// the reasoning itself is free. Generation can stop (stop tokens) only
+	// where the grammar's output is complete.
+	Constraint *grammar.Grammar
 }
 
 // ErrContextExceeded wraps the engine's refusal to hold the prompt plus
@@ -227,6 +235,18 @@ func (g *Generator) newRun(req Request) (*run, []int, error) {
 	r := &run{g: g, req: req, drafter: drafter, capped: capped, sp: sp, sampler: sampler, stopper: stopper,
 		maxTokens: sampler.Options().MaxTokens, dec: g.Tokenizer.NewStreamDecoder(),
 		sum: &Summary{PromptTokens: len(prompt), Speculative: mode}}
+	if req.Constraint != nil {
+		thinkEnd := -1
+		if thinking {
+			id, ok := g.Tokenizer.TokenID(chat.ThinkClose)
+			if !ok {
+				return bad(fmt.Errorf("generate: a constraint after reasoning needs the %s token, which the tokenizer lacks", chat.ThinkClose))
+			}
+			thinkEnd = id
+		}
+		r.con = newConstraint(req.Constraint, grammar.VocabFor(g.Tokenizer), opts.StopTokens, thinkEnd)
+		sp.SetConstraint(r.con)
+	}
 	if req.ThinkingBudget > 0 {
 		r.guard = chat.NewThinkingGuard(req.ThinkingBudget, thinking)
 	}

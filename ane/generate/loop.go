@@ -28,6 +28,7 @@ type run struct {
 	guard   *chat.ThinkingGuard
 	fired   bool // the thinking budget was spent and the stop text forced
 	parser  *chat.Parser
+	con     *constraint // nil: unconstrained
 	events  []chat.Event
 	emit    func(Event) error
 	sum     *Summary
@@ -123,7 +124,7 @@ func (r *run) generate(prompt []int) error {
 		return err
 	}
 	r.sum.Prefill = time.Since(r.began)
-	anchor, err := r.sampler.Sample(logits, nil)
+	anchor, err := r.sampleAnchor(logits, nil)
 	if err != nil {
 		return err
 	}
@@ -167,6 +168,11 @@ func (r *run) generate(prompt []int) error {
 				}
 				base, from = []int{stepAnchor}, stepPos
 			}
+			if r.con != nil { // the constraint took the whole batch
+				if err := r.con.Rollback(len(batch) - 1 - at); err != nil {
+					return err
+				}
+			}
 			stopIDs := r.g.Tokenizer.Encode(force)
 			fed := append(append(base, batch[:at+1]...), stopIDs...)
 			if logits, err = r.feed(fed, from); err != nil {
@@ -174,6 +180,11 @@ func (r *run) generate(prompt []int) error {
 			}
 			r.fired, r.sum.ForcedThinkStop = true, true
 			for i, id := range stopIDs {
+				if r.con != nil {
+					if err := r.con.Accept(id); err != nil {
+						return fmt.Errorf("generate: the forced reasoning stop breaks the constraint: %w", err)
+					}
+				}
 				finish, _, err := r.take(id, true, i == len(stopIDs)-1)
 				if err != nil {
 					return err
@@ -182,7 +193,7 @@ func (r *run) generate(prompt []int) error {
 					return r.finish(finish)
 				}
 			}
-			if anchor, err = r.sampler.Sample(logits, r.stopper.Tokens()); err != nil {
+			if anchor, err = r.sampleAnchor(logits, r.stopper.Tokens()); err != nil {
 				return err
 			}
 			batch, pos, fromStep, snap = []int{anchor}, from+len(fed), false, nil
@@ -214,6 +225,24 @@ func (r *run) generate(prompt []int) error {
 		batch = next
 		pos += len(next)
 	}
+}
+
+// sampleAnchor draws a token from logits (masked by the constraint, which
+// then accepts it) outside a Step.
+func (r *run) sampleAnchor(logits []float32, history []int) (int, error) {
+	if r.con != nil {
+		r.con.Mask(logits)
+	}
+	id, err := r.sampler.Sample(logits, history)
+	if err != nil {
+		return 0, err
+	}
+	if r.con != nil {
+		if err := r.con.Accept(id); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
 }
 
 // nearBudget: the next Step could spend the thinking budget, so the engine

@@ -83,6 +83,9 @@ type Speculator struct {
 	slot      []int32   // token id → index+1 in the target's candidate list
 	qAt       []float64 // drafter probability at each target candidate
 	resid     []float64
+
+	constraint Constraint
+	maskBuf    []float32
 }
 
 // New returns a Speculator. drafter may be nil (plain decoding); stop
@@ -143,8 +146,11 @@ func (sp *Speculator) plain(anchor, pos int, history []int) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	next, err := sp.sampler.Sample(rows[:sp.vocab], history)
+	next, err := sp.sampler.Sample(sp.masked(rows[:sp.vocab]), history)
 	if err != nil {
+		return nil, err
+	}
+	if err := sp.accept(next); err != nil {
 		return nil, err
 	}
 	if err := sp.commit(pos, 1); err != nil {
@@ -179,6 +185,17 @@ func (sp *Speculator) cycle(anchor, pos int, history []int) ([]int, error) {
 			break
 		}
 	}
+	// Drafts the constraint rejects are cut; the first of them is still
+	// judged against its (masked) row below, which rejects it.
+	valid, err := sp.cutDrafts(drafts)
+	if err != nil {
+		return nil, err
+	}
+	cut := -1
+	if len(valid) < len(drafts) {
+		cut = drafts[len(valid)]
+	}
+	drafts = valid
 	sp.tokens = append(append(sp.tokens[:0], anchor), drafts...)
 	rows, err := sp.verify()
 	if err != nil {
@@ -192,7 +209,7 @@ func (sp *Speculator) cycle(anchor, pos int, history []int) ([]int, error) {
 		if prop.Q != nil {
 			q = &prop.Q[k]
 		}
-		ok, resample, err := sp.judge(rows[k*sp.vocab:(k+1)*sp.vocab], d, q)
+		ok, resample, err := sp.judge(sp.masked(rows[k*sp.vocab:(k+1)*sp.vocab]), d, q)
 		if err != nil {
 			return nil, err
 		}
@@ -204,14 +221,37 @@ func (sp *Speculator) cycle(anchor, pos int, history []int) ([]int, error) {
 			next, decided = d, true
 			break
 		}
+		if err := sp.accept(d); err != nil {
+			return nil, err
+		}
 		sp.hist = append(sp.hist, d)
 		k++
 	}
-	if !decided { // every verified draft accepted: the bonus token
-		next, err = sp.sampler.Sample(rows[k*sp.vocab:(k+1)*sp.vocab], sp.hist)
+	if !decided && cut >= 0 {
+		// The draft the constraint cut, judged against its masked row: it is
+		// rejected (its probability there is 0), and the replacement is drawn
+		// as if it had been verified.
+		var q *Dist
+		if prop.Q != nil {
+			q = &prop.Q[k]
+		}
+		ok, resample, err := sp.judge(sp.masked(rows[k*sp.vocab:(k+1)*sp.vocab]), cut, q)
 		if err != nil {
 			return nil, err
 		}
+		if ok {
+			return nil, fmt.Errorf("speculative: the constraint rejected draft %d but its masked row accepted it", cut)
+		}
+		next, decided = resample, true
+	}
+	if !decided { // every verified draft accepted: the bonus token
+		next, err = sp.sampler.Sample(sp.masked(rows[k*sp.vocab:(k+1)*sp.vocab]), sp.hist)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := sp.accept(next); err != nil {
+		return nil, err
 	}
 	if err := sp.commit(pos, k+1); err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ func drafterCases() []drafterCase {
 
 // run generates from prompt and returns the output ids, the finish reason,
 // the speculator and the target.
-func run(t testing.TB, vocab int, seed uint64, prompt []int, opts sample.Options, d func(*toyTarget, uint64) Drafter, cfg Config) ([]int, sample.FinishReason, *Speculator, *toyTarget) {
+func run(t testing.TB, vocab int, seed uint64, prompt []int, opts sample.Options, d func(*toyTarget, uint64) Drafter, cfg Config, con ...Constraint) ([]int, sample.FinishReason, *Speculator, *toyTarget) {
 	t.Helper()
 	target := newToyTarget(vocab, 77)
 	first := target.Feed(prompt)
@@ -64,6 +64,9 @@ func run(t testing.TB, vocab int, seed uint64, prompt []int, opts sample.Options
 	sp, err := New(target, drafter, s, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(con) > 0 {
+		sp.SetConstraint(con[0])
 	}
 	var out []int
 	fin, err := sp.Generate(first, len(prompt), stop, nil, func(tok Token) error {

@@ -13,6 +13,8 @@ type Stats struct {
 	// InvalidDrafts counts cycles whose drafts held an id outside the
 	// vocabulary (treated as a rejection there).
 	InvalidDrafts int `json:"invalid_drafts"`
+	// ConstraintCuts counts cycles whose drafts the constraint cut short.
+	ConstraintCuts int `json:"constraint_cuts,omitempty"`
 	// AutoPauses counts the times auto mode paused drafting.
 	AutoPauses int `json:"auto_pauses"`
 }

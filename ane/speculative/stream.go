@@ -27,12 +27,16 @@ type Token struct {
 // target until stop ends generation, passing each output token to emit.
 // detok may be nil (no text). A drafter, if any, must already hold the
 // prompt's features. An error from emit aborts generation and is returned.
+// A constraint (SetConstraint) must be at the start of the output.
 func (sp *Speculator) Generate(first []float32, pos int, stop *sample.Stopper, detok Detokenizer, emit func(Token) error) (sample.FinishReason, error) {
 	if len(first) != sp.vocab {
 		return "", fmt.Errorf("prompt logits have %d values, want the vocabulary size %d", len(first), sp.vocab)
 	}
-	anchor, err := sp.sampler.Sample(first, nil)
+	anchor, err := sp.sampler.Sample(sp.masked(first), nil)
 	if err != nil {
+		return "", err
+	}
+	if err := sp.accept(anchor); err != nil {
 		return "", err
 	}
 	next := []int{anchor}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/forgedaemon/forged/internal/cli"
 	"github.com/forgedaemon/forged/internal/cli/doctorcmd"
+	"github.com/forgedaemon/forged/internal/cli/grammarcmd"
 	"github.com/forgedaemon/forged/internal/cli/modelcmd"
 	"github.com/forgedaemon/forged/internal/cli/rebuildcmd"
 	"github.com/forgedaemon/forged/internal/cli/tokencmd"
@@ -40,6 +41,7 @@ Every command that prints something a script may read accepts --json.`,
 	root.AddCommand(tokencmd.New())
 	root.AddCommand(doctorcmd.New(), newCoreAICmd(), newDemoCmd(), rebuildcmd.New(), newVersionCmd())
 	root.AddCommand(modelcmd.Commands()...)
+	root.AddCommand(grammarcmd.New())
 	return root
 }
 

@@ -176,3 +176,13 @@ func (d *StreamDecoder) Flush() string {
 	d.first = true
 	return string(out)
 }
+
+// TokenBytes returns the bytes token id decodes to (what a grammar over
+// the vocabulary matches), or false for an id that is not a token.
+func (t *Tokenizer) TokenBytes(id int) ([]byte, bool) {
+	d := &t.decoder
+	if id < 0 || id >= len(d.known) || !d.known[id] {
+		return nil, false
+	}
+	return d.arena[d.start[id]:d.start[id+1]:d.start[id+1]], true
+}

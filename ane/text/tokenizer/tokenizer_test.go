@@ -369,3 +369,23 @@ func TestInvalidUTF8KeepsEveryByte(t *testing.T) {
 		}
 	}
 }
+
+func TestTokenBytesIsWhatDecodeWrites(t *testing.T) {
+	tok := loadQwen(t)
+	for _, s := range []string{"Ġhello", "{\"", "Ċ", "ä¸Ń"} {
+		id, ok := tok.TokenID(s)
+		if !ok {
+			t.Fatalf("no token %q", s)
+		}
+		b, ok := tok.TokenBytes(id)
+		if !ok || string(b) != tok.Decode([]int{id}) {
+			t.Errorf("TokenBytes(%d) = %q, %v; Decode gives %q", id, b, ok, tok.Decode([]int{id}))
+		}
+	}
+	if _, ok := tok.TokenBytes(-1); ok {
+		t.Error("TokenBytes(-1) reported a token")
+	}
+	if _, ok := tok.TokenBytes(tok.VocabSize()); ok {
+		t.Error("TokenBytes past the vocabulary reported a token")
+	}
+}

@@ -1,0 +1,679 @@
+package grammar
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Limits bound a compilation so a pathological schema fails quickly with an
+// error naming the limit instead of stalling the caller.
+type Limits struct {
+	NFAStates int           // states of the nondeterministic automata, all rules
+	DFAStates int           // states after determinization, all rules
+	Rules     int           // rules (called sub-grammars)
+	Time      time.Duration // wall time of the whole compilation
+	Stacks    int           // live parse stacks kept per step (ambiguity)
+	MaxWS     int           // consecutive structural whitespace bytes
+}
+
+// DefaultLimits are generous for real schemas and small enough that a
+// failing compilation costs well under a decode step's budget many times.
+var DefaultLimits = Limits{NFAStates: 400_000, DFAStates: 60_000, Rules: 20_000, Time: 2 * time.Second, Stacks: 64, MaxWS: 64}
+
+// LimitError says which compile limit a grammar exceeded.
+type LimitError struct {
+	Limit string // "NFAStates", "DFAStates", "Rules", "Time"
+	Value int64
+}
+
+func (e *LimitError) Error() string {
+	return "grammar: compile limit " + e.Limit + " (" + strconv.FormatInt(e.Value, 10) + ") exceeded"
+}
+
+// Builder assembles a grammar: rules, each a nondeterministic byte
+// automaton whose edges are byte ranges, epsilon moves and calls of other
+// rules (a recursive transition network). Build determinizes each rule.
+type Builder struct {
+	lim      Limits
+	deadline time.Time
+	states   []nstate
+	rules    []ruleDef
+	err      error
+	// scratch for closure
+	mark  []uint32
+	stamp uint32
+	stack []int32
+}
+
+type nstate struct {
+	eps   []int32
+	edges []edge
+	calls []ncall
+	ws    bool // a structural whitespace position (bounded by MaxWS)
+}
+
+type edge struct {
+	lo, hi byte
+	to     int32
+}
+
+type ncall struct{ rule, to int32 }
+
+type ruleDef struct {
+	start, end int32
+	defined    bool
+	name       string
+}
+
+// NewBuilder starts a grammar under lim (zero fields take DefaultLimits).
+func NewBuilder(lim Limits) *Builder {
+	d := DefaultLimits
+	if lim.NFAStates > 0 {
+		d.NFAStates = lim.NFAStates
+	}
+	if lim.DFAStates > 0 {
+		d.DFAStates = lim.DFAStates
+	}
+	if lim.Rules > 0 {
+		d.Rules = lim.Rules
+	}
+	if lim.Time > 0 {
+		d.Time = lim.Time
+	}
+	if lim.Stacks > 0 {
+		d.Stacks = lim.Stacks
+	}
+	if lim.MaxWS > 0 {
+		d.MaxWS = lim.MaxWS
+	}
+	return &Builder{lim: d, deadline: time.Now().Add(d.Time)}
+}
+
+// Err is the first limit the builder hit (nil if none); once set, the
+// builder keeps working on a throwaway state so callers check it once.
+func (b *Builder) Err() error {
+	if b.err == nil && time.Now().After(b.deadline) {
+		b.err = &LimitError{"Time", int64(b.lim.Time / time.Millisecond)}
+	}
+	return b.err
+}
+
+// State adds a state.
+func (b *Builder) State() int32 {
+	if len(b.states) >= b.lim.NFAStates {
+		if b.err == nil {
+			b.err = &LimitError{"NFAStates", int64(b.lim.NFAStates)}
+		}
+		return 0
+	}
+	b.states = append(b.states, nstate{})
+	return int32(len(b.states) - 1)
+}
+
+// Eps adds an epsilon move.
+func (b *Builder) Eps(from, to int32) { b.states[from].eps = append(b.states[from].eps, to) }
+
+// Bytes adds a move on any byte in lo…hi.
+func (b *Builder) Bytes(from int32, lo, hi byte, to int32) {
+	b.states[from].edges = append(b.states[from].edges, edge{lo, hi, to})
+}
+
+// Byte adds a move on c.
+func (b *Builder) Byte(from int32, c byte, to int32) { b.Bytes(from, c, c, to) }
+
+// Lit adds the bytes of s from from and returns the state after them.
+func (b *Builder) Lit(from int32, s string) int32 {
+	for i := 0; i < len(s); i++ {
+		n := b.State()
+		b.Byte(from, s[i], n)
+		from = n
+	}
+	return from
+}
+
+// WS adds bounded structural whitespace from from and returns the state
+// after it (the same state: whitespace loops on it).
+func (b *Builder) WS(from int32) int32 {
+	n := b.State()
+	b.Eps(from, n)
+	b.states[n].ws = true
+	for _, c := range []byte{' ', '\n', '\t', '\r'} {
+		b.Byte(n, c, n)
+	}
+	return n
+}
+
+// Call adds a move that runs rule r to its end and continues at to.
+func (b *Builder) Call(from, r, to int32) {
+	b.states[from].calls = append(b.states[from].calls, ncall{r, to})
+}
+
+// CallNew calls rule r from from and returns the new state after it.
+func (b *Builder) CallNew(from, r int32) int32 {
+	to := b.State()
+	b.Call(from, r, to)
+	return to
+}
+
+// Rule declares a rule (its body is given later with Define, so rules can
+// call themselves).
+func (b *Builder) Rule(name string) int32 {
+	if len(b.rules) >= b.lim.Rules && b.err == nil {
+		b.err = &LimitError{"Rules", int64(b.lim.Rules)}
+	}
+	b.rules = append(b.rules, ruleDef{start: -1, end: -1, name: name})
+	return int32(len(b.rules) - 1)
+}
+
+// Define gives rule r its automaton: from start to end.
+func (b *Builder) Define(r, start, end int32) {
+	b.rules[r] = ruleDef{start: start, end: end, defined: true, name: b.rules[r].name}
+}
+
+// Grammar is a compiled grammar: each rule a deterministic byte automaton
+// with call edges. It is immutable and safe for concurrent use.
+type Grammar struct {
+	rules []rule
+	root  int32
+	lim   Limits
+}
+
+type rule struct {
+	name   string
+	nclass int32
+	class  [256]uint8
+	trans  []int32 // trans[state*nclass+class]: next state, -1 none
+	accept []bool
+	ws     []bool
+	calls  [][]ncall // ncall.to is a state of this rule
+	first  [256]bool // bytes a run of this rule can start with
+	simple []bool    // no calls and not accepting: a byte step stays in the rule
+	// leaf: the rule calls no rule, so its local mask walks depend on its
+	// automaton alone; fp identifies that automaton across grammars.
+	leaf bool
+	fp   [16]byte
+}
+
+// ErrEmpty is returned when the grammar accepts nothing.
+var ErrEmpty = errors.New("grammar: the schema admits no value")
+
+// Build determinizes every rule and returns the grammar rooted at root.
+func (b *Builder) Build(root int32) (*Grammar, error) {
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	g := &Grammar{rules: make([]rule, len(b.rules)), root: root, lim: b.lim}
+	total := 0
+	for r := range b.rules {
+		if !b.rules[r].defined {
+			return nil, fmt.Errorf("grammar: rule %q has no body", b.rules[r].name)
+		}
+		if err := b.determinize(int32(r), &g.rules[r], &total); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.trim(); err != nil {
+		return nil, err
+	}
+	if err := g.checkCalls(); err != nil {
+		return nil, err
+	}
+	for r := range g.rules {
+		g.rules[r].fingerprint()
+	}
+	return g, nil
+}
+
+// closure is the sorted epsilon closure of set.
+func (b *Builder) closure(set []int32) []int32 {
+	if len(b.mark) < len(b.states) {
+		b.mark = make([]uint32, len(b.states))
+	}
+	b.stamp++
+	out := make([]int32, 0, len(set)+4)
+	stack := append(b.stack[:0], set...)
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if b.mark[s] == b.stamp {
+			continue
+		}
+		b.mark[s] = b.stamp
+		out = append(out, s)
+		stack = append(stack, b.states[s].eps...)
+	}
+	b.stack = stack
+	slices.Sort(out)
+	return out
+}
+
+func setKey(set []int32) string {
+	buf := make([]byte, 0, 4*len(set))
+	for _, s := range set {
+		buf = append(buf, byte(s), byte(s>>8), byte(s>>16), byte(s>>24))
+	}
+	return string(buf)
+}
+
+// determinize runs the subset construction on rule r.
+func (b *Builder) determinize(r int32, out *rule, total *int) error {
+	def := b.rules[r]
+	out.name = def.name
+	start := b.closure([]int32{def.start})
+	// Byte classes: bytes no edge of the rule tells apart share a class.
+	var cut [257]bool
+	cut[0], cut[256] = true, true
+	{
+		seen := map[int32]bool{}
+		stack := append([]int32(nil), def.start)
+		for len(stack) > 0 {
+			s := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if seen[s] {
+				continue
+			}
+			seen[s] = true
+			st := &b.states[s]
+			for _, e := range st.edges {
+				cut[e.lo], cut[int(e.hi)+1] = true, true
+				stack = append(stack, e.to)
+			}
+			stack = append(stack, st.eps...)
+			for _, c := range st.calls {
+				stack = append(stack, c.to)
+			}
+		}
+	}
+	var rep []byte
+	cls := -1
+	for c := 0; c < 256; c++ {
+		if cut[c] {
+			cls++
+			rep = append(rep, byte(c))
+		}
+		out.class[c] = uint8(cls)
+	}
+	nc := int32(len(rep))
+	out.nclass = nc
+	next := make([][]int32, nc)
+	index := map[string]int32{setKey(start): 0}
+	sets := [][]int32{start}
+	for i := 0; i < len(sets); i++ {
+		if i%64 == 0 {
+			if err := b.Err(); err != nil {
+				return err
+			}
+		}
+		set := sets[i]
+		acc, ws := false, false
+		callTo := map[int32][]int32{}
+		var callOrder []int32
+		for _, s := range set {
+			st := &b.states[s]
+			acc = acc || s == def.end
+			ws = ws || st.ws
+			for _, c := range st.calls {
+				if _, ok := callTo[c.rule]; !ok {
+					callOrder = append(callOrder, c.rule)
+				}
+				callTo[c.rule] = append(callTo[c.rule], c.to)
+			}
+		}
+		out.accept = append(out.accept, acc)
+		out.ws = append(out.ws, ws)
+		row := make([]int32, nc)
+		for k := range next {
+			next[k] = next[k][:0]
+		}
+		for _, s := range set {
+			for _, e := range b.states[s].edges {
+				for k := out.class[e.lo]; k <= out.class[e.hi]; k++ {
+					next[k] = append(next[k], e.to)
+				}
+			}
+		}
+		for k := range nc {
+			row[k] = -1
+			if len(next[k]) > 0 {
+				row[k] = b.dstate(b.closure(next[k]), index, &sets, total)
+			}
+		}
+		out.trans = append(out.trans, row...)
+		var calls []ncall
+		for _, cr := range callOrder {
+			calls = append(calls, ncall{cr, b.dstate(b.closure(callTo[cr]), index, &sets, total)})
+		}
+		out.calls = append(out.calls, calls)
+		if b.err != nil {
+			return b.err
+		}
+	}
+	return nil
+}
+
+func (b *Builder) dstate(set []int32, index map[string]int32, sets *[][]int32, total *int) int32 {
+	k := setKey(set)
+	if d, ok := index[k]; ok {
+		return d
+	}
+	*total++
+	if *total > b.lim.DFAStates && b.err == nil {
+		b.err = &LimitError{"DFAStates", int64(b.lim.DFAStates)}
+	}
+	d := int32(len(*sets))
+	index[k] = d
+	*sets = append(*sets, set)
+	return d
+}
+
+// trim removes states from which no end is reachable and calls of rules
+// that accept nothing, so every state a matcher can be in has a completion.
+func (g *Grammar) trim() error {
+	productive := make([]bool, len(g.rules))
+	for changed := true; changed; {
+		changed = false
+		for r := len(g.rules) - 1; r >= 0; r-- { // callees are usually declared after callers
+			if !productive[r] && g.rules[r].reachesEnd(productive) {
+				productive[r] = true
+				changed = true
+			}
+		}
+	}
+	if !productive[g.root] {
+		return ErrEmpty
+	}
+	for r := range g.rules {
+		ru := &g.rules[r]
+		live := ru.liveStates(productive)
+		for i, t := range ru.trans {
+			if t >= 0 && !live[t] {
+				ru.trans[i] = -1
+			}
+		}
+		for s, cs := range ru.calls {
+			kept := cs[:0]
+			for _, c := range cs {
+				if productive[c.rule] && live[c.to] {
+					kept = append(kept, c)
+				}
+			}
+			ru.calls[s] = kept
+		}
+	}
+	return nil
+}
+
+// reachesEnd reports whether an accepting state is reachable from the
+// start through bytes and calls of productive rules.
+func (ru *rule) reachesEnd(productive []bool) bool {
+	seen := make([]bool, len(ru.accept))
+	stack := []int32{0}
+	seen[0] = true
+	nc := int(ru.nclass)
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if ru.accept[s] {
+			return true
+		}
+		for _, t := range ru.trans[int(s)*nc : (int(s)+1)*nc] {
+			if t >= 0 && !seen[t] {
+				seen[t] = true
+				stack = append(stack, t)
+			}
+		}
+		for _, c := range ru.calls[s] {
+			if productive[c.rule] && !seen[c.to] {
+				seen[c.to] = true
+				stack = append(stack, c.to)
+			}
+		}
+	}
+	return false
+}
+
+// liveStates marks the states from which an accepting state is reachable
+// (a backward search over bytes and calls of productive rules).
+func (ru *rule) liveStates(productive []bool) []bool {
+	n := len(ru.accept)
+	nc := int(ru.nclass)
+	// Reverse adjacency in CSR form.
+	count := make([]int32, n+1)
+	for s := 0; s < n; s++ {
+		for _, t := range ru.trans[s*nc : (s+1)*nc] {
+			if t >= 0 {
+				count[t+1]++
+			}
+		}
+		for _, c := range ru.calls[s] {
+			if productive[c.rule] {
+				count[c.to+1]++
+			}
+		}
+	}
+	for i := 1; i <= n; i++ {
+		count[i] += count[i-1]
+	}
+	pred := make([]int32, count[n])
+	fill := append([]int32(nil), count[:n]...)
+	for s := 0; s < n; s++ {
+		for _, t := range ru.trans[s*nc : (s+1)*nc] {
+			if t >= 0 {
+				pred[fill[t]] = int32(s)
+				fill[t]++
+			}
+		}
+		for _, c := range ru.calls[s] {
+			if productive[c.rule] {
+				pred[fill[c.to]] = int32(s)
+				fill[c.to]++
+			}
+		}
+	}
+	live := make([]bool, n)
+	var stack []int32
+	for s, a := range ru.accept {
+		if a {
+			live[s] = true
+			stack = append(stack, int32(s))
+		}
+	}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, s := range pred[count[t]:count[t+1]] {
+			if !live[s] {
+				live[s] = true
+				stack = append(stack, s)
+			}
+		}
+	}
+	return live
+}
+
+// checkCalls computes each rule's first bytes and refuses what the matcher
+// cannot run: a rule that matches the empty string, and left recursion (a
+// rule reaching itself before consuming a byte).
+func (g *Grammar) checkCalls() error {
+	for r := range g.rules {
+		ru := &g.rules[r]
+		if ru.accept[0] {
+			return fmt.Errorf("grammar: rule %q matches the empty string", ru.name)
+		}
+		ru.simple = make([]bool, len(ru.accept))
+		for s := range ru.accept {
+			ru.simple[s] = !ru.accept[s] && len(ru.calls[s]) == 0
+		}
+		for c := 0; c < 256; c++ {
+			ru.first[c] = ru.trans[int(ru.class[c])] >= 0
+		}
+	}
+	// Left recursion: a cycle among "calls from the start state".
+	state := make([]uint8, len(g.rules)) // 0 new, 1 on path, 2 done
+	var visit func(r int32) error
+	visit = func(r int32) error {
+		switch state[r] {
+		case 1:
+			return fmt.Errorf("grammar: rule %q is left-recursive (it reaches itself before any byte)", g.rules[r].name)
+		case 2:
+			return nil
+		}
+		state[r] = 1
+		for _, c := range g.rules[r].calls[0] {
+			if err := visit(c.rule); err != nil {
+				return err
+			}
+		}
+		state[r] = 2
+		return nil
+	}
+	for r := range g.rules {
+		if err := visit(int32(r)); err != nil {
+			return err
+		}
+	}
+	// First bytes through calls from the start, in dependency order.
+	for changed := true; changed; {
+		changed = false
+		for r := range g.rules {
+			ru := &g.rules[r]
+			for _, c := range ru.calls[0] {
+				for b := 0; b < 256; b++ {
+					if g.rules[c.rule].first[b] && !ru.first[b] {
+						ru.first[b] = true
+						changed = true
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// States is the number of deterministic states over all rules.
+func (g *Grammar) States() int {
+	n := 0
+	for i := range g.rules {
+		n += len(g.rules[i].accept)
+	}
+	return n
+}
+
+// Lit2 adds the bytes of s from from, ending at to.
+func (b *Builder) Lit2(from int32, s string, to int32) {
+	if s == "" {
+		b.Eps(from, to)
+		return
+	}
+	end := b.Lit(from, s[:len(s)-1])
+	b.Byte(end, s[len(s)-1], to)
+}
+
+// blocks partitions the rule's states by what a walk of at most depth
+// bytes can observe from them (Moore's refinement, depth rounds): the
+// bytes taken and where they lead, the end and whitespace flags, and the
+// calls with their return states. States in one block have the same
+// local mask walk for every token of at most depth bytes, so they share
+// one cache entry; each state maps to its block's first state.
+func (ru *rule) blocks(depth int) []int32 {
+	n := len(ru.accept)
+	nc := int(ru.nclass)
+	block := make([]int32, n)
+	ids := map[string]int32{}
+	sig := func(s int, prev []int32, round int) string {
+		buf := make([]byte, 0, 8+4*nc)
+		flags := byte(0)
+		if ru.accept[s] {
+			flags |= 1
+		}
+		if ru.ws[s] {
+			flags |= 2
+		}
+		buf = append(buf, flags)
+		if round > 0 {
+			buf = append(buf, byte(prev[s]), byte(prev[s]>>8), byte(prev[s]>>16), byte(prev[s]>>24))
+			for _, t := range ru.trans[s*nc : (s+1)*nc] {
+				b := int32(-1)
+				if t >= 0 {
+					b = prev[t]
+				}
+				buf = append(buf, byte(b), byte(b>>8), byte(b>>16), byte(b>>24))
+			}
+		}
+		for _, c := range ru.calls[s] {
+			r := c.to
+			if round > 0 {
+				r = prev[c.to]
+			} else {
+				r = 0
+			}
+			buf = append(buf, 'c', byte(c.rule), byte(c.rule>>8), byte(c.rule>>16), byte(r), byte(r>>8), byte(r>>16))
+		}
+		return string(buf)
+	}
+	count := 0
+	for round := 0; round <= depth; round++ {
+		clear(ids)
+		next := make([]int32, n)
+		for s := 0; s < n; s++ {
+			k := sig(s, block, round)
+			id, ok := ids[k]
+			if !ok {
+				id = int32(len(ids))
+				ids[k] = id
+			}
+			next[s] = id
+		}
+		block = next
+		if len(ids) == count || len(ids) == n {
+			break // stable, or every state alone
+		}
+		count = len(ids)
+	}
+	rep := make([]int32, len(ids))
+	for i := range rep {
+		rep[i] = -1
+	}
+	out := make([]int32, n)
+	for s := 0; s < n; s++ {
+		if rep[block[s]] < 0 {
+			rep[block[s]] = int32(s)
+		}
+		out[s] = rep[block[s]]
+	}
+	return out
+}
+
+// fingerprint sets leaf and, for a leaf, fp: a hash of everything a mask
+// walk reads from the rule (byte classes, transitions, flags).
+func (ru *rule) fingerprint() {
+	for _, cs := range ru.calls {
+		if len(cs) > 0 {
+			return
+		}
+	}
+	ru.leaf = true
+	h := sha256.New()
+	h.Write(ru.class[:])
+	var buf [4]byte
+	for _, t := range ru.trans {
+		binary.LittleEndian.PutUint32(buf[:], uint32(t))
+		h.Write(buf[:])
+	}
+	for s := range ru.accept {
+		f := byte(0)
+		if ru.accept[s] {
+			f |= 1
+		}
+		if ru.ws[s] {
+			f |= 2
+		}
+		h.Write([]byte{f})
+	}
+	copy(ru.fp[:], h.Sum(nil))
+}

@@ -286,23 +286,26 @@ type Message struct {
 // ChatArgs asks for a chat completion. Tools keep their key order (see
 // Object): build them with ObjectsFromJSON to choose it.
 type ChatArgs struct {
-	Messages       []Message `msgpack:"messages"`
-	Tools          Objects   `msgpack:"tools,omitempty"`
-	Sampling       *Sampling `msgpack:"sampling,omitempty"`
-	MaxTokens      *uint64   `msgpack:"max_tokens,omitempty"`
-	Thinking       string    `msgpack:"thinking,omitempty"`
-	ThinkingBudget uint64    `msgpack:"thinking_budget,omitempty"`
-	Speculative    *bool     `msgpack:"speculative,omitempty"`
-	Stop           []string  `msgpack:"stop,omitempty"`
-	Session        string    `msgpack:"session,omitempty"`
-	Priority       string    `msgpack:"priority,omitempty"`
-	IfBusy         string    `msgpack:"if_busy,omitempty"`
+	Messages       []Message   `msgpack:"messages"`
+	Tools          Objects     `msgpack:"tools,omitempty"`
+	ToolChoice     *ToolChoice `msgpack:"tool_choice,omitempty"` // nil: auto
+	Format         *Format     `msgpack:"format,omitempty"`      // nil: free text
+	Sampling       *Sampling   `msgpack:"sampling,omitempty"`
+	MaxTokens      *uint64     `msgpack:"max_tokens,omitempty"`
+	Thinking       string      `msgpack:"thinking,omitempty"`
+	ThinkingBudget uint64      `msgpack:"thinking_budget,omitempty"`
+	Speculative    *bool       `msgpack:"speculative,omitempty"`
+	Stop           []string    `msgpack:"stop,omitempty"`
+	Session        string      `msgpack:"session,omitempty"`
+	Priority       string      `msgpack:"priority,omitempty"`
+	IfBusy         string      `msgpack:"if_busy,omitempty"`
 }
 
 // GenerateArgs asks for a raw completion of a prompt or of token ids.
 type GenerateArgs struct {
 	Prompt      *string   `msgpack:"prompt,omitempty"`
 	IDs         []uint32  `msgpack:"ids,omitempty"`
+	Format      *Format   `msgpack:"format,omitempty"` // nil: free text
 	Sampling    *Sampling `msgpack:"sampling,omitempty"`
 	MaxTokens   *uint64   `msgpack:"max_tokens,omitempty"`
 	Speculative *bool     `msgpack:"speculative,omitempty"`

@@ -7,6 +7,7 @@ package backend
 import (
 	"context"
 
+	"github.com/forgedaemon/forged/ane/grammar"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/residency"
 )
@@ -95,6 +96,11 @@ type GenerateRequest struct {
 	Speculative    bool
 	ThinkingBudget int    // 0 = no budget; enforced by the engine's thinking control
 	Session        string // "" for a stateless request; otherwise reuse that session's state
+	// Constraint, when set, is the grammar every sampled token must keep
+	// the output in (a format or a forced tool call, ane/grammar). A
+	// backend that cannot enforce it must refuse the request, never
+	// ignore it.
+	Constraint *grammar.Grammar
 }
 
 // Outcome is what the backend knows about a finished generation.

@@ -115,10 +115,17 @@ func (e *Engine) RenderChat(p daemon.ChatPrompt) (string, error) {
 	return b.String(), nil
 }
 
+// errNoConstraint refuses a constrained request: a fake's output is
+// canned, so it cannot follow a format, and must not pretend to.
+var errNoConstraint = wire.Errorf(wire.CodeBadRequest, "fakeengine: this backend cannot constrain output (format, forced tool_choice)")
+
 // Generate emits Reply's bytes one token per step (three per step when
 // speculative, recording an acceptance of 2 drafts per cycle).
 func (e *Engine) Generate(ctx context.Context, req daemon.GenerateRequest, emit func([]int) error) (daemon.Outcome, error) {
 	out := daemon.Outcome{FinishReason: wire.FinishLength, Revision: e.opts.Revision}
+	if req.Constraint != nil { // it cannot mask its canned text
+		return out, errNoConstraint
+	}
 	total := len(req.Prompt) + req.MaxTokens
 	for _, c := range e.opts.ContextSize {
 		if c >= total {

@@ -64,6 +64,9 @@ func (s *Scripted) RenderChat(p daemon.ChatPrompt) (string, error) {
 // (finish "length"). Without a script left it fails.
 func (s *Scripted) Generate(ctx context.Context, req daemon.GenerateRequest, emit func([]int) error) (daemon.Outcome, error) {
 	out := daemon.Outcome{FinishReason: wire.FinishLength, ContextEntry: 8192, Revision: s.Backend.Model().Bundle.Revision}
+	if req.Constraint != nil { // it cannot mask its canned text
+		return out, errNoConstraint
+	}
 	s.mu.Lock()
 	if len(s.scripts) == 0 {
 		s.mu.Unlock()

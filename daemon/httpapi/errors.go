@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/forgedaemon/forged/client/wire"
@@ -67,7 +68,7 @@ func fromDaemon(err error, param string) *apiError {
 	case wire.CodeBadRequest:
 		e.status, e.Type = http.StatusBadRequest, "invalid_request_error"
 		if m := argPath.FindStringSubmatch(we.Message); m != nil {
-			e.Param = strp(m[1])
+			e.Param = strp(httpParam(m[1]))
 		}
 	case wire.CodeContextExceeded:
 		e.status, e.Type, e.Param, e.Code = http.StatusBadRequest, "invalid_request_error", strp(param), strp("context_length_exceeded")
@@ -87,6 +88,15 @@ func fromDaemon(err error, param string) *apiError {
 		e.status, e.Type = http.StatusInternalServerError, "server_error"
 	}
 	return e
+}
+
+// httpParam names a daemon argument as the HTTP request field it came
+// from (the daemon's format is the request's response_format).
+func httpParam(arg string) string {
+	if arg == "format" || strings.HasPrefix(arg, "format.") {
+		return "response_format"
+	}
+	return arg
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {

@@ -298,8 +298,8 @@ func TestBadFields(t *testing.T) {
 		{"n", chatBody(map[string]any{"n": 2}), "n", "unsupported"},
 		{"format type", chatBody(map[string]any{"response_format": map[string]any{"type": "yaml"}}), "response_format.type", ""},
 		{"schema name", chatBody(map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"schema": map[string]any{}}}}), "response_format.json_schema.name", ""},
-		{"json_schema", chatBody(map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "strict": true, "schema": map[string]any{"type": "object"}}}}), "response_format", "unsupported"},
-		{"json_object", chatBody(map[string]any{"response_format": map[string]any{"type": "json_object"}}), "response_format", "unsupported"},
+		{"schema keyword not enforceable", chatBody(map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "strict": true, "schema": map[string]any{"type": "array", "uniqueItems": true}}}}), "response_format", "bad_request"},
+		{"tool_choice required without tools", chatBody(map[string]any{"tool_choice": "required"}), "tool_choice", ""},
 		{"duplicate key", `{"messages":[{"role":"user","content":"a"}],"max_tokens":1,"max_tokens":2}`, "max_tokens", ""},
 	}
 	for _, tc := range cases {

@@ -383,8 +383,9 @@ func (p *chatPlan) setTools(raw json.RawMessage) (map[string]bool, *apiError) {
 }
 
 // setToolChoice: "auto" (the default) lets the model choose; "none"
-// offers it no tools; "required" and a named function need constrained
-// decoding (a seam: constrain).
+// offers it no tools; "required" and a named function force a call (the
+// daemon constrains the reply to a well-formed call whose arguments follow
+// the tool's parameters schema).
 func (p *chatPlan) setToolChoice(raw json.RawMessage, names map[string]bool) *apiError {
 	if isNull(raw) {
 		return nil
@@ -401,7 +402,8 @@ func (p *chatPlan) setToolChoice(raw json.RawMessage, names map[string]bool) *ap
 			if len(names) == 0 {
 				return badField("tool_choice", "\"required\" needs tools")
 			}
-			return unsupported("tool_choice", "\"required\" (forcing a tool call needs constrained decoding)")
+			p.args.ToolChoice = &wire.ToolChoice{Mode: wire.ToolChoiceRequired}
+			return nil
 		}
 		return badField("tool_choice", "must be \"none\", \"auto\", \"required\" or {type: \"function\", function: {name}}, got %q", mode)
 	}
@@ -417,7 +419,8 @@ func (p *chatPlan) setToolChoice(raw json.RawMessage, names map[string]bool) *ap
 	if !names[named.Function.Name] {
 		return badField("tool_choice.function.name", "%q is not one of the tools", named.Function.Name)
 	}
-	return unsupported("tool_choice", "naming a function (forcing a tool call needs constrained decoding)")
+	p.args.ToolChoice = &wire.ToolChoice{Name: named.Function.Name}
+	return nil
 }
 
 // responseFormat is a validated response_format.
@@ -465,14 +468,24 @@ func parseResponseFormat(raw json.RawMessage) (responseFormat, *apiError) {
 	return f, nil
 }
 
-// constrain is the seam for constrained decoding: it turns a validated
-// response_format into a constraint on the daemon's chat request. This
-// build has no constraint engine, so a JSON format is refused rather than
-// answered with text that may not parse.
-var constrain = func(p *chatPlan) *apiError {
+// constrain turns a validated response_format into the daemon's format:
+// json_object is any JSON value, json_schema its schema (strict or not, the
+// daemon enforces it exactly: the output always validates, and a keyword
+// it cannot enforce is a 400 naming it).
+func constrain(p *chatPlan) *apiError {
 	switch p.format.Type {
-	case "json_object", "json_schema":
-		return unsupported("response_format", fmt.Sprintf("type %q (constrained decoding)", p.format.Type))
+	case "json_object":
+		p.args.Format = &wire.Format{JSON: true}
+	case "json_schema":
+		if isNull(p.format.Schema) {
+			p.args.Format = &wire.Format{JSON: true}
+			return nil
+		}
+		o, err := wire.ObjectFromJSON(p.format.Schema)
+		if err != nil {
+			return badField("response_format.json_schema.schema", "%v", err)
+		}
+		p.args.Format = &wire.Format{Schema: o}
 	}
 	return nil
 }

@@ -326,7 +326,7 @@ func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit
 	}
 	var step []int
 	sum, err := st.gen.Run(ctx, generate.Request{IDs: req.Prompt, Sampling: &opts, Speculative: mode,
-		MaxTokens: req.MaxTokens, ThinkingBudget: req.ThinkingBudget,
+		MaxTokens: req.MaxTokens, ThinkingBudget: req.ThinkingBudget, Constraint: req.Constraint,
 		Continue: req.Session != "", SnapshotAt: b.lastTurnStart(req.Prompt, req.Session != "")},
 		func(e generate.Event) error {
 			if !e.Final {

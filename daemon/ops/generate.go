@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/forgedaemon/forged/ane/grammar"
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon/backend"
 	"github.com/forgedaemon/forged/daemon/scheduler"
@@ -53,9 +54,10 @@ type genParams struct {
 	ifBusy         string
 	session        string
 	thinkingBudget int
-	output         *chatOutput // a chat's parser; nil for generate
-	tokens         int         // max_tokens with the default applied (check)
-	class          int         // scheduler class from priority (check)
+	output         *chatOutput      // a chat's parser; nil for generate
+	constraint     *grammar.Grammar // what the reply must follow (format, forced tool call); nil: free
+	tokens         int              // max_tokens with the default applied (check)
+	class          int              // scheduler class from priority (check)
 }
 
 func (c *conn) opChat(ctx context.Context, req wire.Request) (any, error) {
@@ -97,10 +99,17 @@ func (c *call) chat(ctx context.Context, req wire.Request, a wire.ChatArgs) (*wi
 		history = sess.History
 	}
 	conversation := append(append([]wire.Message(nil), history...), a.Messages...)
+	tools := a.Tools
+	if a.ToolChoice != nil && a.ToolChoice.Mode == wire.ToolChoiceNone {
+		tools = nil // not offered to the model
+	}
 	var prompt string // the rendered conversation, for the reply's parser
 	ids, err := c.prepare(ctx, func() ([]int, error) {
 		var err error
-		if prompt, err = c.s.Backend().RenderChat(backend.ChatPrompt{Messages: conversation, Tools: a.Tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)}); err != nil {
+		if p.constraint, err = constraint(req.Op, a.Format, a.ToolChoice, tools); err != nil {
+			return nil, err
+		}
+		if prompt, err = c.s.Backend().RenderChat(backend.ChatPrompt{Messages: conversation, Tools: tools, Thinking: thinking, ThinkingBudget: int(a.ThinkingBudget)}); err != nil {
 			return nil, err
 		}
 		return c.s.Backend().Tokenize(prompt)
@@ -108,7 +117,7 @@ func (c *call) chat(ctx context.Context, req wire.Request, a wire.ChatArgs) (*wi
 	if err != nil {
 		return nil, err
 	}
-	output, err := newChatOutput(prompt, a.Tools)
+	output, err := newChatOutput(prompt, tools)
 	if err != nil {
 		return nil, err
 	}
@@ -152,10 +161,14 @@ func (c *call) gen(ctx context.Context, req wire.Request, a wire.GenerateArgs) (
 	}
 	defer done()
 	ids := fromWireIDs(a.IDs)
-	if a.Prompt != nil {
-		if ids, err = c.prepare(ctx, func() ([]int, error) { return c.s.Backend().Tokenize(*a.Prompt) }); err != nil {
-			return nil, err
+	if ids, err = c.prepare(ctx, func() ([]int, error) {
+		var err error
+		if p.constraint, err = constraint(req.Op, a.Format, nil, nil); err != nil || a.Prompt == nil {
+			return ids, err
 		}
+		return c.s.Backend().Tokenize(*a.Prompt)
+	}); err != nil {
+		return nil, err
 	}
 	res, err := c.generate(ctx, req.ID, ids, p, ticket)
 	if err == nil && sess != nil {
@@ -242,7 +255,7 @@ func (c *call) generate(ctx context.Context, id uint64, prompt []int, p genParam
 		return nil
 	}
 	req := backend.GenerateRequest{Prompt: prompt, MaxTokens: maxTokens, Speculative: p.speculative == nil || *p.speculative,
-		ThinkingBudget: p.thinkingBudget, Session: p.session}
+		ThinkingBudget: p.thinkingBudget, Session: p.session, Constraint: p.constraint}
 	if p.sampling != nil {
 		req.Sampling = *p.sampling
 	}

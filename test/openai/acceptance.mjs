@@ -132,12 +132,37 @@ async function mainChecks(transport, ai) {
       (e) => assert.equal(e.param, "messages[0].role"));
   });
 
-  await run(t("response_format json_schema: validated, then 400 in this build"), async () => {
-    const format = (json_schema) => ai.chat.completions.create({ model: "forged", messages: hello, ...greedy,
+  const constrained = { temperature: 1, seed: 7, max_tokens: 400, chat_template_kwargs: { enable_thinking: false } };
+  await run(t("response_format json_schema: the answer parses and follows the schema"), async () => {
+    const format = (json_schema, extra = {}) => ai.chat.completions.create({ model: "forged", messages: hello, ...constrained, ...extra,
       response_format: { type: "json_schema", json_schema } });
     await expectError(format({ schema: { type: "object" } }), 400, (e) => assert.equal(e.param, "response_format.json_schema.name"));
-    await expectError(format({ name: "answer", strict: true, schema: { type: "object", properties: { a: { type: "string" } } } }), 400,
-      (e) => { assert.equal(e.param, "response_format"); assert.equal(e.code, "unsupported"); });
+    await expectError(format({ name: "answer", schema: { type: "array", uniqueItems: true } }), 400,
+      (e) => { assert.equal(e.param, "response_format"); assert.match(e.message, /uniqueItems/); });
+    const schema = { type: "object", properties: { mood: { enum: ["happy", "sad"] }, n: { type: "integer", minimum: 1, maximum: 9 },
+      tags: { type: "array", items: { type: "string", maxLength: 5 }, maxItems: 2 } }, required: ["mood", "n", "tags"], additionalProperties: false };
+    for (const seed of [1, 2, 3]) {
+      const r = await format({ name: "answer", strict: true, schema }, { seed });
+      assert.equal(r.choices[0].finish_reason, "stop", `seed ${seed}: ${r.choices[0].message.content}`);
+      const v = JSON.parse(r.choices[0].message.content);
+      assert.deepEqual(Object.keys(v), ["mood", "n", "tags"], "properties in the schema's order, nothing else");
+      assert.ok(["happy", "sad"].includes(v.mood) && Number.isInteger(v.n) && v.n >= 1 && v.n <= 9);
+      assert.ok(Array.isArray(v.tags) && v.tags.length <= 2 && v.tags.every((s) => typeof s === "string" && [...s].length <= 5));
+    }
+    const any = await ai.chat.completions.create({ model: "forged", messages: hello, ...constrained, response_format: { type: "json_object" } });
+    JSON.parse(any.choices[0].message.content); // any JSON value
+  });
+
+  await run(t("tool_choice required forces a well-formed call of the tool"), async () => {
+    const bounded = [{ type: "function", function: { name: "get_weather",
+      parameters: { type: "object", properties: { city: { type: "string", maxLength: 10 } }, required: ["city"], additionalProperties: false } } }];
+    const r = await ai.chat.completions.create({ model: "forged", messages: [{ role: "user", content: "Weather?" }], tools: bounded,
+      tool_choice: "required", ...constrained, max_tokens: 150 });
+    const c = r.choices[0];
+    assert.equal(c.finish_reason, "tool_calls", JSON.stringify(c.message));
+    assert.equal(c.message.tool_calls.length, 1);
+    assert.equal(c.message.tool_calls[0].function.name, "get_weather");
+    assert.equal(typeof JSON.parse(c.message.tool_calls[0].function.arguments).city, "string");
   });
 
   await run(t("context exceeded is context_length_exceeded"), async () => {

@@ -254,8 +254,9 @@ func (a *API) model(w http.ResponseWriter, r *http.Request) {
 		Message: fmt.Sprintf("no model %q; this daemon serves one: GET /v1/models", r.PathValue("id"))})
 }
 
-// health is 200 when the daemon serves (ready, or unloaded: the next
-// request loads the model) and 503 otherwise, with the state and why.
+// health is 200 when the model is ready and 503 otherwise (docs/HTTP.md),
+// with the state and why: a probe tells "unloaded" (installed; the next
+// request loads it) from "unavailable" by the state, not the status.
 func (a *API) health(w http.ResponseWriter, _ *http.Request) {
 	state, reason, _ := a.h.CurrentState()
 	_, revision := a.served()
@@ -270,7 +271,7 @@ func (a *API) health(w http.ResponseWriter, _ *http.Request) {
 		body.Backend = info.Name
 	}
 	status := http.StatusOK
-	if state != wire.StateReady && state != wire.StateUnloaded {
+	if state != wire.StateReady {
 		status, body.Status = http.StatusServiceUnavailable, "unavailable"
 	}
 	writeJSON(w, status, body)

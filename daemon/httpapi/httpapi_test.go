@@ -439,6 +439,11 @@ func TestModelsHealthNotFound(t *testing.T) {
 	if m := r.json(t); r.status != 200 || m["state"] != "ready" || m["revision"] != "abc123" {
 		t.Errorf("health ready: %d %s", r.status, r.body)
 	}
+	h.srv.SetState(wire.StateUnloaded, "idle")
+	r = do(t, c, base, "GET", "/health", nil)
+	if m := r.json(t); r.status != 503 || m["state"] != "unloaded" {
+		t.Errorf("health unloaded: %d %s, want 503 naming the state", r.status, r.body)
+	}
 	h.srv.SetState(wire.StateUnavailable, "no bundle")
 	r = do(t, c, base, "GET", "/health", nil)
 	if m := r.json(t); r.status != 503 || m["state"] != "unavailable" || m["reason"] != "no bundle" {

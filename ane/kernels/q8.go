@@ -6,8 +6,8 @@ import "math"
 // activation vector is quantized once per product to int8 blocks of
 // Q8Block values with one float scale each (Q8), and each row's dot
 // product is a sum over blocks of scale × an exact int32 sum of int8
-// products. Not yet used by the engine; the float kernel int8Dot is what
-// Runner.Apply runs.
+// products. Runner.Integer (the fast numeric mode) uses it for
+// single-row products; otherwise the float kernel int8Dot runs.
 
 // Q8Block is the activation block length of a Q8 vector.
 const Q8Block = 32

@@ -141,3 +141,64 @@ func BenchmarkInt8Q8(b *testing.B) {
 	b.ReportMetric(float64(ti.Nanoseconds())/n, "ns/weight_int8")
 	b.ReportMetric(float64(tf)/float64(ti), "speedup")
 }
+
+// TestRunnerInteger: with Runner.Integer a single-row ApplyPair of two INT8
+// matrices (attention's k and v) gives each row's integer product (the
+// row scale times int8Q8Dot, exactly; TestInt8Q8Dot bounds it against the
+// float kernel); without it, int8Dot's. A two-row product stays on the
+// float path either way, bit-identical.
+func TestRunnerInteger(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(4, 4))
+		const rows, cols = 48, 200
+		mats := [2]*Linear{}
+		for i := range mats {
+			w, _ := q8Inputs(r, rows*cols)
+			sc := make([]float32, rows)
+			for j := range sc {
+				sc[j] = float32(r.Float64() + 0.5)
+			}
+			m, err := NewInt8(rows, cols, w, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mats[i] = &Linear{W: m}
+		}
+		_, x := q8Inputs(r, 2*cols)
+		run := NewRunner(2)
+		defer run.Close()
+		run.MinParallel = 1
+		var q Q8
+		QuantizeQ8(&q, x[:cols])
+		apply := func(integer bool, n int) [2][]float32 {
+			run.Integer = integer
+			out := [2][]float32{make([]float32, n*rows), make([]float32, n*rows)}
+			run.ApplyPair(mats[0], mats[1], out[0], out[1], x, n, nil)
+			return out
+		}
+		for _, integer := range []bool{true, false} {
+			got := apply(integer, 1)
+			for side := range got {
+				m := mats[side].W.(*Int8)
+				for i := range rows {
+					row := m.q[i*cols : (i+1)*cols]
+					want := int8Dot(row, x[:cols]) * m.scale[i]
+					if integer {
+						want = int8Q8Dot(row, &q) * m.scale[i]
+					}
+					if got[side][i] != want {
+						t.Fatalf("integer %v side %d row %d: %g, want %g", integer, side, i, got[side][i], want)
+					}
+				}
+			}
+		}
+		fl, in := apply(false, 2), apply(true, 2)
+		for side := range fl {
+			for i := range fl[side] {
+				if math.Float32bits(fl[side][i]) != math.Float32bits(in[side][i]) {
+					t.Fatalf("two rows, side %d [%d]: integer mode %g, float %g", side, i, in[side][i], fl[side][i])
+				}
+			}
+		}
+	})
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/text/tokenizer"
 	"github.com/forgedaemon/forged/internal/refdata"
 )
@@ -41,34 +40,29 @@ func heldOutIDs(b *testing.B, dir string, n int) []int {
 	return ids[:n]
 }
 
-// modeAgreement runs ids through sessions of ref (the exact mode) and
-// fast, ane.VerifyRows positions at a time, and returns the mean
-// KL(ref‖fast) of the next-token distributions (nats) and the fraction of
-// positions whose top-1 token agrees.
+// modeAgreement decodes ids one position at a time (the serving path,
+// where the fast mode's integer INT8 products apply) in sessions of ref
+// (the exact mode) and fast, and returns the mean KL(ref‖fast) of the
+// next-token distributions (nats) and the fraction of positions whose
+// top-1 token agrees.
 func modeAgreement(b *testing.B, ref, fast *Model, ids []int) (meanKL, top1 float64) {
 	sr, sf := ref.NewSession(), fast.NewSession()
 	defer sr.Close()
 	defer sf.Close()
 	agree := 0
-	for lo := 0; lo < len(ids); lo += ane.VerifyRows {
-		chunk := ids[lo:min(lo+ane.VerifyRows, len(ids))]
-		lr, err := sr.Verify(chunk)
+	for _, id := range ids {
+		lr, err := sr.Feed([]int{id})
 		if err != nil {
 			b.Fatal(err)
 		}
-		lf, err := sf.Verify(chunk)
+		lf, err := sf.Feed([]int{id})
 		if err != nil {
 			b.Fatal(err)
 		}
-		for i := range chunk {
-			kl, same := klTop1(lr.Row(i), lf.Row(i))
-			meanKL += kl
-			if same {
-				agree++
-			}
-		}
-		if sr.Accept(len(chunk)) != nil || sf.Accept(len(chunk)) != nil {
-			b.Fatal("Accept failed")
+		kl, same := klTop1(lr, lf)
+		meanKL += kl
+		if same {
+			agree++
 		}
 	}
 	return meanKL / float64(len(ids)), float64(agree) / float64(len(ids))

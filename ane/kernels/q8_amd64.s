@@ -3,6 +3,19 @@
 #include "textflag.h"
 #include "hsum_amd64.h"
 
+// Q8BLOCK adds the block at off(SI) (weights), off(DI) (codes) times the
+// scale at soff(BX) into acc (clobbers Y1–Y6; Y7 holds int16 ones).
+#define Q8BLOCK(off, soff, acc) \
+	VMOVDQU      off(SI), Y1; \
+	VMOVDQU      off(DI), Y2; \
+	VPSIGNB      Y1, Y1, Y3; \
+	VPSIGNB      Y1, Y2, Y4; \
+	VPMADDUBSW   Y4, Y3, Y5; \
+	VPMADDWD     Y7, Y5, Y5; \
+	VCVTDQ2PS    Y5, Y5; \
+	VBROADCASTSS soff(BX), Y6; \
+	VFMADD231PS  Y6, Y5, acc
+
 // func int8Q8DotAVX2(w *int8, q *int8, scale *float32, blocks int) float32
 //
 // Per 32-value block: VPMADDUBSW multiplies unsigned by signed bytes, so
@@ -22,44 +35,20 @@ TEXT ·int8Q8DotAVX2(SB), NOSPLIT, $0-36
 	VPSRLW   $15, Y7, Y7
 
 b2:
-	CMPQ         CX, $2
-	JLT          b1
-	VMOVDQU      (SI), Y1
-	VMOVDQU      (DI), Y2
-	VPSIGNB      Y1, Y1, Y3
-	VPSIGNB      Y1, Y2, Y4
-	VPMADDUBSW   Y4, Y3, Y5
-	VPMADDWD     Y7, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS (BX), Y6
-	VFMADD231PS  Y6, Y5, Y0
-	VMOVDQU      32(SI), Y9
-	VMOVDQU      32(DI), Y10
-	VPSIGNB      Y9, Y9, Y11
-	VPSIGNB      Y9, Y10, Y12
-	VPMADDUBSW   Y12, Y11, Y13
-	VPMADDWD     Y7, Y13, Y13
-	VCVTDQ2PS    Y13, Y13
-	VBROADCASTSS 4(BX), Y14
-	VFMADD231PS  Y14, Y13, Y8
-	ADDQ         $64, SI
-	ADDQ         $64, DI
-	ADDQ         $8, BX
-	SUBQ         $2, CX
-	JMP          b2
+	CMPQ CX, $2
+	JLT  b1
+	Q8BLOCK(0, 0, Y0)
+	Q8BLOCK(32, 4, Y8)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $8, BX
+	SUBQ $2, CX
+	JMP  b2
 
 b1:
-	CMPQ         CX, $1
-	JLT          done
-	VMOVDQU      (SI), Y1
-	VMOVDQU      (DI), Y2
-	VPSIGNB      Y1, Y1, Y3
-	VPSIGNB      Y1, Y2, Y4
-	VPMADDUBSW   Y4, Y3, Y5
-	VPMADDWD     Y7, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS (BX), Y6
-	VFMADD231PS  Y6, Y5, Y0
+	CMPQ CX, $1
+	JLT  done
+	Q8BLOCK(0, 0, Y0)
 
 done:
 	VADDPS Y8, Y0, Y0

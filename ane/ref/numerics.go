@@ -26,37 +26,26 @@ type funcs struct {
 }
 
 // siluTo sets dst[i] = silu(x[i]).
-func (f *funcs) siluTo(dst, x []float32) {
-	if f.fast {
-		kernels.SiLU(dst, x)
-		return
-	}
-	for i, v := range x {
-		dst[i] = f.silu(v)
-	}
-}
+func (f *funcs) siluTo(dst, x []float32) { f.each(dst, x, kernels.SiLU, f.silu) }
 
 // sigmoidTo sets dst[i] = sigmoid(x[i]).
-func (f *funcs) sigmoidTo(dst, x []float32) {
+func (f *funcs) sigmoidTo(dst, x []float32) { f.each(dst, x, kernels.Sigmoid, nn.Sigmoid) }
+
+// expTo sets dst[i] = exp(x[i]).
+func (f *funcs) expTo(dst, x []float32) { f.each(dst, x, kernels.Exp, expExact) }
+
+// each applies the slice kernel (fast) or the scalar form (exact).
+func (f *funcs) each(dst, x []float32, kernel func(dst, x []float32), scalar func(float32) float32) {
 	if f.fast {
-		kernels.Sigmoid(dst, x)
+		kernel(dst, x)
 		return
 	}
 	for i, v := range x {
-		dst[i] = nn.Sigmoid(v)
+		dst[i] = scalar(v)
 	}
 }
 
-// expTo sets dst[i] = exp(x[i]).
-func (f *funcs) expTo(dst, x []float32) {
-	if f.fast {
-		kernels.Exp(dst, x)
-		return
-	}
-	for i, v := range x {
-		dst[i] = float32(math.Exp(float64(v)))
-	}
-}
+func expExact(x float32) float32 { return float32(math.Exp(float64(x))) }
 
 // decayGates sets g[i] = −exp(aLog[i])·softplus(g[i] + dtBias[i]), the
 // DeltaNet decay gate (exact: in float64; fast: softplus in float32).

@@ -128,3 +128,38 @@ func BenchmarkFastNumericsKL(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeModes decodes the quick export in the exact and the fast
+// mode side by side (alternating blocks of 8 steps in one process, so a
+// busy machine loads both alike) and reports tok/s of each and the ratio.
+//
+//	go test -run '^$' -bench DecodeModes/small -benchtime 64x ./ane/ref
+func BenchmarkDecodeModes(b *testing.B) {
+	for _, p := range []string{"small", "medium"} {
+		b.Run(p, func(b *testing.B) {
+			bm := loadBench(b, p)
+			var sessions [2]*Session
+			for i, fast := range []bool{false, true} {
+				m, err := NewModel(bm.cfg, bm.export, Options{Ladder: []int{4096}, Fast: fast})
+				if err != nil {
+					b.Fatal(err)
+				}
+				sessions[i] = m.NewSession()
+				defer sessions[i].Close()
+				sessions[i].Feed([]int{1, 2, 3, 4, 5, 6, 7, 8})
+				decodeSteps(b, sessions[i], 2) // warm up scratch
+			}
+			b.ResetTimer()
+			var spent [2]float64
+			for done := 0; done < b.N; done += 8 {
+				for i, s := range sessions {
+					spent[i] += decodeSteps(b, s, 8).Seconds()
+				}
+			}
+			steps := float64((b.N + 7) / 8 * 8)
+			b.ReportMetric(steps/spent[0], "tok/s_exact")
+			b.ReportMetric(steps/spent[1], "tok/s_fast")
+			b.ReportMetric(spent[0]/spent[1], "speedup")
+		})
+	}
+}

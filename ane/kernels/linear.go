@@ -57,7 +57,13 @@ type Runner struct {
 	// the calling goroutine (0: parallelThreshold); tests lower it to split
 	// small models' products.
 	MinParallel int
+	// Integer is the fast numeric mode's integer path: a single-row
+	// product by an INT8 matrix runs against the activations quantized
+	// once to Q8 (q8.go), within the quantization bound of the float
+	// kernel instead of bit-exact. Matrix-matrix products stay float.
+	Integer bool
 
+	q8      Q8 // the quantized activations of the current product
 	pool    *Pool
 	task    pairTask
 	lrTask  pairTask // a low-rank branch's B·x, run while task is being set up
@@ -108,6 +114,7 @@ func (r *Runner) ApplyPair(a, b *Linear, da, db, x []float32, n int, then Task) 
 		work += b.Rows() * b.Cols()
 		align = lcm(align, b.W.Group())
 	}
+	r.useQ8(t, x, n)
 	r.pool.Run(t, a.Rows(), align, r.partsFor(work*n))
 	*t = pairTask{r: r}
 }
@@ -128,6 +135,24 @@ func (r *Runner) product(side int, l *Linear, dst, x []float32, n int) product {
 	r.pool.Run(&r.lrTask, l.B.Rows(), l.B.Group(), r.partsFor(l.B.Rows()*l.B.Cols()*n))
 	r.lrTask = pairTask{}
 	return product{m: l.W, a: l.A, lrT: lrT, dst: dst}
+}
+
+// useQ8 quantizes x once for the INT8 sides of t when the integer path
+// applies.
+func (r *Runner) useQ8(t *pairTask, x []float32, n int) {
+	if !r.Integer || n != 1 {
+		return
+	}
+	quantized := false
+	for i := range t.parts {
+		if _, ok := t.parts[i].m.(*Int8); ok {
+			if !quantized {
+				QuantizeQ8(&r.q8, x[:t.parts[i].m.Cols()])
+				quantized = true
+			}
+			t.parts[i].q8 = &r.q8
+		}
+	}
 }
 
 func (r *Runner) partsFor(work int) int {
@@ -156,6 +181,7 @@ type product struct {
 	a   *F32
 	lrT []float32
 	dst []float32
+	q8  *Q8 // set: m is *Int8 and x is quantized here (Runner.Integer)
 }
 
 type pairTask struct {
@@ -180,7 +206,9 @@ func (t *pairTask) RunRange(w, lo, hi int) {
 // mulRange computes rows [lo, hi) of p for the n tokens of x.
 func (r *Runner) mulRange(w int, p *product, x []float32, n, lo, hi int) {
 	m, rows, cols := p.m, p.m.Rows(), p.m.Cols()
-	if n == 1 {
+	if n == 1 && p.q8 != nil {
+		m.(*Int8).mulVecQ8(p.dst, p.q8, lo, hi)
+	} else if n == 1 {
 		m.mulVec(p.dst, x, lo, hi)
 	} else if b, ok := m.(batchMatrix); !ok || !b.mulBatch(p.dst, x, n, lo, hi) {
 		// Matrix-matrix: decode each row group once and use it for every

@@ -1,18 +1,12 @@
 package ref
 
-import (
-	"math"
-
-	"github.com/forgedaemon/forged/ane/nn"
-)
-
 // Product epilogues (kernels.Runner.ApplyPair): elementwise work that runs on
 // the worker that just produced the rows it needs, so it is parallel and
 // reads them from cache. Each computes exactly what the serial loop did.
 
 // gluTask: g ← silu(g)·u on columns [lo, hi) of n rows of width width.
 type gluTask struct {
-	silu     func(float32) float32
+	fn       *funcs
 	g, u     []float32
 	n, width int
 }
@@ -20,8 +14,9 @@ type gluTask struct {
 func (e *gluTask) RunRange(_, lo, hi int) {
 	for t := 0; t < e.n; t++ {
 		g, u := e.g[t*e.width+lo:t*e.width+hi], e.u[t*e.width+lo:t*e.width+hi]
+		e.fn.siluTo(g, g)
 		for i := range g {
-			g[i] = e.silu(g[i]) * u[i]
+			g[i] *= u[i]
 		}
 	}
 }
@@ -30,7 +25,7 @@ func (e *gluTask) RunRange(_, lo, hi int) {
 // into β = sigmoid(b) and g = −exp(A_log)·softplus(a + dt_bias).
 type gateTask struct {
 	L        *layer
-	softplus func(float64) float64
+	fn       *funcs
 	beta, g  []float32
 	n, heads int
 }
@@ -38,10 +33,8 @@ type gateTask struct {
 func (e *gateTask) RunRange(_, lo, hi int) {
 	for t := 0; t < e.n; t++ {
 		beta, g := e.beta[t*e.heads:(t+1)*e.heads], e.g[t*e.heads:(t+1)*e.heads]
-		for hv := lo; hv < hi; hv++ {
-			beta[hv] = nn.Sigmoid(beta[hv])
-			g[hv] = float32(-math.Exp(float64(e.L.aLog[hv])) * e.softplus(float64(g[hv])+float64(e.L.dtBias[hv])))
-		}
+		e.fn.sigmoidTo(beta[lo:hi], beta[lo:hi])
+		e.fn.decayGates(g[lo:hi], e.L.aLog[lo:hi], e.L.dtBias[lo:hi])
 	}
 }
 
@@ -62,7 +55,6 @@ func (e *convTask) RunRange(_, lo, hi int) {
 	c := &e.s.m.cfg
 	K, cd := c.ConvKernel, c.convDim()
 	st := e.s.conv[e.li]
-	silu := e.s.m.fn.silu
 	for t := 0; t < e.n; t++ {
 		row := e.qkv[t*cd : (t+1)*cd]
 		if e.raw != nil {
@@ -81,7 +73,8 @@ func (e *convTask) RunRange(_, lo, hi int) {
 			if K > 1 {
 				st[(K-2)*cd+ch] = row[ch]
 			}
-			row[ch] = silu(acc)
+			row[ch] = acc
 		}
+		e.s.m.fn.siluTo(row[lo:hi], row[lo:hi])
 	}
 }

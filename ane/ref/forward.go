@@ -91,7 +91,7 @@ func (s *Session) mlp(L *layer, h, y []float32, n int) {
 		rotateRows(L.rotIn, h, n, c.Hidden)
 	}
 	g, u := s.s.gate[:n*I], s.s.up[:n*I]
-	s.glu = gluTask{silu: s.m.fn.silu, g: g, u: u, n: n, width: I}
+	s.glu = gluTask{fn: &s.m.fn, g: g, u: u, n: n, width: I}
 	s.run.ApplyPair(L.gate, L.up, g, u, h, n, &s.glu)
 	s.glu = gluTask{}
 	if L.rotMid != nil {
@@ -120,7 +120,7 @@ func (s *Session) deltaNet(li int, L *layer, h, y []float32, n int, verify bool)
 	s.run.ApplyPair(L.qkv, nil, qkv, nil, in, n, &s.convT)
 	s.convT = convTask{}
 	s.run.Apply(L.z, z, in, n)
-	s.gates = gateTask{L: L, softplus: s.m.fn.softplus, beta: bb, g: ba, n: n, heads: nv}
+	s.gates = gateTask{L: L, fn: &s.m.fn, beta: bb, g: ba, n: n, heads: nv}
 	s.run.ApplyPair(L.b, L.a, bb, ba, h, n, &s.gates)
 	s.gates = gateTask{}
 	o := s.s.o[:n*vd]
@@ -220,9 +220,10 @@ func (d *deltaTask) RunRange(w, lo, hi int) {
 		for i, ki := range kk {
 			kernels.AxpyThenAxpy(St[i*dv:(i+1)*dv], ki, mem, oh, qq[i])
 		}
-		r, silu, zh := nn.RMSScale(oh, c.Eps), d.s.m.fn.silu, d.z[hv*dv:(hv+1)*dv]
+		r := nn.RMSScale(oh, c.Eps)
+		d.s.m.fn.siluTo(mem, d.z[hv*dv:(hv+1)*dv]) // mem is free again
 		for j := range oh {
-			oh[j] = oh[j] * r * d.gNorm[j] * silu(zh[j])
+			oh[j] = oh[j] * r * d.gNorm[j] * mem[j]
 		}
 	}
 }
@@ -296,10 +297,12 @@ func (a *attnTask) RunRange(w, lo, hi int) {
 			sc[j] = kernels.DotF16(kc[(j*nkv+g)*hd:(j*nkv+g+1)*hd], q) * scale
 			mx = max(mx, sc[j])
 		}
-		var sum float64
 		for j := range sc {
-			e := float32(math.Exp(float64(sc[j] - mx)))
-			sc[j] = e
+			sc[j] -= mx
+		}
+		s.m.fn.expTo(sc, sc)
+		var sum float64
+		for _, e := range sc {
 			sum += float64(e)
 		}
 		inv := float32(1 / sum)
@@ -308,8 +311,9 @@ func (a *attnTask) RunRange(w, lo, hi int) {
 		for j, wt := range sc {
 			s.addValue(a.li, j, g, wt*inv, out)
 		}
+		s.m.fn.sigmoidTo(gate, gate) // qg is scratch: each gate is read once
 		for d := range out {
-			out[d] *= nn.Sigmoid(gate[d])
+			out[d] *= gate[d]
 		}
 	}
 }

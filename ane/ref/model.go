@@ -53,6 +53,14 @@ type Weights struct {
 // Options configure a Model.
 type Options struct {
 	Numerics ane.Numerics
+	// Fast selects the serving numeric mode: SiLU, sigmoid, softplus and the
+	// softmax exp run as ane/kernels' vectorised functions (within 2 ulp of
+	// the exact forms), not the scalar float64 math of the reference mode,
+	// and single-row INT8 products run in integers (kernels.Runner.Integer).
+	// The zero value is the exact reference mode (bit-identical, what the
+	// tests and the numerical comparisons pin); Numerics' function forms
+	// apply to the exact mode only.
+	Fast bool
 	// Ladder is the context ladder sessions move over (default ane.DefaultLadder).
 	Ladder ane.Ladder
 	// KV is the attention history format (default fp16).
@@ -104,7 +112,7 @@ func NewModel(cfg Config, w *Weights, opts Options) (*Model, error) {
 	if len(w.layers) != cfg.Layers {
 		return nil, fmt.Errorf("weights have %d layers, config %d", len(w.layers), cfg.Layers)
 	}
-	m := &Model{cfg: cfg, w: w, opts: opts, fn: newFuncs(opts.Numerics)}
+	m := &Model{cfg: cfg, w: w, opts: opts, fn: newFuncs(opts.Numerics, opts.Fast)}
 	half := cfg.RotaryDim / 2
 	m.inv = make([]float64, half)
 	for i := range m.inv {

@@ -61,6 +61,7 @@ var _ ane.Engine = (*Session)(nil)
 func (m *Model) NewSession() *Session {
 	c := &m.cfg
 	s := &Session{m: m, run: kernels.NewRunner(m.opts.Threads)}
+	s.run.Integer = m.fn.fast
 	L := c.Layers
 	s.conv, s.rec, s.kc, s.vc, s.v8, s.vs = make([][]float32, L), make([][]float32, L), make([][]uint16, L),
 		make([][]uint16, L), make([][]int8, L), make([][]uint16, L)

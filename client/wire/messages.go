@@ -155,6 +155,10 @@ type BackendInfo struct {
 	// Reference engine: the kernel level its products run ("avx512",
 	// "avx2", "go").
 	Kernels string `msgpack:"kernels,omitempty" json:"kernels,omitempty"`
+	// Reference engine: the numeric mode of its elementwise functions and
+	// INT8 products, "fast" (vectorised and integer, serving's default) or
+	// "exact" (the reference).
+	Numerics string `msgpack:"numerics,omitempty" json:"numerics,omitempty"`
 }
 
 // Memory is the daemon's memory account in bytes.

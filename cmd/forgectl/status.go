@@ -127,6 +127,7 @@ func showBackend(w io.Writer, b *wire.BackendInfo) {
 		add("OS MPSGraph ", b.OSMPSGraph)
 	default:
 		add("kernels ", b.Kernels)
+		add("numerics ", b.Numerics)
 	}
 	line := b.Name
 	if len(parts) > 0 {

@@ -130,8 +130,8 @@ func TestStatusShowsTheBackend(t *testing.T) {
 			"            package MPSGraph versions:\n              chunk_00.aimodel=7.0.80 (compiled)\n              head.aimodel=7.0.79 (source)\n",
 			"            why: auto: the snapshot carries the Core AI runtime and the bridge at /usr/local/lib/forged/libCoreAIBridge.dylib loads\n",
 		}},
-		{&wire.BackendInfo{Name: wire.BackendRef, Kernels: "avx512", Why: "auto: Core AI needs macOS (this is linux); the snapshot carries export/, served by the reference engine on the CPU"}, []string{
-			"backend     ref (kernels avx512)\n            why: auto: Core AI needs macOS (this is linux)",
+		{&wire.BackendInfo{Name: wire.BackendRef, Kernels: "avx512", Numerics: "fast", Why: "auto: Core AI needs macOS (this is linux); the snapshot carries export/, served by the reference engine on the CPU"}, []string{
+			"backend     ref (kernels avx512; numerics fast)\n            why: auto: Core AI needs macOS (this is linux)",
 		}},
 	} {
 		sock, _ := serveDaemon(t, described{fakeengine.New(fakeengine.Options{}), tc.info})

@@ -48,6 +48,10 @@ type Options struct {
 	// Drafter is a DFlash2 drafter directory to speculate with (reference
 	// engine, --model); "" uses the bundle's drafter/ or prompt lookup.
 	Drafter string
+	// ExactNumerics serves the reference engine in its exact numeric mode
+	// (ref.Options.Fast off: bit-identical to ref.Open's default, what a
+	// comparison against it needs); serving defaults to the fast mode.
+	ExactNumerics bool
 	// Backend is the engine to serve with: wire.BackendCoreAI,
 	// wire.BackendRef, or "" / "auto" to choose (Choose).
 	Backend string

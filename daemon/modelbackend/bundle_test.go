@@ -141,3 +141,24 @@ func TestOpenBundleUsesItsDrafter(t *testing.T) {
 		t.Fatalf("speculative %v (acceptance %v) != plain %v", fast, out.Acceptance, plain)
 	}
 }
+
+// TestRefNumericsMode: the reference engine serves in the fast numeric
+// mode unless ExactNumerics asks for the exact one, and BackendInfo (what
+// status shows) says which.
+func TestRefNumericsMode(t *testing.T) {
+	dir := testbundle.Tiny(t, 4)
+	for _, exact := range []bool{false, true} {
+		b, err := modelbackend.OpenRefBundle(dir, modelbackend.Options{Ladder: []int{1024}, ExactNumerics: exact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ref.ModeFast
+		if exact {
+			want = ref.ModeExact
+		}
+		if info := b.BackendInfo(); info == nil || info.Numerics != want {
+			t.Errorf("ExactNumerics %v: backend info %+v, want numerics %q", exact, info, want)
+		}
+		b.Close()
+	}
+}

@@ -150,8 +150,8 @@ func TestCoreAIServesLikeTheReference(t *testing.T) {
 	if h := cc.Hello(); h.Backend == nil || h.Backend.Name != wire.BackendCoreAI || !strings.Contains(h.Backend.BridgeRelease, "stand-in") || len(h.Backend.PackageMPSGraph) == 0 {
 		t.Errorf("hello backend %+v, want coreai naming the stand-in bridge and the packages", h.Backend)
 	}
-	if h := rc.Hello(); h.Backend == nil || h.Backend.Name != wire.BackendRef || h.Backend.Kernels == "" {
-		t.Errorf("hello backend %+v, want ref with its kernel level", h.Backend)
+	if h := rc.Hello(); h.Backend == nil || h.Backend.Name != wire.BackendRef || h.Backend.Kernels == "" || h.Backend.Numerics != "fast" {
+		t.Errorf("hello backend %+v, want ref with its kernel level, serving the fast numerics", h.Backend)
 	}
 	crossed := false
 	for i, p := range coreaiPrompts {

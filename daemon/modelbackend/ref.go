@@ -46,7 +46,7 @@ func Open(dir string, opts Options) (*Backend, error) {
 	if opts.Ladder == nil {
 		opts.Ladder = ane.DefaultLadder
 	}
-	m, err := ref.Open(dir, ref.Options{Ladder: opts.Ladder})
+	m, err := ref.Open(dir, opts.refOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -54,11 +54,17 @@ func Open(dir string, opts Options) (*Backend, error) {
 	return b, nil
 }
 
+// refOptions are the reference engine's options for what opts serve: the
+// ladder, and the fast numeric mode unless opts ask for the exact one.
+func (opts Options) refOptions() ref.Options {
+	return ref.Options{Ladder: opts.Ladder, Fast: !opts.ExactNumerics}
+}
+
 func (b *Backend) openRefBundle(dir string, opts Options, why string) error {
 	if opts.Ladder == nil {
 		opts.Ladder = ane.DefaultLadder
 	}
-	m, err := ref.OpenBundle(dir, ref.Options{Ladder: opts.Ladder})
+	m, err := ref.OpenBundle(dir, opts.refOptions())
 	if err != nil {
 		return err
 	}
@@ -158,7 +164,7 @@ func (r *refRuntime) weightBytes() int64 {
 }
 
 func (r *refRuntime) describe() wire.BackendInfo {
-	return wire.BackendInfo{Name: wire.BackendRef, Kernels: kernels.KernelLevel()}
+	return wire.BackendInfo{Name: wire.BackendRef, Kernels: kernels.KernelLevel(), Numerics: r.model.NumericMode()}
 }
 
 // footprint is the memory model of the loaded checkpoint for the residency

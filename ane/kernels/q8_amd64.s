@@ -1,0 +1,58 @@
+//go:build !purego
+
+#include "textflag.h"
+#include "hsum_amd64.h"
+
+// Q8BLOCK adds the block at off(SI) (weights), off(DI) (codes) times the
+// scale at soff(BX) into acc (clobbers Y1–Y6; Y7 holds int16 ones).
+#define Q8BLOCK(off, soff, acc) \
+	VMOVDQU      off(SI), Y1; \
+	VMOVDQU      off(DI), Y2; \
+	VPSIGNB      Y1, Y1, Y3; \
+	VPSIGNB      Y1, Y2, Y4; \
+	VPMADDUBSW   Y4, Y3, Y5; \
+	VPMADDWD     Y7, Y5, Y5; \
+	VCVTDQ2PS    Y5, Y5; \
+	VBROADCASTSS soff(BX), Y6; \
+	VFMADD231PS  Y6, Y5, acc
+
+// func int8Q8DotAVX2(w *int8, q *int8, scale *float32, blocks int) float32
+//
+// Per 32-value block: VPMADDUBSW multiplies unsigned by signed bytes, so
+// the weights' signs move onto the activations (VPSIGNB: |w| and q·sign w;
+// |−128| reads as unsigned 128) and pairs add to int16 (|sum| ≤ 2·128·127,
+// no saturation); VPMADDWD by ones adds those to 8 int32, exact. The block
+// sum, converted to float, meets the block's scale in one FMA; two
+// accumulators alternate blocks.
+TEXT ·int8Q8DotAVX2(SB), NOSPLIT, $0-36
+	MOVQ     w+0(FP), SI
+	MOVQ     q+8(FP), DI
+	MOVQ     scale+16(FP), BX
+	MOVQ     blocks+24(FP), CX
+	VXORPS   Y0, Y0, Y0
+	VXORPS   Y8, Y8, Y8
+	VPCMPEQW Y7, Y7, Y7
+	VPSRLW   $15, Y7, Y7
+
+b2:
+	CMPQ CX, $2
+	JLT  b1
+	Q8BLOCK(0, 0, Y0)
+	Q8BLOCK(32, 4, Y8)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $8, BX
+	SUBQ $2, CX
+	JMP  b2
+
+b1:
+	CMPQ CX, $1
+	JLT  done
+	Q8BLOCK(0, 0, Y0)
+
+done:
+	VADDPS Y8, Y0, Y0
+	HSUM
+	VZEROUPPER
+	MOVSS  X0, ret+32(FP)
+	RET

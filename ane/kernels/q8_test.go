@@ -1,0 +1,204 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// q8Inputs is a weight row (the full int8 range, −128 and 127 included)
+// and an activation vector whose magnitude changes from block to block,
+// with an all-zero block when there are at least two.
+func q8Inputs(r *rand.Rand, n int) ([]int8, []float32) {
+	w, x := make([]int8, n), make([]float32, n)
+	for j := range w {
+		w[j] = int8(r.IntN(256) - 128)
+		x[j] = float32(r.NormFloat64() * math.Pow(10, float64(j/Q8Block%5)-2))
+	}
+	if n >= 2*Q8Block {
+		clear(x[Q8Block : 2*Q8Block])
+	}
+	return w, x
+}
+
+// TestQuantizeQ8: every value within scale/2 of scale·code, codes within
+// ±127 (the largest magnitude of a block exactly ±127), the padding and an
+// all-zero block zero.
+func TestQuantizeQ8(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	var q Q8
+	for _, n := range append(raggedLens, 4096) {
+		_, x := q8Inputs(r, n)
+		QuantizeQ8(&q, x)
+		nb := (n + Q8Block - 1) / Q8Block
+		if len(q.Q) != nb*Q8Block || len(q.Scale) != nb {
+			t.Fatalf("n=%d: %d codes, %d scales; want %d, %d", n, len(q.Q), len(q.Scale), nb*Q8Block, nb)
+		}
+		for j, v := range x {
+			s := q.Scale[j/Q8Block]
+			if d := math.Abs(float64(v) - float64(s)*float64(q.Q[j])); d > float64(s)/2*(1+1e-6) || q.Q[j] == -128 {
+				t.Fatalf("n=%d x[%d]=%g: code %d scale %g, error %g > scale/2", n, j, v, q.Q[j], s, d)
+			}
+		}
+		for j := n; j < len(q.Q); j++ {
+			if q.Q[j] != 0 {
+				t.Fatalf("n=%d: padding code %d = %d", n, j, q.Q[j])
+			}
+		}
+	}
+}
+
+// TestInt8Q8Dot: at every level, on ragged lengths, the integer product
+// equals the quantized product Σ_b scale_b·Σ w·q (float64) within float
+// rounding, and stays within the quantization bound of the float kernel
+// int8Dot: |Δ| ≤ Σ_b (scale_b/2)·Σ_{j∈b}|w_j| (each activation is off by
+// at most half its block's step), plus rounding.
+func TestInt8Q8Dot(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(9, 9))
+		var q Q8
+		for _, n := range append(raggedLens, 4096, 4096+40) {
+			w, x := q8Inputs(r, n)
+			QuantizeQ8(&q, x)
+			got := float64(int8Q8Dot(w, &q))
+			var quantized, qabs, bound, abs float64
+			for b := 0; b*Q8Block < n; b++ {
+				var acc, wabs float64
+				for j := b * Q8Block; j < min((b+1)*Q8Block, n); j++ {
+					acc += float64(w[j]) * float64(q.Q[j])
+					wabs += math.Abs(float64(w[j]))
+					abs += math.Abs(float64(w[j]) * float64(x[j]))
+				}
+				s := float64(q.Scale[b])
+				quantized += s * acc
+				qabs += s * math.Abs(acc)
+				bound += s / 2 * wabs
+			}
+			if d := math.Abs(got - quantized); d > 1e-5*qabs+1e-30 {
+				t.Errorf("n=%d: integer product %g, quantized product %g (|Δ| %.3g > 1e-5 × %.3g)", n, got, quantized, d, qabs)
+			}
+			float := float64(int8Dot(w, x))
+			if d := math.Abs(got - float); d > bound+2e-5*abs+1e-30 {
+				t.Errorf("n=%d: integer product %g, float kernel %g (|Δ| %.3g > quantization bound %.3g)", n, got, float, d, bound)
+			}
+		}
+	})
+}
+
+// TestInt8Q8DotExtremes: −128 weights against ±127 codes, the largest
+// int16 pair sums VPMADDUBSW forms, are summed exactly.
+func TestInt8Q8DotExtremes(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		const n = 4 * Q8Block
+		w := make([]int8, n)
+		x := make([]float32, n)
+		for j := range w {
+			w[j] = -128
+			x[j] = 127
+			if j%3 == 0 {
+				w[j], x[j] = 127, -127
+			}
+		}
+		var q Q8
+		QuantizeQ8(&q, x)
+		var want float64
+		for j := range w {
+			want += float64(w[j]) * float64(q.Q[j]) * float64(q.Scale[j/Q8Block])
+		}
+		if got := int8Q8Dot(w, &q); float64(got) != want {
+			t.Fatalf("extremes: %g, want %g", got, want)
+		}
+	})
+}
+
+// BenchmarkInt8Q8 times one 1024×4096 INT8 product through the float
+// kernel (int8Dot per row) and through the integer one (QuantizeQ8 once,
+// then int8Q8Dot per row), alternating inside each iteration, at the best
+// level here; it reports ns/weight of both and the ratio float / integer.
+func BenchmarkInt8Q8(b *testing.B) {
+	const rows, cols = 1024, 4096
+	r := rand.New(rand.NewPCG(3, 3))
+	w, _ := q8Inputs(r, rows*cols)
+	_, x := q8Inputs(r, cols)
+	y := make([]float32, rows)
+	var q Q8
+	var tf, ti time.Duration
+	for range b.N {
+		t0 := time.Now()
+		for row := range rows {
+			y[row] = int8Dot(w[row*cols:(row+1)*cols], x)
+		}
+		t1 := time.Now()
+		QuantizeQ8(&q, x)
+		for row := range rows {
+			y[row] = int8Q8Dot(w[row*cols:(row+1)*cols], &q)
+		}
+		tf, ti = tf+t1.Sub(t0), ti+time.Since(t1)
+	}
+	n := float64(b.N) * rows * cols
+	b.ReportMetric(float64(tf.Nanoseconds())/n, "ns/weight_float")
+	b.ReportMetric(float64(ti.Nanoseconds())/n, "ns/weight_int8")
+	b.ReportMetric(float64(tf)/float64(ti), "speedup")
+}
+
+// TestRunnerInteger: with Runner.Integer a single-row ApplyPair of two INT8
+// matrices (attention's k and v) gives each row's integer product (the
+// row scale times int8Q8Dot, exactly; TestInt8Q8Dot bounds it against the
+// float kernel); without it, int8Dot's. A two-row product stays on the
+// float path either way, bit-identical.
+func TestRunnerInteger(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(4, 4))
+		const rows, cols = 48, 200
+		mats := [2]*Linear{}
+		for i := range mats {
+			w, _ := q8Inputs(r, rows*cols)
+			sc := make([]float32, rows)
+			for j := range sc {
+				sc[j] = float32(r.Float64() + 0.5)
+			}
+			m, err := NewInt8(rows, cols, w, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mats[i] = &Linear{W: m}
+		}
+		_, x := q8Inputs(r, 2*cols)
+		run := NewRunner(2)
+		defer run.Close()
+		run.MinParallel = 1
+		var q Q8
+		QuantizeQ8(&q, x[:cols])
+		apply := func(integer bool, n int) [2][]float32 {
+			run.Integer = integer
+			out := [2][]float32{make([]float32, n*rows), make([]float32, n*rows)}
+			run.ApplyPair(mats[0], mats[1], out[0], out[1], x, n, nil)
+			return out
+		}
+		for _, integer := range []bool{true, false} {
+			got := apply(integer, 1)
+			for side := range got {
+				m := mats[side].W.(*Int8)
+				for i := range rows {
+					row := m.q[i*cols : (i+1)*cols]
+					want := int8Dot(row, x[:cols]) * m.scale[i]
+					if integer {
+						want = int8Q8Dot(row, &q) * m.scale[i]
+					}
+					if got[side][i] != want {
+						t.Fatalf("integer %v side %d row %d: %g, want %g", integer, side, i, got[side][i], want)
+					}
+				}
+			}
+		}
+		fl, in := apply(false, 2), apply(true, 2)
+		for side := range fl {
+			for i := range fl[side] {
+				if math.Float32bits(fl[side][i]) != math.Float32bits(in[side][i]) {
+					t.Fatalf("two rows, side %d [%d]: integer mode %g, float %g", side, i, in[side][i], fl[side][i])
+				}
+			}
+		}
+	})
+}

@@ -580,71 +580,105 @@ func (b *Builder) Lit2(from int32, s string, to int32) {
 // calls with their return states. States in one block have the same
 // local mask walk for every token of at most depth bytes, so they share
 // one cache entry; each state maps to its block's first state.
+//
+// A round hashes each state's signature (its flags, its previous block,
+// the previous blocks of its successors and return states) and compares
+// it with the first state of each block of that hash, so no signature is
+// materialized: a round is O(states × classes) without allocation.
 func (ru *rule) blocks(depth int) []int32 {
 	n := len(ru.accept)
 	nc := int(ru.nclass)
-	block := make([]int32, n)
-	ids := map[string]int32{}
-	sig := func(s int, prev []int32, round int) string {
-		buf := make([]byte, 0, 8+4*nc)
-		flags := byte(0)
+	flags := func(s int) int32 {
+		f := int32(0)
 		if ru.accept[s] {
-			flags |= 1
+			f |= 1
 		}
 		if ru.ws[s] {
-			flags |= 2
+			f |= 2
 		}
-		buf = append(buf, flags)
+		return f
+	}
+	blockOf := func(prev []int32, t int32) int32 {
+		if t < 0 {
+			return -1
+		}
+		return prev[t]
+	}
+	hash := func(s int, prev []int32, round int) uint64 {
+		h := uint64(14695981039346656037)
+		mix := func(x int32) { h = (h ^ uint64(uint32(x))) * 1099511628211 }
+		mix(flags(s))
 		if round > 0 {
-			buf = append(buf, byte(prev[s]), byte(prev[s]>>8), byte(prev[s]>>16), byte(prev[s]>>24))
+			mix(prev[s])
 			for _, t := range ru.trans[s*nc : (s+1)*nc] {
-				b := int32(-1)
-				if t >= 0 {
-					b = prev[t]
-				}
-				buf = append(buf, byte(b), byte(b>>8), byte(b>>16), byte(b>>24))
+				mix(blockOf(prev, t))
 			}
 		}
 		for _, c := range ru.calls[s] {
-			r := c.to
+			mix(c.rule)
 			if round > 0 {
-				r = prev[c.to]
-			} else {
-				r = 0
+				mix(prev[c.to])
 			}
-			buf = append(buf, 'c', byte(c.rule), byte(c.rule>>8), byte(c.rule>>16), byte(r), byte(r>>8), byte(r>>16))
 		}
-		return string(buf)
+		return h
 	}
+	same := func(a, b int, prev []int32, round int) bool {
+		if flags(a) != flags(b) || len(ru.calls[a]) != len(ru.calls[b]) {
+			return false
+		}
+		for i, c := range ru.calls[a] {
+			d := ru.calls[b][i]
+			if c.rule != d.rule || round > 0 && prev[c.to] != prev[d.to] {
+				return false
+			}
+		}
+		if round == 0 {
+			return true
+		}
+		if prev[a] != prev[b] {
+			return false
+		}
+		ta, tb := ru.trans[a*nc:(a+1)*nc], ru.trans[b*nc:(b+1)*nc]
+		for k := range ta {
+			if blockOf(prev, ta[k]) != blockOf(prev, tb[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	block := make([]int32, n)
+	next := make([]int32, n)
+	var reps []int32 // reps[id]: the first state of block id this round
+	byHash := map[uint64][]int32{}
 	count := 0
 	for round := 0; round <= depth; round++ {
-		clear(ids)
-		next := make([]int32, n)
+		clear(byHash)
+		reps = reps[:0]
 		for s := 0; s < n; s++ {
-			k := sig(s, block, round)
-			id, ok := ids[k]
-			if !ok {
-				id = int32(len(ids))
-				ids[k] = id
+			h := hash(s, block, round)
+			id := int32(-1)
+			for _, b := range byHash[h] {
+				if same(int(reps[b]), s, block, round) {
+					id = b
+					break
+				}
+			}
+			if id < 0 {
+				id = int32(len(reps))
+				reps = append(reps, int32(s))
+				byHash[h] = append(byHash[h], id)
 			}
 			next[s] = id
 		}
-		block = next
-		if len(ids) == count || len(ids) == n {
+		block, next = next, block
+		if len(reps) == count || len(reps) == n {
 			break // stable, or every state alone
 		}
-		count = len(ids)
-	}
-	rep := make([]int32, len(ids))
-	for i := range rep {
-		rep[i] = -1
+		count = len(reps)
 	}
 	out := make([]int32, n)
 	for s := 0; s < n; s++ {
-		if rep[block[s]] < 0 {
-			rep[block[s]] = int32(s)
-		}
-		out[s] = rep[block[s]]
+		out[s] = reps[block[s]]
 	}
 	return out
 }

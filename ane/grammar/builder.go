@@ -48,6 +48,8 @@ type Builder struct {
 	mark  []uint32
 	stamp uint32
 	stack []int32
+	out   []int32 // the last closure (valid until the next)
+	key   []byte  // the last setKey
 }
 
 type nstate struct {
@@ -229,13 +231,14 @@ func (b *Builder) Build(root int32) (*Grammar, error) {
 	return g, nil
 }
 
-// closure is the sorted epsilon closure of set.
+// closure is the sorted epsilon closure of set, in scratch space that the
+// next call reuses (dstate copies the sets it keeps).
 func (b *Builder) closure(set []int32) []int32 {
 	if len(b.mark) < len(b.states) {
 		b.mark = make([]uint32, len(b.states))
 	}
 	b.stamp++
-	out := make([]int32, 0, len(set)+4)
+	out := b.out[:0]
 	stack := append(b.stack[:0], set...)
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
@@ -249,22 +252,26 @@ func (b *Builder) closure(set []int32) []int32 {
 	}
 	b.stack = stack
 	slices.Sort(out)
+	b.out = out
 	return out
 }
 
-func setKey(set []int32) string {
-	buf := make([]byte, 0, 4*len(set))
+// setKey spells set as bytes, in scratch space that the next call reuses
+// (a map lookup with string(key) does not copy it).
+func (b *Builder) setKey(set []int32) []byte {
+	buf := b.key[:0]
 	for _, s := range set {
 		buf = append(buf, byte(s), byte(s>>8), byte(s>>16), byte(s>>24))
 	}
-	return string(buf)
+	b.key = buf
+	return buf
 }
 
 // determinize runs the subset construction on rule r.
 func (b *Builder) determinize(r int32, out *rule, total *int) error {
 	def := b.rules[r]
 	out.name = def.name
-	start := b.closure([]int32{def.start})
+	start := slices.Clone(b.closure([]int32{def.start}))
 	// Byte classes: bytes no edge of the rule tells apart share a class.
 	var cut [257]bool
 	cut[0], cut[256] = true, true
@@ -301,7 +308,7 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 	nc := int32(len(rep))
 	out.nclass = nc
 	next := make([][]int32, nc)
-	index := map[string]int32{setKey(start): 0}
+	index := map[string]int32{string(b.setKey(start)): 0}
 	sets := [][]int32{start}
 	for i := 0; i < len(sets); i++ {
 		if i%64 == 0 {
@@ -311,13 +318,16 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 		}
 		set := sets[i]
 		acc, ws := false, false
-		callTo := map[int32][]int32{}
+		var callTo map[int32][]int32 // made at the first call: most states have none
 		var callOrder []int32
 		for _, s := range set {
 			st := &b.states[s]
 			acc = acc || s == def.end
 			ws = ws || st.ws
 			for _, c := range st.calls {
+				if callTo == nil {
+					callTo = map[int32][]int32{}
+				}
 				if _, ok := callTo[c.rule]; !ok {
 					callOrder = append(callOrder, c.rule)
 				}
@@ -326,7 +336,6 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 		}
 		out.accept = append(out.accept, acc)
 		out.ws = append(out.ws, ws)
-		row := make([]int32, nc)
 		for k := range next {
 			next[k] = next[k][:0]
 		}
@@ -338,12 +347,12 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 			}
 		}
 		for k := range nc {
-			row[k] = -1
+			t := int32(-1)
 			if len(next[k]) > 0 {
-				row[k] = b.dstate(b.closure(next[k]), index, &sets, total)
+				t = b.dstate(b.closure(next[k]), index, &sets, total)
 			}
+			out.trans = append(out.trans, t)
 		}
-		out.trans = append(out.trans, row...)
 		var calls []ncall
 		for _, cr := range callOrder {
 			calls = append(calls, ncall{cr, b.dstate(b.closure(callTo[cr]), index, &sets, total)})
@@ -357,8 +366,8 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 }
 
 func (b *Builder) dstate(set []int32, index map[string]int32, sets *[][]int32, total *int) int32 {
-	k := setKey(set)
-	if d, ok := index[k]; ok {
+	k := b.setKey(set)
+	if d, ok := index[string(k)]; ok {
 		return d
 	}
 	*total++
@@ -366,8 +375,8 @@ func (b *Builder) dstate(set []int32, index map[string]int32, sets *[][]int32, t
 		b.err = &LimitError{"DFAStates", int64(b.lim.DFAStates)}
 	}
 	d := int32(len(*sets))
-	index[k] = d
-	*sets = append(*sets, set)
+	index[string(k)] = d
+	*sets = append(*sets, slices.Clone(set))
 	return d
 }
 

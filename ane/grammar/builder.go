@@ -655,41 +655,137 @@ func (ru *rule) blocks(depth int) []int32 {
 		}
 		return true
 	}
+	// Round 0: flags and called rules alone.
 	block := make([]int32, n)
-	next := make([]int32, n)
-	var reps []int32 // reps[id]: the first state of block id this round
-	byHash := map[uint64][]int32{}
-	count := 0
-	for round := 0; round <= depth; round++ {
-		clear(byHash)
-		reps = reps[:0]
+	var members [][]int32 // members[id]: the states of block id, ascending
+	{
+		byHash := map[uint64][]int32{}
 		for s := 0; s < n; s++ {
-			h := hash(s, block, round)
+			h := hash(s, nil, 0)
 			id := int32(-1)
 			for _, b := range byHash[h] {
-				if same(int(reps[b]), s, block, round) {
+				if same(int(members[b][0]), s, nil, 0) {
 					id = b
 					break
 				}
 			}
 			if id < 0 {
-				id = int32(len(reps))
-				reps = append(reps, int32(s))
+				id = int32(len(members))
+				members = append(members, nil)
 				byHash[h] = append(byHash[h], id)
 			}
-			next[s] = id
+			block[s] = id
+			members[id] = append(members[id], int32(s))
 		}
-		block, next = next, block
-		if len(reps) == count || len(reps) == n {
-			break // stable, or every state alone
+	}
+	// Later rounds: with block ids kept where a block does not split, a
+	// state's signature changes only if a successor's id changed in the
+	// round before, so only those states' blocks are re-split.
+	pred := ru.predecessors()
+	prev := make([]int32, n)
+	dirty := make([]bool, n)
+	touched := make([]bool, n)
+	var dirtyList, touchedList, moved []int32
+	for s := range n {
+		dirty[s] = true
+		dirtyList = append(dirtyList, int32(s))
+	}
+	type group struct{ rep, id int32 }
+	groups := map[uint64][]group{}
+	for round := 1; round <= depth && len(dirtyList) > 0 && len(members) < n; round++ {
+		copy(prev, block)
+		touchedList = touchedList[:0]
+		for _, s := range dirtyList {
+			if b := prev[s]; !touched[b] {
+				touched[b] = true
+				touchedList = append(touchedList, b)
+			}
 		}
-		count = len(reps)
+		moved = moved[:0]
+		for _, b := range touchedList {
+			touched[b] = false
+			ms := members[b]
+			clear(groups)
+			keepB := false // the id b is taken by a group
+			for _, s := range ms {
+				if !dirty[s] { // unchanged signature: all such members stay together in b
+					groups[hash(int(s), prev, 1)] = append(groups[hash(int(s), prev, 1)], group{s, b})
+					keepB = true
+					break
+				}
+			}
+			for _, s := range ms {
+				if !dirty[s] {
+					continue
+				}
+				h := hash(int(s), prev, 1)
+				id := int32(-1)
+				for _, g := range groups[h] {
+					if same(int(g.rep), int(s), prev, 1) {
+						id = g.id
+						break
+					}
+				}
+				if id < 0 {
+					if keepB {
+						id = int32(len(members))
+						members = append(members, nil)
+					} else {
+						id, keepB = b, true
+					}
+					groups[h] = append(groups[h], group{s, id})
+				}
+				if id != b {
+					block[s] = id
+					members[id] = append(members[id], s)
+					moved = append(moved, s)
+				}
+			}
+			kept := ms[:0]
+			for _, s := range ms {
+				if block[s] == b {
+					kept = append(kept, s)
+				}
+			}
+			members[b] = kept
+		}
+		for _, s := range dirtyList {
+			dirty[s] = false
+		}
+		dirtyList = dirtyList[:0]
+		for _, t := range moved {
+			for _, s := range pred[t] {
+				if !dirty[s] {
+					dirty[s] = true
+					dirtyList = append(dirtyList, s)
+				}
+			}
+		}
 	}
 	out := make([]int32, n)
 	for s := 0; s < n; s++ {
-		out[s] = reps[block[s]]
+		out[s] = members[block[s]][0]
 	}
 	return out
+}
+
+// predecessors lists, for each state, the states with a transition or a
+// call returning to it.
+func (ru *rule) predecessors() [][]int32 {
+	n := len(ru.accept)
+	nc := int(ru.nclass)
+	pred := make([][]int32, n)
+	for s := 0; s < n; s++ {
+		for _, t := range ru.trans[s*nc : (s+1)*nc] {
+			if t >= 0 && (len(pred[t]) == 0 || pred[t][len(pred[t])-1] != int32(s)) {
+				pred[t] = append(pred[t], int32(s))
+			}
+		}
+		for _, c := range ru.calls[s] {
+			pred[c.to] = append(pred[c.to], int32(s))
+		}
+	}
+	return pred
 }
 
 // fingerprint sets leaf and, for a leaf, fp: a hash of everything a mask

@@ -797,12 +797,10 @@ func (ru *rule) fingerprint() {
 		}
 	}
 	ru.leaf = true
-	h := sha256.New()
-	h.Write(ru.class[:])
-	var buf [4]byte
+	buf := make([]byte, 0, len(ru.class)+4*len(ru.trans)+len(ru.accept))
+	buf = append(buf, ru.class[:]...)
 	for _, t := range ru.trans {
-		binary.LittleEndian.PutUint32(buf[:], uint32(t))
-		h.Write(buf[:])
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(t))
 	}
 	for s := range ru.accept {
 		f := byte(0)
@@ -812,7 +810,8 @@ func (ru *rule) fingerprint() {
 		if ru.ws[s] {
 			f |= 2
 		}
-		h.Write([]byte{f})
+		buf = append(buf, f)
 	}
-	copy(ru.fp[:], h.Sum(nil))
+	sum := sha256.Sum256(buf) // one call: hashing piecewise cost more than the bytes
+	copy(ru.fp[:], sum[:])
 }

@@ -48,6 +48,8 @@ type Builder struct {
 	mark  []uint32
 	stamp uint32
 	stack []int32
+	out   []int32 // the last closure (valid until the next)
+	key   []byte  // the last setKey
 }
 
 type nstate struct {
@@ -229,13 +231,14 @@ func (b *Builder) Build(root int32) (*Grammar, error) {
 	return g, nil
 }
 
-// closure is the sorted epsilon closure of set.
+// closure is the sorted epsilon closure of set, in scratch space that the
+// next call reuses (dstate copies the sets it keeps).
 func (b *Builder) closure(set []int32) []int32 {
 	if len(b.mark) < len(b.states) {
 		b.mark = make([]uint32, len(b.states))
 	}
 	b.stamp++
-	out := make([]int32, 0, len(set)+4)
+	out := b.out[:0]
 	stack := append(b.stack[:0], set...)
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
@@ -249,22 +252,26 @@ func (b *Builder) closure(set []int32) []int32 {
 	}
 	b.stack = stack
 	slices.Sort(out)
+	b.out = out
 	return out
 }
 
-func setKey(set []int32) string {
-	buf := make([]byte, 0, 4*len(set))
+// setKey spells set as bytes, in scratch space that the next call reuses
+// (a map lookup with string(key) does not copy it).
+func (b *Builder) setKey(set []int32) []byte {
+	buf := b.key[:0]
 	for _, s := range set {
 		buf = append(buf, byte(s), byte(s>>8), byte(s>>16), byte(s>>24))
 	}
-	return string(buf)
+	b.key = buf
+	return buf
 }
 
 // determinize runs the subset construction on rule r.
 func (b *Builder) determinize(r int32, out *rule, total *int) error {
 	def := b.rules[r]
 	out.name = def.name
-	start := b.closure([]int32{def.start})
+	start := slices.Clone(b.closure([]int32{def.start}))
 	// Byte classes: bytes no edge of the rule tells apart share a class.
 	var cut [257]bool
 	cut[0], cut[256] = true, true
@@ -301,7 +308,7 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 	nc := int32(len(rep))
 	out.nclass = nc
 	next := make([][]int32, nc)
-	index := map[string]int32{setKey(start): 0}
+	index := map[string]int32{string(b.setKey(start)): 0}
 	sets := [][]int32{start}
 	for i := 0; i < len(sets); i++ {
 		if i%64 == 0 {
@@ -311,13 +318,16 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 		}
 		set := sets[i]
 		acc, ws := false, false
-		callTo := map[int32][]int32{}
+		var callTo map[int32][]int32 // made at the first call: most states have none
 		var callOrder []int32
 		for _, s := range set {
 			st := &b.states[s]
 			acc = acc || s == def.end
 			ws = ws || st.ws
 			for _, c := range st.calls {
+				if callTo == nil {
+					callTo = map[int32][]int32{}
+				}
 				if _, ok := callTo[c.rule]; !ok {
 					callOrder = append(callOrder, c.rule)
 				}
@@ -326,7 +336,6 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 		}
 		out.accept = append(out.accept, acc)
 		out.ws = append(out.ws, ws)
-		row := make([]int32, nc)
 		for k := range next {
 			next[k] = next[k][:0]
 		}
@@ -338,12 +347,12 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 			}
 		}
 		for k := range nc {
-			row[k] = -1
+			t := int32(-1)
 			if len(next[k]) > 0 {
-				row[k] = b.dstate(b.closure(next[k]), index, &sets, total)
+				t = b.dstate(b.closure(next[k]), index, &sets, total)
 			}
+			out.trans = append(out.trans, t)
 		}
-		out.trans = append(out.trans, row...)
 		var calls []ncall
 		for _, cr := range callOrder {
 			calls = append(calls, ncall{cr, b.dstate(b.closure(callTo[cr]), index, &sets, total)})
@@ -357,8 +366,8 @@ func (b *Builder) determinize(r int32, out *rule, total *int) error {
 }
 
 func (b *Builder) dstate(set []int32, index map[string]int32, sets *[][]int32, total *int) int32 {
-	k := setKey(set)
-	if d, ok := index[k]; ok {
+	k := b.setKey(set)
+	if d, ok := index[string(k)]; ok {
 		return d
 	}
 	*total++
@@ -366,8 +375,8 @@ func (b *Builder) dstate(set []int32, index map[string]int32, sets *[][]int32, t
 		b.err = &LimitError{"DFAStates", int64(b.lim.DFAStates)}
 	}
 	d := int32(len(*sets))
-	index[k] = d
-	*sets = append(*sets, set)
+	index[string(k)] = d
+	*sets = append(*sets, slices.Clone(set))
 	return d
 }
 
@@ -580,73 +589,203 @@ func (b *Builder) Lit2(from int32, s string, to int32) {
 // calls with their return states. States in one block have the same
 // local mask walk for every token of at most depth bytes, so they share
 // one cache entry; each state maps to its block's first state.
+//
+// A round hashes each state's signature (its flags, its previous block,
+// the previous blocks of its successors and return states) and compares
+// it with the first state of each block of that hash, so no signature is
+// materialized: a round is O(states × classes) without allocation.
 func (ru *rule) blocks(depth int) []int32 {
 	n := len(ru.accept)
 	nc := int(ru.nclass)
-	block := make([]int32, n)
-	ids := map[string]int32{}
-	sig := func(s int, prev []int32, round int) string {
-		buf := make([]byte, 0, 8+4*nc)
-		flags := byte(0)
+	flags := func(s int) int32 {
+		f := int32(0)
 		if ru.accept[s] {
-			flags |= 1
+			f |= 1
 		}
 		if ru.ws[s] {
-			flags |= 2
+			f |= 2
 		}
-		buf = append(buf, flags)
+		return f
+	}
+	blockOf := func(prev []int32, t int32) int32 {
+		if t < 0 {
+			return -1
+		}
+		return prev[t]
+	}
+	hash := func(s int, prev []int32, round int) uint64 {
+		h := uint64(14695981039346656037)
+		mix := func(x int32) { h = (h ^ uint64(uint32(x))) * 1099511628211 }
+		mix(flags(s))
 		if round > 0 {
-			buf = append(buf, byte(prev[s]), byte(prev[s]>>8), byte(prev[s]>>16), byte(prev[s]>>24))
+			mix(prev[s])
 			for _, t := range ru.trans[s*nc : (s+1)*nc] {
-				b := int32(-1)
-				if t >= 0 {
-					b = prev[t]
-				}
-				buf = append(buf, byte(b), byte(b>>8), byte(b>>16), byte(b>>24))
+				mix(blockOf(prev, t))
 			}
 		}
 		for _, c := range ru.calls[s] {
-			r := c.to
+			mix(c.rule)
 			if round > 0 {
-				r = prev[c.to]
-			} else {
-				r = 0
+				mix(prev[c.to])
 			}
-			buf = append(buf, 'c', byte(c.rule), byte(c.rule>>8), byte(c.rule>>16), byte(r), byte(r>>8), byte(r>>16))
 		}
-		return string(buf)
+		return h
 	}
-	count := 0
-	for round := 0; round <= depth; round++ {
-		clear(ids)
-		next := make([]int32, n)
+	same := func(a, b int, prev []int32, round int) bool {
+		if flags(a) != flags(b) || len(ru.calls[a]) != len(ru.calls[b]) {
+			return false
+		}
+		for i, c := range ru.calls[a] {
+			d := ru.calls[b][i]
+			if c.rule != d.rule || round > 0 && prev[c.to] != prev[d.to] {
+				return false
+			}
+		}
+		if round == 0 {
+			return true
+		}
+		if prev[a] != prev[b] {
+			return false
+		}
+		ta, tb := ru.trans[a*nc:(a+1)*nc], ru.trans[b*nc:(b+1)*nc]
+		for k := range ta {
+			if blockOf(prev, ta[k]) != blockOf(prev, tb[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	// Round 0: flags and called rules alone.
+	block := make([]int32, n)
+	var members [][]int32 // members[id]: the states of block id, ascending
+	{
+		byHash := map[uint64][]int32{}
 		for s := 0; s < n; s++ {
-			k := sig(s, block, round)
-			id, ok := ids[k]
-			if !ok {
-				id = int32(len(ids))
-				ids[k] = id
+			h := hash(s, nil, 0)
+			id := int32(-1)
+			for _, b := range byHash[h] {
+				if same(int(members[b][0]), s, nil, 0) {
+					id = b
+					break
+				}
 			}
-			next[s] = id
+			if id < 0 {
+				id = int32(len(members))
+				members = append(members, nil)
+				byHash[h] = append(byHash[h], id)
+			}
+			block[s] = id
+			members[id] = append(members[id], int32(s))
 		}
-		block = next
-		if len(ids) == count || len(ids) == n {
-			break // stable, or every state alone
-		}
-		count = len(ids)
 	}
-	rep := make([]int32, len(ids))
-	for i := range rep {
-		rep[i] = -1
+	// Later rounds: with block ids kept where a block does not split, a
+	// state's signature changes only if a successor's id changed in the
+	// round before, so only those states' blocks are re-split.
+	pred := ru.predecessors()
+	prev := make([]int32, n)
+	dirty := make([]bool, n)
+	touched := make([]bool, n)
+	var dirtyList, touchedList, moved []int32
+	for s := range n {
+		dirty[s] = true
+		dirtyList = append(dirtyList, int32(s))
+	}
+	type group struct{ rep, id int32 }
+	groups := map[uint64][]group{}
+	for round := 1; round <= depth && len(dirtyList) > 0 && len(members) < n; round++ {
+		copy(prev, block)
+		touchedList = touchedList[:0]
+		for _, s := range dirtyList {
+			if b := prev[s]; !touched[b] {
+				touched[b] = true
+				touchedList = append(touchedList, b)
+			}
+		}
+		moved = moved[:0]
+		for _, b := range touchedList {
+			touched[b] = false
+			ms := members[b]
+			clear(groups)
+			keepB := false // the id b is taken by a group
+			for _, s := range ms {
+				if !dirty[s] { // unchanged signature: all such members stay together in b
+					groups[hash(int(s), prev, 1)] = append(groups[hash(int(s), prev, 1)], group{s, b})
+					keepB = true
+					break
+				}
+			}
+			for _, s := range ms {
+				if !dirty[s] {
+					continue
+				}
+				h := hash(int(s), prev, 1)
+				id := int32(-1)
+				for _, g := range groups[h] {
+					if same(int(g.rep), int(s), prev, 1) {
+						id = g.id
+						break
+					}
+				}
+				if id < 0 {
+					if keepB {
+						id = int32(len(members))
+						members = append(members, nil)
+					} else {
+						id, keepB = b, true
+					}
+					groups[h] = append(groups[h], group{s, id})
+				}
+				if id != b {
+					block[s] = id
+					members[id] = append(members[id], s)
+					moved = append(moved, s)
+				}
+			}
+			kept := ms[:0]
+			for _, s := range ms {
+				if block[s] == b {
+					kept = append(kept, s)
+				}
+			}
+			members[b] = kept
+		}
+		for _, s := range dirtyList {
+			dirty[s] = false
+		}
+		dirtyList = dirtyList[:0]
+		for _, t := range moved {
+			for _, s := range pred[t] {
+				if !dirty[s] {
+					dirty[s] = true
+					dirtyList = append(dirtyList, s)
+				}
+			}
+		}
 	}
 	out := make([]int32, n)
 	for s := 0; s < n; s++ {
-		if rep[block[s]] < 0 {
-			rep[block[s]] = int32(s)
-		}
-		out[s] = rep[block[s]]
+		out[s] = members[block[s]][0]
 	}
 	return out
+}
+
+// predecessors lists, for each state, the states with a transition or a
+// call returning to it.
+func (ru *rule) predecessors() [][]int32 {
+	n := len(ru.accept)
+	nc := int(ru.nclass)
+	pred := make([][]int32, n)
+	for s := 0; s < n; s++ {
+		for _, t := range ru.trans[s*nc : (s+1)*nc] {
+			if t >= 0 && (len(pred[t]) == 0 || pred[t][len(pred[t])-1] != int32(s)) {
+				pred[t] = append(pred[t], int32(s))
+			}
+		}
+		for _, c := range ru.calls[s] {
+			pred[c.to] = append(pred[c.to], int32(s))
+		}
+	}
+	return pred
 }
 
 // fingerprint sets leaf and, for a leaf, fp: a hash of everything a mask
@@ -658,12 +797,10 @@ func (ru *rule) fingerprint() {
 		}
 	}
 	ru.leaf = true
-	h := sha256.New()
-	h.Write(ru.class[:])
-	var buf [4]byte
+	buf := make([]byte, 0, len(ru.class)+4*len(ru.trans)+len(ru.accept))
+	buf = append(buf, ru.class[:]...)
 	for _, t := range ru.trans {
-		binary.LittleEndian.PutUint32(buf[:], uint32(t))
-		h.Write(buf[:])
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(t))
 	}
 	for s := range ru.accept {
 		f := byte(0)
@@ -673,7 +810,8 @@ func (ru *rule) fingerprint() {
 		if ru.ws[s] {
 			f |= 2
 		}
-		h.Write([]byte{f})
+		buf = append(buf, f)
 	}
-	copy(ru.fp[:], h.Sum(nil))
+	sum := sha256.Sum256(buf) // one call: hashing piecewise cost more than the bytes
+	copy(ru.fp[:], sum[:])
 }

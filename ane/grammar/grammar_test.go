@@ -155,3 +155,48 @@ func TestWhitespaceBound(t *testing.T) {
 		t.Fatalf("after 3 spaces: mask %b, want only x", mask[0])
 	}
 }
+
+// TestBlocksSeeOnlyDepthBytes: in "x{0,5}y" the states after 0…3 x's
+// accept the same strings of at most 2 bytes, so at depth 2 they share a
+// block and the states after 4 and 5 x's do not; at depth 6 every state
+// is alone (the refinement splits only where a successor's block split).
+func TestBlocksSeeOnlyDepthBytes(t *testing.T) {
+	b := NewBuilder(Limits{})
+	r := b.Rule("R")
+	start := b.State()
+	end := b.State()
+	s := start
+	for k := 0; k <= 5; k++ {
+		b.Byte(s, 'y', end)
+		if k < 5 {
+			n := b.State()
+			b.Byte(s, 'x', n)
+			s = n
+		}
+	}
+	b.Define(r, start, end)
+	g, err := b.Build(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ru := &g.rules[r]
+	var after [6]int32 // after[k]: the state after k x's
+	for k := 1; k <= 5; k++ {
+		after[k] = ru.trans[after[k-1]*ru.nclass+int32(ru.class['x'])]
+	}
+	at2 := ru.blocks(2)
+	for k := 1; k <= 3; k++ {
+		if at2[after[k]] != at2[after[0]] {
+			t.Errorf("depth 2: after %d x's in block %d, after none in %d", k, at2[after[k]], at2[after[0]])
+		}
+	}
+	if at2[after[4]] == at2[after[0]] || at2[after[5]] == at2[after[0]] || at2[after[4]] == at2[after[5]] {
+		t.Errorf("depth 2: the states after 4 and 5 x's must be alone: %v (states %v)", at2, after)
+	}
+	at6 := ru.blocks(6)
+	for s, rep := range at6 {
+		if rep != int32(s) {
+			t.Errorf("depth 6: state %d shares block %d", s, rep)
+		}
+	}
+}

@@ -275,7 +275,7 @@ func (m *Matcher) entry(rule, state int32, run int) *entry {
 		m.blocks = make([][]int32, len(m.g.rules))
 	}
 	if m.blocks[rule] == nil {
-		m.blocks[rule] = m.g.rules[rule].blocks(m.v.maxLen)
+		m.blocks[rule] = m.ruleBlocks(rule)
 	}
 	state = m.blocks[rule][state]
 	k := cacheKey{rule, state, int32(run)}
@@ -297,6 +297,21 @@ func (m *Matcher) entry(rule, state int32, run int) *entry {
 		m.v.shared.put(sk, e)
 	}
 	return e
+}
+
+// ruleBlocks computes the rule's blocks, sharing a leaf rule's through the
+// vocabulary (the same string automata recur in every grammar).
+func (m *Matcher) ruleBlocks(rule int32) []int32 {
+	ru := &m.g.rules[rule]
+	if !ru.leaf {
+		return ru.blocks(m.v.maxLen)
+	}
+	if b := m.v.shared.getBlocks(ru.fp); b != nil {
+		return b
+	}
+	b := ru.blocks(m.v.maxLen)
+	m.v.shared.putBlocks(ru.fp, b)
+	return b
 }
 
 // selfLoops is the set of bytes on which rule stays at state (cached).

@@ -43,10 +43,14 @@ type sharedKey struct {
 	state, run int32
 }
 
-// sharedCache is bounded: past maxShared entries it stops adding.
+// sharedCache is bounded: past maxShared entries (of each map) it stops
+// adding.
 type sharedCache struct {
 	mu sync.Mutex
 	m  map[sharedKey]*entry
+	// blocks: a leaf rule's mask-cache blocks (rule.blocks at the
+	// vocabulary's longest token), by the rule's fingerprint.
+	blocks map[[16]byte][]int32
 }
 
 const maxShared = 1024
@@ -65,6 +69,23 @@ func (c *sharedCache) put(k sharedKey, e *entry) {
 	}
 	if len(c.m) < maxShared {
 		c.m[k] = e
+	}
+}
+
+func (c *sharedCache) getBlocks(fp [16]byte) []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.blocks[fp]
+}
+
+func (c *sharedCache) putBlocks(fp [16]byte, b []int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.blocks == nil {
+		c.blocks = map[[16]byte][]int32{}
+	}
+	if len(c.blocks) < maxShared {
+		c.blocks[fp] = b
 	}
 }
 

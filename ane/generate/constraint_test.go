@@ -2,6 +2,7 @@ package generate
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -12,7 +13,7 @@ import (
 	"github.com/forgedaemon/forged/ane/grammar/jsonschema"
 	"github.com/forgedaemon/forged/ane/sample"
 	"github.com/forgedaemon/forged/ane/speculative"
-	validator "github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/forgedaemon/forged/internal/schematest"
 )
 
 // Schemas whose languages are finite enough that a random model finishes
@@ -26,27 +27,13 @@ var constrainedSchemas = []string{
 	`{"anyOf":[{"type":"boolean"},{"type":"array","prefixItems":[{"const":"x"},{"type":"number","minimum":0,"maximum":9}],"items":false,"minItems":2}]}`,
 }
 
-func compileBoth(t *testing.T, schema string) (*grammar.Grammar, *validator.Schema) {
+func compileBoth(t *testing.T, schema string) (*grammar.Grammar, *schematest.Schema) {
 	t.Helper()
 	g, err := jsonschema.Compile([]byte(schema), jsonschema.Options{})
 	if err != nil {
 		t.Fatalf("%s: %v", schema, err)
 	}
-	doc, err := validator.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := validator.NewCompiler()
-	c.AssertFormat()
-	c.DefaultDraft(validator.Draft2020)
-	if err := c.AddResource("schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	v, err := c.Compile("schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g, v
+	return g, schematest.Compile(t, schema)
 }
 
 // Sampled output at temperature 1, several seeds: always complete, always
@@ -62,13 +49,7 @@ func TestConstrainedSamplingAlwaysValidates(t *testing.T) {
 			if sum.Finish != sample.FinishStop {
 				t.Fatalf("%s seed %d: finished by %s after %d tokens: %q", schema, seed, sum.Finish, len(sum.IDs), sum.Text)
 			}
-			inst, err := validator.UnmarshalJSON(strings.NewReader(sum.Text))
-			if err != nil {
-				t.Fatalf("%s seed %d: output is not JSON: %v\n%q", schema, seed, err, sum.Text)
-			}
-			if err := val.Validate(inst); err != nil {
-				t.Fatalf("%s seed %d: output does not validate: %v\n%q", schema, seed, err, sum.Text)
-			}
+			schematest.Valid(t, val, sum.Text, fmt.Sprintf("%s seed %d", schema, seed))
 			if !json.Valid([]byte(sum.Text)) {
 				t.Fatalf("%q is not JSON", sum.Text)
 			}

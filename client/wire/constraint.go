@@ -27,15 +27,11 @@ func (f Format) EncodeMsgpack(enc *msgpack.Encoder) error {
 
 // DecodeMsgpack reads "json" or a schema map.
 func (f *Format) DecodeMsgpack(dec *msgpack.Decoder) error {
-	raw, err := dec.DecodeRaw()
+	raw, s, isStr, err := decodeStringOr(dec)
 	if err != nil {
 		return err
 	}
-	if isStrCode(raw[0]) {
-		var s string
-		if err := msgpack.Unmarshal(raw, &s); err != nil {
-			return err
-		}
+	if isStr {
 		if s != FormatJSON {
 			return problem("format must be %q or a JSON Schema map, got the string %q", FormatJSON, s)
 		}
@@ -79,15 +75,11 @@ func (c ToolChoice) EncodeMsgpack(enc *msgpack.Encoder) error {
 
 // DecodeMsgpack reads a mode string or {name: NAME}.
 func (c *ToolChoice) DecodeMsgpack(dec *msgpack.Decoder) error {
-	raw, err := dec.DecodeRaw()
+	raw, s, isStr, err := decodeStringOr(dec)
 	if err != nil {
 		return err
 	}
-	if isStrCode(raw[0]) {
-		var s string
-		if err := msgpack.Unmarshal(raw, &s); err != nil {
-			return err
-		}
+	if isStr {
 		switch s {
 		case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
 			*c = ToolChoice{Mode: s}
@@ -107,3 +99,13 @@ func (c *ToolChoice) DecodeMsgpack(dec *msgpack.Decoder) error {
 
 // Forces reports whether the choice forces a tool call.
 func (c ToolChoice) Forces() bool { return c.Name != "" || c.Mode == ToolChoiceRequired }
+
+// decodeStringOr reads one value that is either a string (returned as s,
+// isStr) or something else (returned raw, for the caller to decode).
+func decodeStringOr(dec *msgpack.Decoder) (raw msgpack.RawMessage, s string, isStr bool, err error) {
+	if raw, err = dec.DecodeRaw(); err != nil || !isStrCode(raw[0]) {
+		return raw, "", false, err
+	}
+	err = msgpack.Unmarshal(raw, &s)
+	return raw, s, true, err
+}

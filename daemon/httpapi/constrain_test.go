@@ -8,12 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	validator "github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/forgedaemon/forged/client/wire"
 	"github.com/forgedaemon/forged/daemon"
 	"github.com/forgedaemon/forged/daemon/fakeengine"
 	"github.com/forgedaemon/forged/daemon/modelbackend"
+	"github.com/forgedaemon/forged/internal/schematest"
 	"github.com/forgedaemon/forged/internal/testbundle"
 )
 
@@ -36,36 +35,6 @@ func tinyHarness(t *testing.T) *harness {
 	return start(t, b, daemon.Config{})
 }
 
-func schemaValidator(t *testing.T, schema string) *validator.Schema {
-	t.Helper()
-	doc, err := validator.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := validator.NewCompiler()
-	c.AssertFormat()
-	c.DefaultDraft(validator.Draft2020)
-	if err := c.AddResource("schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	v, err := c.Compile("schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func validates(t *testing.T, v *validator.Schema, text, what string) {
-	t.Helper()
-	inst, err := validator.UnmarshalJSON(strings.NewReader(text))
-	if err != nil {
-		t.Fatalf("%s: the reply is not JSON: %v\n%q", what, err, text)
-	}
-	if err := v.Validate(inst); err != nil {
-		t.Fatalf("%s: the reply does not validate: %v\n%q", what, err, text)
-	}
-}
-
 // A chat with a format over the msgpack socket, sampled at temperature 1
 // with several seeds on the tiny model: the answer always parses and
 // validates (an independent validator), and the turn ends by itself.
@@ -74,7 +43,7 @@ func TestChatFormatAlwaysValidates(t *testing.T) {
 	cl := h.msgpack(t)
 	ctx := context.Background()
 	for i, schema := range replySchemas {
-		v := schemaValidator(t, schema)
+		v := schematest.Compile(t, schema)
 		obj, err := wire.ObjectFromJSON([]byte(schema))
 		if err != nil {
 			t.Fatal(err)
@@ -90,7 +59,7 @@ func TestChatFormatAlwaysValidates(t *testing.T) {
 			if res.FinishReason != wire.FinishStop {
 				t.Fatalf("%s: finished by %s: %q", what, res.FinishReason, res.Content)
 			}
-			validates(t, v, res.Content, what)
+			schematest.Valid(t, v, res.Content, what)
 		}
 	}
 	// "json": any JSON value.
@@ -110,7 +79,7 @@ func TestChatToolChoiceForcesTheNamedTool(t *testing.T) {
 	params := `{"type":"object","properties":{"city":{"type":"string","maxLength":8},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"],"additionalProperties":false}`
 	weather, _ := wire.ObjectFromJSON([]byte(`{"type":"function","function":{"name":"get_weather","parameters":` + params + `}}`))
 	clock, _ := wire.ObjectFromJSON([]byte(`{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{}}}}`))
-	v := schemaValidator(t, params)
+	v := schematest.Compile(t, params)
 	for seed := uint64(1); seed <= 3; seed++ {
 		res, err := cl.Chat(context.Background(), wire.ChatArgs{Messages: []wire.Message{{Role: "user", Content: "Weather?"}},
 			Tools: wire.Objects{clock, weather}, ToolChoice: &wire.ToolChoice{Name: "get_weather"}, Thinking: "off",
@@ -122,7 +91,7 @@ func TestChatToolChoiceForcesTheNamedTool(t *testing.T) {
 			t.Fatalf("seed %d: finish %s, calls %+v, content %q", seed, res.FinishReason, res.ToolCalls, res.Content)
 		}
 		args, _ := res.ToolCalls[0].Arguments.MarshalJSON()
-		validates(t, v, string(args), fmt.Sprintf("seed %d arguments", seed))
+		schematest.Valid(t, v, string(args), fmt.Sprintf("seed %d arguments", seed))
 	}
 }
 

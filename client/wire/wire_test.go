@@ -192,6 +192,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		map[string]any{"id": 1, "op": "hello", "args": map[string]any{"protocol": 1, "client": "x"}},
 		map[string]any{"id": 2, "op": "chat", "args": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}},
 		map[string]any{"id": 3, "op": "detokenize", "args": map[string]any{"ids": []int{1, 2, 3}}},
+		map[string]any{"id": 4, "op": "chat", "args": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}},
+			"format": map[string]any{"type": "object"}, "tool_choice": map[string]any{"name": "f"}}},
+		map[string]any{"id": 5, "op": "generate", "args": map[string]any{"prompt": "x", "format": "json"}},
 	} {
 		fr, _ := Marshal(v)
 		f.Add(fr)

@@ -215,21 +215,7 @@ func TestCancel(t *testing.T) {
 	if m := r.read(); m["event"] != "token" {
 		t.Fatalf("want a token event first, got %v", m)
 	}
-	r.write(map[string]any{"id": 21, "op": "cancel", "args": map[string]any{"id": 20}})
-	var gotCancelReply, gotCancelled bool
-	for !gotCancelReply || !gotCancelled {
-		m := r.read()
-		switch asUint(m["id"]) {
-		case 21:
-			result(t, m)
-			gotCancelReply = true
-		case 20:
-			if m["event"] == nil {
-				expectError(t, m, 20, "cancelled")
-				gotCancelled = true
-			}
-		}
-	}
+	expectError(t, r.cancelStream(21, 20), 20, "cancelled")
 	expectError(t, r.call(22, "cancel", map[string]any{"id": 20}), 22, "not_found")
 }
 
@@ -273,18 +259,7 @@ func TestSubscribe(t *testing.T) {
 	if d := r.read()["data"].(map[string]any); d["state"] != "updating" || d["reason"] != "revision abc" {
 		t.Fatalf("second state %v", d)
 	}
-	r.write(map[string]any{"id": 41, "op": "cancel", "args": map[string]any{"id": 40}})
-	seen := map[uint64]bool{}
-	for len(seen) < 2 {
-		m := r.read()
-		if m["event"] != nil {
-			continue
-		}
-		seen[asUint(m["id"])] = true
-		if asUint(m["id"]) == 40 {
-			expectError(t, m, 40, "cancelled")
-		}
-	}
+	expectError(t, r.cancelStream(41, 40), 40, "cancelled")
 }
 
 // §5: a prompt that cannot fit the largest context entry is refused up front.

@@ -153,6 +153,31 @@ func (r *rawConn) call(id uint64, op string, args map[string]any) map[string]any
 	return r.read()
 }
 
+// cancelStream cancels the stream target with request cancelID and returns
+// the stream's final reply. The two replies may arrive in either order (the
+// stream's goroutine races the cancel's reply), and events still on their
+// way are skipped.
+func (r *rawConn) cancelStream(cancelID, target uint64) map[string]any {
+	r.t.Helper()
+	r.write(map[string]any{"id": cancelID, "op": "cancel", "args": map[string]any{"id": target}})
+	var final map[string]any
+	cancelled := false
+	for final == nil || !cancelled {
+		m := r.read()
+		switch {
+		case m["event"] != nil:
+		case asUint(m["id"]) == cancelID:
+			result(r.t, m)
+			cancelled = true
+		case asUint(m["id"]) == target:
+			final = m
+		default:
+			r.t.Fatalf("while cancelling %d: unexpected reply %v", target, m)
+		}
+	}
+	return final
+}
+
 func (r *rawConn) hello() {
 	r.t.Helper()
 	rep := r.call(1, "hello", map[string]any{"protocol": 1, "client": "conformance"})

@@ -67,14 +67,7 @@ func TestConformanceIDInFlightForEveryOp(t *testing.T) {
 	if msg := expectError(t, r.call(7, "status", nil), 7, "bad_request"); !strings.Contains(msg, "request id 7 is already in flight") {
 		t.Fatalf("status reusing a stream's id: %s", msg)
 	}
-	result(t, r.call(8, "cancel", map[string]any{"id": 7}))
-	for {
-		m := r.read()
-		if m["event"] == nil && asUint(m["id"]) == 7 {
-			expectError(t, m, 7, "cancelled")
-			break
-		}
-	}
+	expectError(t, r.cancelStream(8, 7), 7, "cancelled")
 	result(t, r.call(7, "status", nil)) // free again
 }
 
@@ -95,13 +88,7 @@ func TestConformanceStreamsPerConnection(t *testing.T) {
 		t.Fatalf("the stream past the cap: %s", msg)
 	}
 	result(t, r.call(20, "status", nil)) // non-streaming ops are not capped
-	result(t, r.call(21, "cancel", map[string]any{"id": 10}))
-	for {
-		m := r.read()
-		if m["event"] == nil && asUint(m["id"]) == 10 {
-			break
-		}
-	}
+	expectError(t, r.cancelStream(21, 10), 10, "cancelled")
 	r.write(map[string]any{"id": 14, "op": "subscribe"})
 	if ev := r.read(); ev["event"] != "state" || asUint(ev["id"]) != 14 {
 		t.Fatalf("after a stream ended: %v", ev)

@@ -17,6 +17,8 @@ import (
 	"github.com/forgedaemon/forged/daemon/fakeengine"
 	"github.com/forgedaemon/forged/daemon/residency"
 	"github.com/forgedaemon/forged/internal/sysinfo"
+
+	"github.com/forgedaemon/forged/internal/leakcheck"
 )
 
 // fakeClock is a settable clock for keep-alive.
@@ -179,9 +181,10 @@ func TestPressureDropsIdleSessionsThenUnloads(t *testing.T) {
 	var events []string
 	var mu sync.Mutex
 	subCtx, stop := context.WithCancel(ctx)
-	subDone := make(chan struct{})
+	subDone, subscribed := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(subDone)
+		first := true
 		for ev, err := range rig.c.Subscribe(subCtx) {
 			if err != nil {
 				return
@@ -189,9 +192,13 @@ func TestPressureDropsIdleSessionsThenUnloads(t *testing.T) {
 			mu.Lock()
 			events = append(events, ev.State+": "+ev.Reason)
 			mu.Unlock()
+			if first { // the current state: the subscription is in place
+				close(subscribed)
+				first = false
+			}
 		}
 	}()
-	time.Sleep(50 * time.Millisecond)
+	<-subscribed
 
 	steps := rig.r.Pressure(sysinfo.Warning)
 	var kinds []residency.StepKind
@@ -216,7 +223,12 @@ func TestPressureDropsIdleSessionsThenUnloads(t *testing.T) {
 	if s := rig.state(t); s != daemon.StateUnloaded {
 		t.Fatalf("after critical: %s, want unloaded", s)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// The events are on their way: wait for the last transition, then stop.
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(events, "unloaded: memory pressure critical")
+	})
 	stop()
 	<-subDone
 	mu.Lock()
@@ -247,10 +259,7 @@ func TestResidencyRunStopsWithoutLeaking(t *testing.T) {
 		cancel()
 		<-done
 	}
-	time.Sleep(20 * time.Millisecond)
-	if after := runtime.NumGoroutine(); after > before+1 {
-		t.Fatalf("goroutines %d → %d after 20 Run start/stops", before, after)
-	}
+	leakcheck.Goroutines(t, before+1, "20 Run start/stops")
 }
 
 // smallEngine has a tiny ladder so admission decisions are cheap to reach.
@@ -426,10 +435,7 @@ func TestAdmissionWaitersCancelCleanly(t *testing.T) {
 			t.Fatalf("round %d: cancel %v, cancelled request %v", round, replies[id+1000], replies[id])
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
-	if after := runtime.NumGoroutine(); after > before+2 {
-		t.Fatalf("goroutines %d → %d after 20 cancelled waiters", before, after)
-	}
+	leakcheck.Goroutines(t, before+2, "20 cancelled waiters")
 }
 
 // readReply reads until the reply to id, skipping events.

@@ -20,6 +20,8 @@ import (
 	"github.com/forgedaemon/forged/daemon/modelbackend"
 	"github.com/forgedaemon/forged/internal/refdata"
 	"github.com/forgedaemon/forged/internal/synth"
+
+	"github.com/forgedaemon/forged/internal/leakcheck"
 )
 
 func qwen3Dir(t *testing.T) string {
@@ -221,11 +223,7 @@ func TestCloseReleasesSessions(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines after Close, %d before the sessions opened", runtime.NumGoroutine(), before)
-		}
-	}
+	leakcheck.Goroutines(t, before, "Close")
 }
 
 // The stream decoder the daemon streams with shows no text for the stop

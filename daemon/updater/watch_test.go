@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/forgedaemon/forged/internal/leakcheck"
 )
 
 // Changes in a directory created after the watch started are seen, a burst
@@ -46,10 +48,7 @@ func TestWatchSnapshotFollowsNewDirsAndStops(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	cancel()
-	time.Sleep(100 * time.Millisecond)
-	if after := runtime.NumGoroutine(); after > before {
-		t.Fatalf("goroutines %d → %d after cancel", before, after)
-	}
+	leakcheck.Goroutines(t, before, "cancelling the watch")
 }
 
 func TestWatchSnapshotMissingDir(t *testing.T) {

@@ -6,9 +6,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/forgedaemon/forged/ane"
+
+	"github.com/forgedaemon/forged/internal/leakcheck"
 )
 
 func newTiny(t testing.TB, opts Options) (*nModel, *Model) {
@@ -365,11 +366,5 @@ func TestDroppedSessionStopsWorkers(t *testing.T) {
 		s := m.NewSession()
 		s.Feed([]int{1, 2, 3})
 	}
-	for try := 0; try < 50 && runtime.NumGoroutine() > before; try++ {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Fatalf("%d goroutines after dropping 5 sessions, %d before", n, before)
-	}
+	leakcheck.Goroutines(t, before, "dropping 5 sessions")
 }

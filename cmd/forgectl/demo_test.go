@@ -8,11 +8,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/forgedaemon/forged/ane/rebuild"
 	"github.com/forgedaemon/forged/internal/demo"
 	"github.com/forgedaemon/forged/verify"
+
+	"github.com/forgedaemon/forged/internal/leakcheck"
 )
 
 // jsonCommit is the bundle commit of the JSON demo run (seed 1).
@@ -60,14 +61,7 @@ func TestDemoJSONThenRebuildBundle(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(rep.Socket)); !os.IsNotExist(err) {
 		t.Errorf("socket directory %s survived: %v", filepath.Dir(rep.Socket), err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<16)
-		t.Errorf("%d goroutines after the demo, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-	}
+	leakcheck.Goroutines(t, before, "the demo")
 
 	b := filepath.Join(t.TempDir(), "b")
 	out, _, err = runCtl(t, "", "rebuild", "bundle", "--model", filepath.Join(keep, "checkpoint"), "--export", filepath.Join(keep, "export"),

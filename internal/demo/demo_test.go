@@ -7,11 +7,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/verify"
+
+	"github.com/forgedaemon/forged/internal/leakcheck"
 )
 
 var wantSteps = []string{"synth", "quantize", "bundle", "hub", "daemon", "pull", "load", "chat", "coreai", "cleanup"}
@@ -80,14 +81,7 @@ func TestRunKeep(t *testing.T) {
 	}
 	m.Close()
 	// Goroutines wind down asynchronously (closed HTTP connections).
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<16)
-		t.Errorf("%d goroutines after the demo, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-	}
+	leakcheck.Goroutines(t, before, "the demo")
 }
 
 // TestRunRefusesNonEmptyKeep: the kept directory must be empty, and the

@@ -346,17 +346,9 @@ func TestContextExceeded(t *testing.T) {
 // an HTTP request is 429 with Retry-After.
 func TestBusyIsSharedWithMsgpack(t *testing.T) {
 	h := start(t, fakeengine.New(fakeengine.Options{TokenDelay: time.Millisecond}), daemon.Config{Slots: 1, MaxQueue: 1})
-	gen, cl := h.msgpack(t), h.msgpack(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	max := uint64(60000) // fits the largest entry; at 1 ms a token, longer than the test
-	prompt := "p"
-	ended := make(chan struct{}, 2)
-	for range 2 { // one runs, one waits
-		s := gen.Generate(ctx, wire.GenerateArgs{Prompt: &prompt, MaxTokens: &max})
-		go func() { s.Result(); ended <- struct{}{} }()
-	}
-	waitFor(t, cl, func(st *wire.StatusResult) bool { return st.Running == 1 && st.Queued == 1 })
+	ended := fillSlotAndQueue(t, h, ctx)
 	r := do(t, unixClient(h.httpSock), base, "POST", "/v1/chat/completions", chatBody(nil))
 	e := r.apiErr(t)
 	if r.status != 429 || r.header.Get("Retry-After") == "" || e["code"] != "busy" {
@@ -367,11 +359,32 @@ func TestBusyIsSharedWithMsgpack(t *testing.T) {
 	<-ended
 }
 
-// waitFor polls status until ok (the test's own deadline bounds it).
+// fillSlotAndQueue takes the one slot and the queue of one (Slots 1,
+// MaxQueue 1) with two long generations from the msgpack socket, until ctx
+// ends; ended receives once per generation that ended. One at a time: a
+// request holds a queue place while it is prepared, so a second one sent
+// before the first runs would find the queue full and be refused.
+func fillSlotAndQueue(t *testing.T, h *harness, ctx context.Context) <-chan struct{} {
+	t.Helper()
+	gen, cl := h.msgpack(t), h.msgpack(t)
+	max := uint64(60000) // fits the largest entry; at 1 ms a token, longer than the test
+	prompt := "p"
+	ended := make(chan struct{}, 2)
+	for i := range 2 {
+		s := gen.Generate(ctx, wire.GenerateArgs{Prompt: &prompt, MaxTokens: &max})
+		go func() { s.Result(); ended <- struct{}{} }()
+		waitFor(t, cl, func(st *wire.StatusResult) bool { return st.Running == 1 && st.Queued == uint64(i) })
+	}
+	return ended
+}
+
+// waitFor polls status until ok, for at most 30 s (a bound for a broken
+// daemon only: a loaded machine can be slow, never that slow).
 func waitFor(t *testing.T, cl interface {
 	Status(context.Context) (*wire.StatusResult, error)
 }, ok func(*wire.StatusResult) bool) *wire.StatusResult {
 	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, err := cl.Status(context.Background())
 		if err != nil {
@@ -379,6 +392,9 @@ func waitFor(t *testing.T, cl interface {
 		}
 		if ok(st) {
 			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status not reached within 30 s; last: running %d, queued %d, requests %+v", st.Running, st.Queued, st.Requests)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

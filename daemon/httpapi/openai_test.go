@@ -88,16 +88,9 @@ func TestOpenAIPackageBusy(t *testing.T) {
 	bin := node(t)
 	h := start(t, fakeengine.New(fakeengine.Options{TokenDelay: time.Millisecond}), daemon.Config{Slots: 1, MaxQueue: 1})
 	valid, _ := tokensFor(t, h)
-	gen, cl := h.msgpack(t), h.msgpack(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	max, prompt := uint64(60000), "p"
-	ended := make(chan struct{}, 2)
-	for range 2 {
-		s := gen.Generate(ctx, wire.GenerateArgs{Prompt: &prompt, MaxTokens: &max})
-		go func() { s.Result(); ended <- struct{}{} }()
-	}
-	waitFor(t, cl, func(st *wire.StatusResult) bool { return st.Running == 1 && st.Queued == 1 })
+	ended := fillSlotAndQueue(t, h, ctx)
 	runNode(t, bin, "FORGED_MODE=busy", "FORGED_HTTP_SOCKET="+h.httpSock, "FORGED_HTTP_URL=http://"+h.tcp, "FORGED_TOKEN="+valid)
 	cancel()
 	<-ended

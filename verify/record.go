@@ -25,7 +25,7 @@ import (
 // to the kernel's clock. Root can (by setting the clock), and so can
 // anyone who can write the data directory, where the record itself
 // lives: the record guards against accidents, not against them
-// (docs/BUNDLE.md, Verification).
+// (docs/BUNDLE.md, Fast verify).
 //
 // A file that was hashed again and still matched (touched, or its link
 // count changed when a pull or gc linked or removed a shared blob) is
@@ -58,9 +58,11 @@ func entryOf(st os.FileInfo, sum string) RecordEntry {
 // again until writeback cleans it, ~35 s by default on Linux), so bytes
 // can land after a hash that matched while the stat stays the same. A
 // file whose last change is this much older than the hash had no write in
-// flight (this is git's "racily clean" rule, with a margin for writes in
-// progress instead of the timestamp granularity); a younger one is hashed
-// again next time, which is only slower.
+// flight, short of a write(2) stalled for minutes, which only a deliberate
+// writer arranges (and one that can write here can rewrite the record).
+// This is git's "racily clean" rule, with a margin for writes in progress
+// instead of the timestamp granularity; a younger file is hashed again
+// next time, which is only slower.
 const RefreshQuiet = 2 * time.Minute
 
 // refreshable returns the entry for a file whose hash just matched: before

@@ -22,7 +22,8 @@ func (s *Server) ServeAPI(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 	api := httpapi.New(s.ops, httpapi.Options{Credentials: s.cfg.Credentials, Tokens: s.cfg.Tokens,
-		MaxBody: int64(s.cfg.Limits.MaxFrame), HeaderTimeout: s.cfg.FrameTimeout, WriteTimeout: s.cfg.WriteTimeout, Logger: s.log})
+		MaxBody: int64(s.cfg.Limits.MaxFrame), HeaderTimeout: s.cfg.FrameTimeout, WriteTimeout: s.cfg.WriteTimeout,
+		IdleTimeout: s.cfg.HTTPIdleTimeout, Logger: s.log})
 	// HTTP connections count against the same connection caps as the
 	// msgpack socket's (per uid, in total; TCP callers as one uid).
 	return api.Serve(ctx, s.conns.Capped(ln, httpapi.RefuseConn, s.log))

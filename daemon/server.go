@@ -29,6 +29,7 @@ type Config struct {
 	EventQueue        int                 // outgoing messages buffered per connection
 	HelloTimeout      time.Duration       // the first frame must be complete within this of connecting
 	IdleTimeout       time.Duration       // a connection with no streaming request in flight is closed after this
+	HTTPIdleTimeout   time.Duration       // the HTTP API closes a keep-alive connection idle this long (config http.idle_timeout)
 	MaxConns          int                 // open connections in total (root and the daemon's uid are not refused)
 	MaxConnsPerUID    int                 // open connections of one uid
 	MaxStreams        int                 // streaming requests in flight on one connection

@@ -9,12 +9,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/forgedaemon/forged/bundle"
 )
 
 // checkFiles checks presence, type, size and SHA-256 of every selected
-// file, hashing in parallel. In fast mode a file whose size, mtime and
+// file, hashing in parallel. In fast mode a file whose size, mtime, ctime and
 // inode still match the install-time record is not read again.
 func (c *checker) checkFiles() {
 	workers := c.opts.Workers
@@ -22,9 +23,14 @@ func (c *checker) checkFiles() {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	type result struct {
-		f      bundle.File
-		hashed int64
-		fail   *Failure
+		f       bundle.File
+		hashed  int64
+		fail    *Failure
+		refresh *RecordEntry
+	}
+	now := time.Now
+	if c.opts.Now != nil {
+		now = c.opts.Now
 	}
 	jobs := make(chan bundle.File)
 	results := make(chan result)
@@ -35,8 +41,9 @@ func (c *checker) checkFiles() {
 			defer wg.Done()
 			buf := make([]byte, 1<<20)
 			for f := range jobs {
-				hashed, fail := c.checkFile(f, buf)
-				results <- result{f, hashed, fail}
+				r := result{f: f}
+				r.hashed, r.refresh, r.fail = c.checkFile(f, buf, now())
+				results <- r
 			}
 		}()
 	}
@@ -57,14 +64,23 @@ func (c *checker) checkFiles() {
 		}
 		c.report.VerifiedFiles++
 		c.report.VerifiedBytes += r.f.Bytes
+		if r.refresh != nil {
+			if c.report.Refreshed == nil {
+				c.report.Refreshed = map[string]RecordEntry{}
+			}
+			c.report.Refreshed[r.f.Path] = *r.refresh
+		}
 	}
 	sortFailures(fails)
 	c.report.Failures = append(c.report.Failures, fails...)
 }
 
-func (c *checker) checkFile(f bundle.File, buf []byte) (int64, *Failure) {
-	fail := func(rule, format string, args ...any) (int64, *Failure) {
-		return 0, &Failure{Rule: rule, File: f.Path, Message: sprintf(format, args...)}
+// checkFile checks one file (started is when its check began): it returns
+// the bytes it hashed, a record entry when the hash matched and the file
+// can be vouched for from now on (refreshable), or the failure.
+func (c *checker) checkFile(f bundle.File, buf []byte, started time.Time) (int64, *RecordEntry, *Failure) {
+	fail := func(rule, format string, args ...any) (int64, *RecordEntry, *Failure) {
+		return 0, nil, &Failure{Rule: rule, File: f.Path, Message: sprintf(format, args...)}
 	}
 	name := filepath.Join(c.dir, filepath.FromSlash(f.Path))
 	st, err := os.Lstat(name)
@@ -81,7 +97,7 @@ func (c *checker) checkFile(f bundle.File, buf []byte) (int64, *Failure) {
 		return fail("file.size", "is %d bytes, release.json says %d", st.Size(), f.Bytes)
 	}
 	if !c.opts.Full && c.opts.Record.vouches(f, st) {
-		return 0, nil
+		return 0, nil, nil
 	}
 	fh, err := os.Open(name)
 	if err != nil {
@@ -94,10 +110,17 @@ func (c *checker) checkFile(f bundle.File, buf []byte) (int64, *Failure) {
 		return fail("file.unreadable", "read after %d bytes: %v", n, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
-		return n, &Failure{Rule: "file.sha256", File: f.Path, Message: sprintf("sha256 is %s, release.json says %s", got, f.SHA256)}
+		return n, nil, &Failure{Rule: "file.sha256", File: f.Path, Message: sprintf("sha256 is %s, release.json says %s", got, f.SHA256)}
 	}
 	if n != f.Bytes {
-		return n, &Failure{Rule: "file.size", File: f.Path, Message: sprintf("read %d bytes, release.json says %d (file changed while hashing)", n, f.Bytes)}
+		return n, nil, &Failure{Rule: "file.size", File: f.Path, Message: sprintf("read %d bytes, release.json says %d (file changed while hashing)", n, f.Bytes)}
 	}
-	return n, nil
+	if c.opts.Record != nil {
+		if after, err := fh.Stat(); err == nil {
+			if e, ok := refreshable(st, after, f.SHA256, started); ok {
+				return n, &e, nil
+			}
+		}
+	}
+	return n, nil, nil
 }

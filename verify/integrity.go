@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/forgedaemon/forged/bundle"
 )
@@ -25,6 +26,10 @@ type Report struct {
 	InferenceRun  bool      `json:"inference_run"`
 	HashedBytes   int64     `json:"hashed_bytes"` // bytes actually read (less than verified_bytes in fast mode)
 	Failures      []Failure `json:"failures"`
+	// Refreshed are new record entries for files that were hashed, matched
+	// and were provably not being written (Record, RefreshQuiet): the
+	// caller that keeps the record may merge them into it.
+	Refreshed map[string]RecordEntry `json:"-"`
 }
 
 // Failure is one broken rule, naming the file it was found in.
@@ -64,6 +69,9 @@ type Options struct {
 	Full    bool    // hash every file even when the record vouches for it
 	Record  *Record // verification record written at install (fast mode)
 	Workers int     // parallel hashers; GOMAXPROCS if 0
+	// Now is the clock RefreshQuiet is measured against (time.Now if nil;
+	// tests move it forward, since no one can make a ctime old).
+	Now func() time.Time
 }
 
 type checker struct {

@@ -224,15 +224,7 @@ func TestEveryRuleHasAFailingCase(t *testing.T) {
 var synthSel = []string{drafter.PredecessorCodebook, drafter.SuccessorCodebook}
 
 func TestFastVerifyTrustsOnlyUnchangedFiles(t *testing.T) {
-	dir := copyBundle(t)
-	rel, err := bundle.LoadRelease(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := verify.NewRecord(dir, rel.Files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, rel, rec := recordedBundle(t)
 	r := check(t, dir, verify.Options{Record: rec})
 	if !r.Passed() || r.HashedBytes != 0 || r.VerifiedFiles == 0 {
 		t.Fatalf("fast verify of an unchanged bundle: %+v", r)

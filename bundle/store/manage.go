@@ -107,13 +107,15 @@ func (s *Store) List() ([]Installed, error) {
 }
 
 // Verify checks the served snapshot of repo. Without full it trusts the
-// install record for files whose size, mtime and inode are unchanged.
+// install record for files whose size, mtime, inode and ctime are
+// unchanged; a file hashed again that matched, quiet long enough, goes
+// into the record (refreshRecord).
 func (s *Store) Verify(repo string, full bool) (*verify.Report, error) {
 	commit, err := s.servedCommit(repo)
 	if err != nil {
 		return nil, err
 	}
-	return s.verifyCommit(repo, commit, full)
+	return s.verifyCommit(repo, commit, full, false)
 }
 
 // VerifyCommit checks the installed snapshot of repo at commit (the one a
@@ -129,17 +131,54 @@ func (s *Store) VerifyCommit(repo, commit string, full bool) (*verify.Report, er
 	if err := s.settle(); err != nil {
 		return nil, err
 	}
-	return s.verifyCommit(repo, commit, full)
+	return s.verifyCommit(repo, commit, full, false)
 }
 
-// verifyCommit checks the installed snapshot of repo at commit.
-func (s *Store) verifyCommit(repo, commit string, full bool) (*verify.Report, error) {
+// verifyCommit checks the installed snapshot of repo at commit; locked
+// says the caller holds the repository's lock.
+func (s *Store) verifyCommit(repo, commit string, full, locked bool) (*verify.Report, error) {
 	rec, err := s.readRecord(repo, commit)
 	if err != nil {
 		return nil, fmt.Errorf("%s@%s: no install record: %w", repo, commit, err)
 	}
 	sel := bundle.Selection{Runtime: rec.Selection.Runtime, Plain: rec.Selection.Plain, IncludeExport: rec.Selection.IncludeExport}
-	return verify.Integrity(s.SnapshotDir(repo, commit), verify.Options{Selection: sel, Record: rec.Record, Full: full})
+	rep, err := verify.Integrity(s.SnapshotDir(repo, commit), verify.Options{Selection: sel, Record: rec.Record, Full: full, Now: s.Now})
+	if err == nil && rep.Passed() && len(rep.Refreshed) > 0 {
+		s.refreshRecord(repo, commit, rep.Refreshed, locked)
+	}
+	return rep, err
+}
+
+// refreshRecord merges entries of files that were hashed again and
+// matched (verify.Report.Refreshed) into commit's install record, so the
+// next check trusts them instead of reading them again. It is only an
+// optimisation, so it never waits: without the repository's lock (a pull
+// or gc is running) or when anything fails, the record stays as it was and
+// those files are hashed again next time. Under the lock, so a gc cannot
+// have removed the snapshot; only entries whose hash the record already
+// holds are replaced.
+func (s *Store) refreshRecord(repo, commit string, fresh map[string]verify.RecordEntry, locked bool) {
+	if !locked {
+		unlock, err := s.tryLockRepo(repo)
+		if err != nil {
+			return
+		}
+		defer unlock()
+	}
+	rec, err := s.readRecord(repo, commit)
+	if err != nil || !exists(s.SnapshotDir(repo, commit)) {
+		return
+	}
+	changed := false
+	for p, e := range fresh {
+		if old, ok := rec.Record.Files[p]; ok && old.SHA256 == e.SHA256 && old != e {
+			rec.Record.Files[p] = e
+			changed = true
+		}
+	}
+	if changed {
+		_ = s.writeRecord(repo, commit, rec) // best effort, as above
+	}
 }
 
 // UpdateCheck compares the served revision with what a revision resolves to now.

@@ -11,8 +11,8 @@ package store
 //   - same boot: fsync the blobs (the kernel has usually written them
 //     already) and delete the marker;
 //   - another boot (or no boot identity now, or a marker that cannot be
-//     read): the blobs may hold zeros or garbage although size, mtime and
-//     inode match the install record, so every one is hashed again
+//     read): the blobs may hold zeros or garbage although size, mtime,
+//     ctime and inode match the install record, so every one is hashed again
 //     against its name; a blob that fails is removed with every snapshot
 //     that links it, and a served revision that lost a blob falls back to
 //     its previous revision if that verifies, else the repository has none
@@ -418,7 +418,7 @@ func (s *Store) dropCommits(repo string, dropped map[string]bool) error {
 	if dropped[next.Commit] {
 		next = State{}
 		if st.Previous != "" && !dropped[st.Previous] {
-			if rep, err := s.verifyCommit(repo, st.Previous, false); err == nil && rep.Passed() {
+			if rep, err := s.verifyCommit(repo, st.Previous, false, true); err == nil && rep.Passed() {
 				next = State{Commit: st.Previous}
 			}
 		}

@@ -96,9 +96,9 @@ func (s *Store) Pull(ctx context.Context, repo string, o PullOptions) (*PullResu
 
 	if rec, err := s.readRecord(repo, commit); err == nil && exists(res.Snapshot) && rec.Selection.covers(o.Selection) {
 		// "Already installed" is checked, not assumed (the fast record
-		// check: sizes, mtimes, inodes); a snapshot that fails it is
+		// check: sizes, mtimes, ctimes, inodes); a snapshot that fails it is
 		// repaired: what fails is dropped and downloaded again below.
-		rep, verr := s.verifyCommit(repo, commit, o.VerifyFull)
+		rep, verr := s.verifyCommit(repo, commit, o.VerifyFull, true)
 		if verr == nil && rep.Passed() {
 			res.AlreadyInstalled = true
 			res.Files, res.Bytes = len(rec.Record.Files), rec.bytes()

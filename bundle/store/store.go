@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/forgedaemon/forged/bundle"
 	"github.com/forgedaemon/forged/bundle/hub"
@@ -50,6 +51,9 @@ type Store struct {
 	// BootID identifies the running boot (nil: the platform's; see
 	// pending.go). Pulls defer fsync only when it answers.
 	BootID func() (string, error)
+	// Now is the clock of verification's quiet rule (verify.RefreshQuiet;
+	// time.Now if nil): tests move it forward.
+	Now func() time.Time
 
 	evMu sync.Mutex
 }

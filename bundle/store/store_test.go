@@ -652,8 +652,8 @@ func TestPullRepairsADamagedSnapshot(t *testing.T) {
 	}
 }
 
-// Damage the record check cannot see (a byte changed in place, size, inode
-// and mtime kept) is found by a pull with VerifyFull and repaired; a plain
+// Damage the record check cannot see (a byte changed in place, every stat
+// as recorded: hideFromRecord) is found by a pull with VerifyFull and repaired; a plain
 // pull calls the snapshot installed.
 func TestPullVerifyFullRepairsInPlaceDamage(t *testing.T) {
 	e := newEnv(t)
@@ -667,6 +667,7 @@ func TestPullVerifyFullRepairsInPlaceDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	corruptInPlace(t, filepath.Join(s.SnapshotDir(repo, e.commit), filepath.FromSlash(files[len(files)-1].Path)))
+	hideFromRecord(t, s, e.commit)
 	if res, err := s.Pull(ctx, repo, PullOptions{Revision: "main"}); err != nil || !res.AlreadyInstalled {
 		t.Fatalf("plain pull: %+v, %v; the record check cannot see this damage", res, err)
 	}

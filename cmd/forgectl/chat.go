@@ -37,6 +37,8 @@ on: /reset starts a new one.`,
 	thinking := c.Flags().String("thinking", "on", "reasoning before the answer: on or off")
 	budget := c.Flags().Uint64("thinking-budget", 0, "at most this many reasoning tokens (0: no limit)")
 	toolsFile := c.Flags().String("tools", "", "a JSON file with an array of tool schemas the model may call (key order is kept)")
+	format := c.Flags().String("format", "", `the answer must be JSON: "json" (any value), @FILE.json or an inline JSON Schema (the daemon masks every token so it parses and validates)`)
+	toolChoice := c.Flags().String("tool-choice", "", "auto, none, required (one call of one of --tools) or a tool's NAME (one call of it)")
 	hideReasoning := c.Flags().Bool("hide-reasoning", false, "do not show the model's reasoning (it is shown dimmed on a terminal, else each line prefixed \"thinking: \")")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if *thinking != "on" && *thinking != "off" {
@@ -52,6 +54,11 @@ on: /reset starts a new one.`,
 				return fmt.Errorf("--tools %s: %w", *toolsFile, err)
 			}
 		}
+		var err error
+		if base.Format, err = parseFormat(*format); err != nil {
+			return err
+		}
+		base.ToolChoice = parseToolChoice(*toolChoice)
 		var first []wire.Message
 		if *system != "" {
 			first = append(first, wire.Message{Role: "system", Content: *system})
@@ -84,6 +91,47 @@ on: /reset starts a new one.`,
 		return chatREPL(cmd, cl, base, opts.options(), *system, *asJSON, opts.showUsage, func() *chatView { return newChatView(*hideReasoning, dim) })
 	}
 	return c
+}
+
+// parseFormat reads --format: "json", @FILE (a JSON Schema in a file) or
+// an inline JSON Schema; nil when not given. The schema's key order is
+// kept (properties are generated in it). Whether the daemon can enforce
+// the schema is the daemon's to say (bad_request naming the keyword).
+func parseFormat(flag string) (*wire.Format, error) {
+	switch {
+	case flag == "":
+		return nil, nil
+	case flag == wire.FormatJSON:
+		return &wire.Format{JSON: true}, nil
+	case strings.HasPrefix(flag, "@"):
+		file := flag[1:]
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--format: %w", err)
+		}
+		schema, err := wire.ObjectFromJSON(data)
+		if err != nil {
+			return nil, fmt.Errorf("--format %s: not a JSON Schema (a JSON object): %w", file, err)
+		}
+		return &wire.Format{Schema: schema}, nil
+	}
+	schema, err := wire.ObjectFromJSON([]byte(flag))
+	if err != nil {
+		return nil, fmt.Errorf("--format: want %q, @FILE.json or an inline JSON Schema object: %w", wire.FormatJSON, err)
+	}
+	return &wire.Format{Schema: schema}, nil
+}
+
+// parseToolChoice reads --tool-choice: a mode (auto, none, required) or
+// the name of the tool to call; nil when not given.
+func parseToolChoice(flag string) *wire.ToolChoice {
+	switch flag {
+	case "":
+		return nil
+	case wire.ToolChoiceAuto, wire.ToolChoiceNone, wire.ToolChoiceRequired:
+		return &wire.ToolChoice{Mode: flag}
+	}
+	return &wire.ToolChoice{Name: flag}
 }
 
 // chatREPL runs the interactive conversation on the terminal: line

@@ -215,6 +215,7 @@ func runDaemon(ctx context.Context, f runFlags) error {
 		l := fileCfg.Limits
 		dcfg.HelloTimeout, dcfg.IdleTimeout = l.HelloTimeout.D(), l.IdleTimeout.D()
 		dcfg.MaxConns, dcfg.MaxConnsPerUID, dcfg.MaxStreams = l.MaxConns, l.ConnsPerUID, l.StreamsPerConn
+		dcfg.HTTPIdleTimeout = fileCfg.HTTP.IdleTimeout.D()
 	}
 	srv, err := daemon.New(waiting, dcfg)
 	if err != nil {

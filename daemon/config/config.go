@@ -51,6 +51,9 @@ type HTTP struct {
 	Socket string `json:"socket"`
 	// Listen is a loopback TCP address ("127.0.0.1:8080"); "" for none.
 	Listen string `json:"listen"`
+	// IdleTimeout closes a keep-alive connection with no request for
+	// this long (both listeners).
+	IdleTimeout Duration `json:"idle_timeout"`
 }
 
 // HTTPOff turns the HTTP API's Unix socket off (http.socket).
@@ -160,6 +163,7 @@ func Default() *Config {
 		Drafter:  DrafterAuto,
 		Backend:  BackendAuto,
 		LogLevel: "info",
+		HTTP:     HTTP{IdleTimeout: Duration(time.Minute)},
 	}
 }
 
@@ -327,6 +331,9 @@ func (c *Config) Validate() error {
 	if err := CheckLoopback(c.HTTP.Listen); c.HTTP.Listen != "" && err != nil {
 		bad("http.listen", "%v", err)
 	}
+	if d := c.HTTP.IdleTimeout; d < Duration(time.Second) || d > Duration(time.Hour) {
+		bad("http.idle_timeout", `must be between "1s" and "1h", got %q`, d)
+	}
 	return errors.Join(errs...)
 }
 
@@ -344,7 +351,7 @@ func validName(s string) bool {
 }
 
 // RestartKeys are the keys a running daemon cannot apply without a restart.
-var RestartKeys = []string{"socket", "data_dir", "backend", "http.socket", "http.listen"}
+var RestartKeys = []string{"socket", "data_dir", "backend", "http.socket", "http.listen", "http.idle_timeout"}
 
 // CheckLoopback accepts only a loopback TCP address: host:port with host
 // localhost, 127.0.0.0/8 or ::1. The HTTP API's TCP listener carries no

@@ -15,6 +15,9 @@ func TestDefaultsAreValid(t *testing.T) {
 	if c.KeepAlive.D() != 10*time.Minute {
 		t.Errorf("keep_alive default = %s, want 10m (issue 7)", c.KeepAlive)
 	}
+	if c.HTTP.IdleTimeout.D() != time.Minute {
+		t.Errorf("http.idle_timeout default = %s, want 1m (docs/HTTP.md)", c.HTTP.IdleTimeout)
+	}
 	if c.Drafter != DrafterAuto || !c.Update.Auto || c.Memory.Reserve != 4<<30 {
 		t.Errorf("unexpected defaults: %+v", c)
 	}
@@ -25,7 +28,7 @@ func TestParseOverlaysDefaults(t *testing.T) {
 		"repo": "me/bundle", "keep_alive": "30m", "allowed_users": ["alice", "501"],
 		"update": {"interval": "2h", "jitter": "5m", "window": "23:30-05:00", "bandwidth_limit": "10MiB", "auto": false},
 		"memory": {"reserve": "6GiB"}, "limits": {"per_caller": 2}, "context": {"max": 32768}, "drafter": "off",
-		"download": {"min_rate": "64KiB", "rate_window": "30s"}
+		"download": {"min_rate": "64KiB", "rate_window": "30s"}, "http": {"idle_timeout": "5m"}
 	}`))
 	if err != nil {
 		t.Fatal(err)
@@ -39,10 +42,11 @@ func TestParseOverlaysDefaults(t *testing.T) {
 	want.Limits.PerCaller = 2
 	want.Context.Max = 32768
 	want.Drafter = DrafterOff
+	want.HTTP.IdleTimeout = Duration(5 * time.Minute)
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got  %+v\nwant %+v", c, want)
 	}
-	if got := Changed(Default(), c); strings.Join(got, " ") != "allowed_users context.max download.min_rate download.rate_window drafter keep_alive limits.per_caller memory.reserve repo update.auto update.bandwidth_limit update.interval update.jitter update.window" {
+	if got := Changed(Default(), c); strings.Join(got, " ") != "allowed_users context.max download.min_rate download.rate_window drafter http.idle_timeout keep_alive limits.per_caller memory.reserve repo update.auto update.bandwidth_limit update.interval update.jitter update.window" {
 		t.Errorf("Changed = %v", got)
 	}
 }
@@ -123,6 +127,9 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{`{"http": {"listen": "10.0.0.1:80"}}`, "http.listen: \"10.0.0.1:80\" is not a loopback address"},
 		{`{"http": {"listen": "127.0.0.1"}}`, "http.listen: \"127.0.0.1\" is not host:port"},
 		{`{"http": {"listen": "127.0.0.1:http"}}`, "http.listen: \"127.0.0.1:http\": the port must be a number"},
+		{`{"http": {"idle_timeout": "500ms"}}`, `http.idle_timeout: must be between "1s" and "1h", got "500ms"`},
+		{`{"http": {"idle_timeout": "2h"}}`, `http.idle_timeout: must be between "1s" and "1h", got "2h0m0s"`},
+		{`{"http": {"idle_timeout": 60}}`, "http.idle_timeout: must be a duration string"},
 	}
 	for _, tc := range cases {
 		_, err := Parse([]byte(tc.in))

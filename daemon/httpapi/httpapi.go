@@ -32,7 +32,7 @@ type Options struct {
 	MaxBody       int64                      // request body bytes (default 1 MiB, max_frame)
 	HeaderTimeout time.Duration              // request line, headers and body must arrive within this (default 10 s)
 	WriteTimeout  time.Duration              // one write blocked longer than this drops the connection (default 10 s)
-	IdleTimeout   time.Duration              // a keep-alive connection idle this long is closed (default 60 s)
+	IdleTimeout   time.Duration              // a keep-alive connection idle this long is closed (default the config's http.idle_timeout, 60 s)
 	Logger        *slog.Logger
 }
 
@@ -67,7 +67,7 @@ func New(h *ops.Handlers, opts Options) *API {
 	}
 	def(&opts.HeaderTimeout, 10*time.Second)
 	def(&opts.WriteTimeout, 10*time.Second)
-	def(&opts.IdleTimeout, 60*time.Second)
+	def(&opts.IdleTimeout, config.Default().HTTP.IdleTimeout.D())
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

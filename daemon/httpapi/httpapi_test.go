@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -264,6 +265,55 @@ func TestReasoningAndToolCalls(t *testing.T) {
 		if !strings.Contains(last, want) {
 			t.Errorf("the round trip's prompt lacks %q:\n%s", want, last)
 		}
+	}
+}
+
+// TestToolCallIDsReplay: a tool call's id is the turn's, not the
+// request's: the same request replayed, whole or streamed, answers with
+// the same call_ id (the reply is the same), and another seed with
+// another one.
+func TestToolCallIDsReplay(t *testing.T) {
+	text := "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>"
+	model := qwen3Scripted(t)
+	model.Script(text, text, text, text)
+	h := start(t, model, daemon.Config{})
+	c := unixClient(h.httpSock)
+	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}}
+	body := chatBody(map[string]any{"tools": tools, "max_tokens": 400, "seed": 3, "temperature": 0.5})
+	callID := func() string {
+		t.Helper()
+		r := do(t, c, base, "POST", "/v1/chat/completions", body)
+		var got struct {
+			Choices []struct {
+				Message struct {
+					ToolCalls []struct {
+						ID string `json:"id"`
+					} `json:"tool_calls"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(r.body, &got); err != nil || r.status != 200 || len(got.Choices) != 1 || len(got.Choices[0].Message.ToolCalls) != 1 {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+		return got.Choices[0].Message.ToolCalls[0].ID
+	}
+	first := callID()
+	if !regexp.MustCompile(`^call_[0-9a-f]{24}$`).MatchString(first) {
+		t.Fatalf("tool call id %q is not call_ and 24 hex digits", first)
+	}
+	if again := callID(); again != first {
+		t.Errorf("the replayed request's call id %s, first %s", again, first)
+	}
+	body["stream"] = true
+	s := parseStream(t, do(t, c, base, "POST", "/v1/chat/completions", body).body)
+	if len(s.toolCalls) != 1 || s.toolCalls[0]["id"] != first {
+		t.Errorf("the streamed replay's calls %v, want the id %s", s.toolCalls, first)
+	}
+	delete(body, "stream")
+	body["seed"] = 4
+	if other := callID(); other == first {
+		t.Errorf("another seed gave the same call id %s", other)
 	}
 }
 

@@ -117,7 +117,7 @@ func (c *call) chat(ctx context.Context, req wire.Request, a wire.ChatArgs) (*wi
 	if err != nil {
 		return nil, err
 	}
-	output, err := newChatOutput(prompt, tools)
+	output, err := newChatOutput(prompt, tools, a)
 	if err != nil {
 		return nil, err
 	}

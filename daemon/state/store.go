@@ -119,7 +119,7 @@ func (src *Store) name(commit string) string {
 }
 
 // loader opens the snapshot of commit, verified first on every load: the
-// record check (sizes, mtimes, inodes), which hashes every file whose stat
+// record check (sizes, mtimes, ctimes, inodes), which hashes every file whose stat
 // changed, so a file rewritten in place while the daemon was down is
 // hashed and a mismatch is refused, naming the file, before any byte of
 // it is served. The next pull repairs it.

@@ -6,14 +6,15 @@ import "golang.org/x/sys/cpu"
 
 // simd selects the NEON kernels of dot_arm64.s, transcend_arm64.s and
 // q8_arm64.s (Advanced SIMD is part of every ARMv8-A core, Apple silicon
-// included; the purego tag turns it off); simdDot (level.go) adds the SDOT
-// integer kernel where the CPU has FEAT_DotProd. The AVX-512 and F16C
-// switches have no arm64 counterpart and stay off. Tests switch levels off
-// to check each lower one on the same machine.
+// included; the purego tag turns it off), vector_arm64.s too; simdDot
+// (level.go) adds the SDOT integer kernel where the CPU has FEAT_DotProd.
+// simdF16 is simd: FCVTL (FP16 to float32) is base ARMv8-A. AVX-512 has no
+// arm64 counterpart. Tests switch levels off to check each lower one on
+// the same machine.
 var (
 	simd    = cpu.ARM64.HasASIMD
 	simd512 = false
-	simdF16 = false
+	simdF16 = simd
 )
 
 func init() { simdDot = simd && cpu.ARM64.HasASIMDDP }

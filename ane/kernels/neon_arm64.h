@@ -37,3 +37,7 @@
 #define HSUM4(r, w) \
 	FADDP4S(w, r, r); \
 	FADDP2S(r, w)
+
+// FCVTL4S / FCVTL24S: halves 0–3 / 4–7 of n (IEEE FP16) to float32.
+#define FCVTL4S(d, n) WORD $(0x0e217800 | (n)<<5 | (d))
+#define FCVTL24S(d, n) WORD $(0x4e217800 | (n)<<5 | (d))

@@ -287,6 +287,20 @@ ldone:
 	FMOVS F0, ret+32(FP)
 	RET
 
+// NIB2FMA(idx): the 16 indices in Vidx looked up in both tables, against
+// x in V16–V19: table 0 into V0, V1, table 1 into V2, V3.
+#define NIB2FMA(idx) \
+	NIBLOOK(idx, V24, V25, V26, V27); \
+	VFMLA V8.S4, V16.S4, V0.S4; \
+	VFMLA V9.S4, V17.S4, V1.S4; \
+	VFMLA V10.S4, V18.S4, V0.S4; \
+	VFMLA V11.S4, V19.S4, V1.S4; \
+	NIBLOOK(idx, V20, V21, V22, V23); \
+	VFMLA V8.S4, V16.S4, V2.S4; \
+	VFMLA V9.S4, V17.S4, V3.S4; \
+	VFMLA V10.S4, V18.S4, V2.S4; \
+	VFMLA V11.S4, V19.S4, V3.S4
+
 // func lutNibDot2NEON(tab *[2][16]float32, p *uint8, x *float32, blocks int) (s0, s1 float32)
 // The same lookup for two tables sharing each index and each x load: table
 // 0's planes in V24–V27 (accumulators V0, V1), table 1's in V20–V23 (V2, V3).
@@ -307,27 +321,9 @@ TEXT ·lutNibDot2NEON(SB), NOSPLIT, $0-40
 m1:
 	NIBIDX
 	VLD1.P 64(R2), [V16.S4, V17.S4, V18.S4, V19.S4]
-	NIBLOOK(V5, V24, V25, V26, V27)
-	VFMLA  V8.S4, V16.S4, V0.S4
-	VFMLA  V9.S4, V17.S4, V1.S4
-	VFMLA  V10.S4, V18.S4, V0.S4
-	VFMLA  V11.S4, V19.S4, V1.S4
-	NIBLOOK(V5, V20, V21, V22, V23)
-	VFMLA  V8.S4, V16.S4, V2.S4
-	VFMLA  V9.S4, V17.S4, V3.S4
-	VFMLA  V10.S4, V18.S4, V2.S4
-	VFMLA  V11.S4, V19.S4, V3.S4
+	NIB2FMA(V5)
 	VLD1.P 64(R2), [V16.S4, V17.S4, V18.S4, V19.S4]
-	NIBLOOK(V6, V24, V25, V26, V27)
-	VFMLA  V8.S4, V16.S4, V0.S4
-	VFMLA  V9.S4, V17.S4, V1.S4
-	VFMLA  V10.S4, V18.S4, V0.S4
-	VFMLA  V11.S4, V19.S4, V1.S4
-	NIBLOOK(V6, V20, V21, V22, V23)
-	VFMLA  V8.S4, V16.S4, V2.S4
-	VFMLA  V9.S4, V17.S4, V3.S4
-	VFMLA  V10.S4, V18.S4, V2.S4
-	VFMLA  V11.S4, V19.S4, V3.S4
+	NIB2FMA(V6)
 	SUBS   $1, R3
 	BNE    m1
 

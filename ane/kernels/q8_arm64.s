@@ -6,7 +6,7 @@
 // The integer Q8 kernels (q8_arm64.go): per 32-value block the exact int32
 // sum of the 32 products w·q in four lanes of V9, converted (SCVTF4S,
 // exact: |lane| ≤ 8·128·127 < 2^24) and added to a float accumulator times
-// the block's scale (one FMLA); V0 and V1 alternate blocks.
+// the block's scale (one FMLA) into V0.
 
 // Q8SCALE: Vacc += float(V9) × the next block's scale (R2, post-incremented).
 #define Q8SCALE(acc) \
@@ -40,62 +40,32 @@
 	SADALP4S(9, 12); \
 	SADALP4S(9, 13)
 
-// func int8Q8DotSDOT(w *int8, q *int8, scale *float32, blocks int) float32
-TEXT ·int8Q8DotSDOT(SB), NOSPLIT, $0-36
-	MOVD w+0(FP), R0
-	MOVD q+8(FP), R1
-	MOVD scale+16(FP), R2
-	MOVD blocks+24(FP), R3
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
+// func int8Q8DotNEON(w *int8, q *int8, scale *float32, blocks int, sdot bool) float32
+// One block a step, its sum by SDOT when sdot (a branch the CPU predicts
+// every time), else by SMULL.
+TEXT ·int8Q8DotNEON(SB), NOSPLIT, $0-44
+	MOVD  w+0(FP), R0
+	MOVD  q+8(FP), R1
+	MOVD  scale+16(FP), R2
+	MOVD  blocks+24(FP), R3
+	MOVBU sdot+32(FP), R4
+	VEOR  V0.B16, V0.B16, V0.B16
 
-s2:
-	CMP $2, R3
-	BLT s1
+b1:
+	CBZ R3, done
+	CBZ R4, smull
 	Q8SDOT
+	B   scaled
+
+smull:
+	Q8SMULL
+
+scaled:
 	Q8SCALE(V0)
-	Q8SDOT
-	Q8SCALE(V1)
-	SUB $2, R3
-	B   s2
+	SUB $1, R3
+	B   b1
 
-s1:
-	CBZ R3, sdone
-	Q8SDOT
-	Q8SCALE(V0)
-
-sdone:
-	FADD4S(0, 0, 1)
+done:
 	HSUM4(0, 1)
-	FMOVS F0, ret+32(FP)
-	RET
-
-// func int8Q8DotNEON(w *int8, q *int8, scale *float32, blocks int) float32
-TEXT ·int8Q8DotNEON(SB), NOSPLIT, $0-36
-	MOVD w+0(FP), R0
-	MOVD q+8(FP), R1
-	MOVD scale+16(FP), R2
-	MOVD blocks+24(FP), R3
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-
-n2:
-	CMP $2, R3
-	BLT n1
-	Q8SMULL
-	Q8SCALE(V0)
-	Q8SMULL
-	Q8SCALE(V1)
-	SUB $2, R3
-	B   n2
-
-n1:
-	CBZ R3, ndone
-	Q8SMULL
-	Q8SCALE(V0)
-
-ndone:
-	FADD4S(0, 0, 1)
-	HSUM4(0, 1)
-	FMOVS F0, ret+32(FP)
+	FMOVS F0, ret+40(FP)
 	RET

@@ -109,3 +109,29 @@ func lutNibDot2(tab *[2][16]float32, p []uint8, x []float32) (s0, s1 float32, ok
 	t1 := lutNibDotGo(&tab[1], p[blocks*16:], x[blocks*32:])
 	return s0 + t0, s1 + t1, true
 }
+
+//go:noescape
+func lutNibDot2x4NEON(tabA, tabB *[16]float32, pA, pB *uint8, x *float32, xstride, blocks int, out *[8]float32)
+
+// haveNibBatch reports whether lutNibDot2x4 has a kernel: otherwise the
+// matrix-matrix path decodes rows to float32 and uses dot4.
+func haveNibBatch() bool { return simd }
+
+// lutNibDot2x4 is lutNibDot of two packed rows (pA with tabA, pB with
+// tabB) against four activation rows x[t·stride : t·stride+cols], t =
+// 0…3: out[t] for A, out[4+t] for B. Only with haveNibBatch.
+func lutNibDot2x4(tabA, tabB *[16]float32, pA, pB []uint8, x []float32, stride, cols int, out *[8]float32) {
+	_ = x[3*stride+cols-1]
+	blocks := cols / 32
+	if blocks > 0 {
+		_, _ = pA[blocks*16-1], pB[blocks*16-1]
+		lutNibDot2x4NEON(tabA, tabB, &pA[0], &pB[0], &x[0], 4*stride, blocks, out)
+	} else {
+		*out = [8]float32{}
+	}
+	for t := range 4 {
+		xt := x[t*stride+blocks*32 : t*stride+cols]
+		out[t] += lutNibDotGo(tabA, pA[blocks*16:], xt)
+		out[4+t] += lutNibDotGo(tabB, pB[blocks*16:], xt)
+	}
+}

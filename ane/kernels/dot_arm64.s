@@ -224,22 +224,37 @@ d4done:
 // byte offsets into a 4-register TBL, is as many instructions with the
 // slower 4-register TBL.)
 
-// NIBLOOK(idx, p0, p1, p2, p3): the 16 entries selected by the indices in
-// Vidx (each < 16) from the planes Vp0–Vp3, as floats in V8–V11 (indices
-// 0–3, 4–7, 8–11, 12–15). Clobbers V7, V12–V15, V28–V30.
-#define NIBLOOK(idx, p0, p1, p2, p3) \
-	VTBL  idx.B16, [p0.B16], V12.B16; \
-	VTBL  idx.B16, [p1.B16], V13.B16; \
-	VTBL  idx.B16, [p2.B16], V14.B16; \
-	VTBL  idx.B16, [p3.B16], V15.B16; \
-	VZIP1 V13.B16, V12.B16, V28.B16; \
-	VZIP2 V13.B16, V12.B16, V29.B16; \
-	VZIP1 V15.B16, V14.B16, V30.B16; \
-	VZIP2 V15.B16, V14.B16, V7.B16; \
-	VZIP1 V30.H8, V28.H8, V8.H8; \
-	VZIP2 V30.H8, V28.H8, V9.H8; \
-	VZIP1 V7.H8, V29.H8, V10.H8; \
-	VZIP2 V7.H8, V29.H8, V11.H8
+// LOOK4(idx, p0, p1, p2, p3, f0, f1, f2, f3): the 16 entries selected by
+// the indices in Vidx (each < 16) from the planes Vp0–Vp3, as floats in
+// Vf0–Vf3 (indices 0–3, 4–7, 8–11, 12–15); Vf0–Vf3 first hold the planes'
+// byte lookups. Clobbers V16–V19.
+#define LOOK4(idx, p0, p1, p2, p3, f0, f1, f2, f3) \
+	VTBL  idx.B16, [p0.B16], f0.B16; \
+	VTBL  idx.B16, [p1.B16], f1.B16; \
+	VTBL  idx.B16, [p2.B16], f2.B16; \
+	VTBL  idx.B16, [p3.B16], f3.B16; \
+	VZIP1 f1.B16, f0.B16, V16.B16; \
+	VZIP2 f1.B16, f0.B16, V17.B16; \
+	VZIP1 f3.B16, f2.B16, V18.B16; \
+	VZIP2 f3.B16, f2.B16, V19.B16; \
+	VZIP1 V18.H8, V16.H8, f0.H8; \
+	VZIP2 V18.H8, V16.H8, f1.H8; \
+	VZIP1 V19.H8, V17.H8, f2.H8; \
+	VZIP2 V19.H8, V17.H8, f3.H8
+
+// X4FMA(row, accA, accB): the next 16 activations of one row (post-
+// incremented pointer Rrow) against row A's entries (V8–V11) into accA and
+// row B's (V12–V15) into accB.
+#define X4FMA(row, accA, accB) \
+	VLD1.P 64(row), [V16.S4, V17.S4, V18.S4, V19.S4]; \
+	VFMLA  V8.S4, V16.S4, accA.S4; \
+	VFMLA  V12.S4, V16.S4, accB.S4; \
+	VFMLA  V9.S4, V17.S4, accA.S4; \
+	VFMLA  V13.S4, V17.S4, accB.S4; \
+	VFMLA  V10.S4, V18.S4, accA.S4; \
+	VFMLA  V14.S4, V18.S4, accB.S4; \
+	VFMLA  V11.S4, V19.S4, accA.S4; \
+	VFMLA  V15.S4, V19.S4, accB.S4
 
 // NIBIDX loads the next 16-byte block at (R1) and splits it into the low
 // nibbles (V5) and the high ones (V6); V31 holds 0x0f bytes.
@@ -264,18 +279,18 @@ TEXT ·lutNibDotNEON(SB), NOSPLIT, $0-36
 
 l1:
 	NIBIDX
+	LOOK4(V5, V24, V25, V26, V27, V8, V9, V10, V11)
 	VLD1.P 64(R2), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1.P 64(R2), [V20.S4, V21.S4, V22.S4, V23.S4]
-	NIBLOOK(V5, V24, V25, V26, V27)
 	VFMLA  V8.S4, V16.S4, V0.S4
 	VFMLA  V9.S4, V17.S4, V1.S4
 	VFMLA  V10.S4, V18.S4, V2.S4
 	VFMLA  V11.S4, V19.S4, V3.S4
-	NIBLOOK(V6, V24, V25, V26, V27)
-	VFMLA  V8.S4, V20.S4, V0.S4
-	VFMLA  V9.S4, V21.S4, V1.S4
-	VFMLA  V10.S4, V22.S4, V2.S4
-	VFMLA  V11.S4, V23.S4, V3.S4
+	LOOK4(V6, V24, V25, V26, V27, V8, V9, V10, V11)
+	VLD1.P 64(R2), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VFMLA  V8.S4, V16.S4, V0.S4
+	VFMLA  V9.S4, V17.S4, V1.S4
+	VFMLA  V10.S4, V18.S4, V2.S4
+	VFMLA  V11.S4, V19.S4, V3.S4
 	SUBS   $1, R3
 	BNE    l1
 
@@ -287,23 +302,10 @@ ldone:
 	FMOVS F0, ret+32(FP)
 	RET
 
-// NIB2FMA(idx): the 16 indices in Vidx looked up in both tables, against
-// x in V16–V19: table 0 into V0, V1, table 1 into V2, V3.
-#define NIB2FMA(idx) \
-	NIBLOOK(idx, V24, V25, V26, V27); \
-	VFMLA V8.S4, V16.S4, V0.S4; \
-	VFMLA V9.S4, V17.S4, V1.S4; \
-	VFMLA V10.S4, V18.S4, V0.S4; \
-	VFMLA V11.S4, V19.S4, V1.S4; \
-	NIBLOOK(idx, V20, V21, V22, V23); \
-	VFMLA V8.S4, V16.S4, V2.S4; \
-	VFMLA V9.S4, V17.S4, V3.S4; \
-	VFMLA V10.S4, V18.S4, V2.S4; \
-	VFMLA V11.S4, V19.S4, V3.S4
-
 // func lutNibDot2NEON(tab *[2][16]float32, p *uint8, x *float32, blocks int) (s0, s1 float32)
 // The same lookup for two tables sharing each index and each x load: table
-// 0's planes in V24–V27 (accumulators V0, V1), table 1's in V20–V23 (V2, V3).
+// 0's planes in V24–V27 (accumulators V0, V1 for the low and high nibbles),
+// table 1's in V20–V23 (V2, V3).
 TEXT ·lutNibDot2NEON(SB), NOSPLIT, $0-40
 	MOVD   tab+0(FP), R0
 	MOVD   p+8(FP), R1
@@ -320,12 +322,14 @@ TEXT ·lutNibDot2NEON(SB), NOSPLIT, $0-40
 
 m1:
 	NIBIDX
-	VLD1.P 64(R2), [V16.S4, V17.S4, V18.S4, V19.S4]
-	NIB2FMA(V5)
-	VLD1.P 64(R2), [V16.S4, V17.S4, V18.S4, V19.S4]
-	NIB2FMA(V6)
-	SUBS   $1, R3
-	BNE    m1
+	LOOK4(V5, V24, V25, V26, V27, V8, V9, V10, V11)
+	LOOK4(V5, V20, V21, V22, V23, V12, V13, V14, V15)
+	X4FMA(R2, V0, V2)
+	LOOK4(V6, V24, V25, V26, V27, V8, V9, V10, V11)
+	LOOK4(V6, V20, V21, V22, V23, V12, V13, V14, V15)
+	X4FMA(R2, V1, V3)
+	SUBS $1, R3
+	BNE  m1
 
 mdone:
 	FADD4S(0, 0, 1)
@@ -334,4 +338,85 @@ mdone:
 	HSUM4(2, 3)
 	FMOVS F0, s0+32(FP)
 	FMOVS F2, s1+36(FP)
+	RET
+
+// HALFLO, HALFHI: the low (VAND with V31) or high (VUSHR) nibbles of the
+// next block of both packed rows, looked up (A: V8–V11, B: V12–V15).
+#define HALFLO \
+	VLD1   (R2), [V28.B16]; \
+	VAND   V31.B16, V28.B16, V28.B16; \
+	LOOK4(V28, V24, V25, V26, V27, V8, V9, V10, V11); \
+	VLD1   (R3), [V28.B16]; \
+	VAND   V31.B16, V28.B16, V28.B16; \
+	LOOK4(V28, V20, V21, V22, V23, V12, V13, V14, V15)
+
+#define HALFHI \
+	VLD1.P 16(R2), [V28.B16]; \
+	VUSHR  $4, V28.B16, V28.B16; \
+	LOOK4(V28, V24, V25, V26, V27, V8, V9, V10, V11); \
+	VLD1.P 16(R3), [V28.B16]; \
+	VUSHR  $4, V28.B16, V28.B16; \
+	LOOK4(V28, V20, V21, V22, V23, V12, V13, V14, V15)
+
+#define XROWS \
+	X4FMA(R8, V0, V4); \
+	X4FMA(R9, V1, V5); \
+	X4FMA(R10, V2, V6); \
+	X4FMA(R11, V3, V7)
+
+// func lutNibDot2x4NEON(tabA, tabB *[16]float32, pA, pB *uint8, x *float32, xstride, blocks int, out *[8]float32)
+// Two packed rows (A, B) against four activation rows xstride bytes
+// apart: each half-block of indices is looked up once per row, and each
+// activation vector, loaded once, feeds both rows' FMLAs. Accumulators:
+// V0–V3 (A, rows 0–3), V4–V7 (B).
+TEXT ·lutNibDot2x4NEON(SB), NOSPLIT, $0-64
+	MOVD  tabA+0(FP), R0
+	MOVD  tabB+8(FP), R1
+	MOVD  pA+16(FP), R2
+	MOVD  pB+24(FP), R3
+	MOVD  x+32(FP), R8
+	MOVD  xstride+40(FP), R5
+	MOVD  blocks+48(FP), R6
+	MOVD  out+56(FP), R7
+	ADD   R5, R8, R9
+	ADD   R5, R9, R10
+	ADD   R5, R10, R11
+	VLD4  (R0), [V24.B16, V25.B16, V26.B16, V27.B16]
+	VLD4  (R1), [V20.B16, V21.B16, V22.B16, V23.B16]
+	VMOVI $15, V31.B16
+	VEOR  V0.B16, V0.B16, V0.B16
+	VEOR  V1.B16, V1.B16, V1.B16
+	VEOR  V2.B16, V2.B16, V2.B16
+	VEOR  V3.B16, V3.B16, V3.B16
+	VEOR  V4.B16, V4.B16, V4.B16
+	VEOR  V5.B16, V5.B16, V5.B16
+	VEOR  V6.B16, V6.B16, V6.B16
+	VEOR  V7.B16, V7.B16, V7.B16
+	CBZ   R6, cdone
+
+c1:
+	HALFLO
+	XROWS
+	HALFHI
+	XROWS
+	SUBS $1, R6
+	BNE  c1
+
+cdone:
+	HSUM4(0, 16)
+	HSUM4(1, 17)
+	HSUM4(2, 18)
+	HSUM4(3, 19)
+	HSUM4(4, 16)
+	HSUM4(5, 17)
+	HSUM4(6, 18)
+	HSUM4(7, 19)
+	FMOVS F0, 0(R7)
+	FMOVS F1, 4(R7)
+	FMOVS F2, 8(R7)
+	FMOVS F3, 12(R7)
+	FMOVS F4, 16(R7)
+	FMOVS F5, 20(R7)
+	FMOVS F6, 24(R7)
+	FMOVS F7, 28(R7)
 	RET

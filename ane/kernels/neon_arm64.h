@@ -32,6 +32,21 @@
 #define SMULL28H(d, n, m) WORD $(0x4e20c000 | (m)<<16 | (n)<<5 | (d))
 #define SADALP4S(d, n) WORD $(0x4e606800 | (n)<<5 | (d))
 
+// ZERO4 clears the accumulators V0–V3.
+#define ZERO4 \
+	VEOR V0.B16, V0.B16, V0.B16; \
+	VEOR V1.B16, V1.B16, V1.B16; \
+	VEOR V2.B16, V2.B16, V2.B16; \
+	VEOR V3.B16, V3.B16, V3.B16
+
+// SUM4 sets F0 to the sum of all lanes of V0–V3 in a fixed order:
+// (V0+V1)+(V2+V3), then HSUM4 (clobbers V1, V2).
+#define SUM4 \
+	FADD4S(0, 0, 1); \
+	FADD4S(2, 2, 3); \
+	FADD4S(0, 0, 2); \
+	HSUM4(0, 1)
+
 // HSUM4(r, w) sets Fr (the low lane of Vr) to the sum of Vr's lanes in a
 // fixed order, (a0+a1)+(a2+a3); Vw is clobbered.
 #define HSUM4(r, w) \

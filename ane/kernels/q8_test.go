@@ -112,6 +112,37 @@ func TestInt8Q8DotExtremes(t *testing.T) {
 	})
 }
 
+// TestInt8Q8DotExactSums: at every level the block sums are exact
+// integers. Codes over QuantizeQ8's range ±127 (the AVX2 kernel's sign
+// trick needs it) against the whole weight range, scales 1 and
+// 2 in alternate blocks, at most 16 blocks: every partial sum is an integer
+// below 2^24, so any float order adds it exactly and the result must equal
+// the int64 sum — a saturated or mis-extended product would show.
+func TestInt8Q8DotExactSums(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(10, 10))
+		for _, n := range []int{1, 31, 32, 33, 64, 95, 96, 100, 257, 16 * Q8Block} {
+			nb := (n + Q8Block - 1) / Q8Block
+			q := Q8{Q: make([]int8, nb*Q8Block), Scale: make([]float32, nb)}
+			w := make([]int8, n)
+			var want int64
+			for j := range w {
+				w[j], q.Q[j] = int8(r.IntN(256)-128), int8(r.IntN(255)-127)
+				if j%5 == 0 {
+					w[j], q.Q[j] = -128, -127 // the largest product
+				}
+				want += int64(w[j]) * int64(q.Q[j]) * int64(1+j/Q8Block%2)
+			}
+			for b := range q.Scale {
+				q.Scale[b] = float32(1 + b%2)
+			}
+			if got := int8Q8Dot(w, &q); float64(got) != float64(want) {
+				t.Errorf("n=%d: %v, want the exact sum %d", n, got, want)
+			}
+		}
+	})
+}
+
 // BenchmarkInt8Q8 times one 1024×4096 INT8 product through the float
 // kernel (int8Dot per row) and through the integer one (QuantizeQ8 once,
 // then int8Q8Dot per row), alternating inside each iteration, at the best

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -13,30 +14,45 @@ import (
 var raggedLens = []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 63, 64, 100, 257, 1029}
 
 // kernelLevel is one kernel set the machine can run: the pure-Go loops,
-// AVX2, or AVX2 with the AVX-512 kernels.
+// AVX2, or AVX2 with the AVX-512 kernels on amd64; NEON, without or with
+// the SDOT kernel (dotprod), on arm64.
 type kernelLevel struct {
 	name          string
 	simd, simd512 bool
+	dotprod       bool
 }
 
 // kernelLevels lists the levels available here, lowest first.
 func kernelLevels() []kernelLevel {
 	levels := []kernelLevel{{name: "go"}}
+	if runtime.GOARCH == "arm64" {
+		if simd {
+			levels = append(levels, kernelLevel{name: "neon", simd: true})
+		}
+		if simdDot {
+			levels = append(levels, kernelLevel{name: "neon-dotprod", simd: true, dotprod: true})
+		}
+		return levels
+	}
 	if simd {
-		levels = append(levels, kernelLevel{"avx2", true, false})
+		levels = append(levels, kernelLevel{name: "avx2", simd: true})
 	}
 	if simd512 {
-		levels = append(levels, kernelLevel{"avx512", true, true})
+		levels = append(levels, kernelLevel{name: "avx512", simd: true, simd512: true})
 	}
 	return levels
 }
 
 // useLevel selects l and returns a function restoring the previous level.
 func useLevel(l kernelLevel) (restore func()) {
-	s, s512, s16 := simd, simd512, simdF16
-	simd, simd512, simdF16 = l.simd, l.simd512, l.simd && s16
-	return func() { simd, simd512, simdF16 = s, s512, s16 }
+	s, s512, s16, sdot := simd, simd512, simdF16, simdDot
+	simd, simd512, simdF16, simdDot = l.simd, l.simd512, l.simd && s16, l.dotprod
+	return func() { simd, simd512, simdF16, simdDot = s, s512, s16, sdot }
 }
+
+// haveLUT64 reports whether lut64Dot2 has a kernel at the selected level:
+// amd64's AVX2 and AVX-512 (arm64 has no 64-entry kernel).
+func haveLUT64() bool { return simd && runtime.GOARCH == "amd64" }
 
 // withSIMD runs f once per available kernel set, restoring the setting.
 func withSIMD(t *testing.T, f func(t *testing.T)) {
@@ -164,7 +180,7 @@ func TestKernelsMatchNaive(t *testing.T) {
 			} else if n < 8 {
 				t.Errorf("lut64Dot2 n=%d: accepted a row the kernel does not cover", n)
 			}
-			if simd && n >= 8 && !ok {
+			if haveLUT64() && n >= 8 && !ok {
 				t.Errorf("lut64Dot2 n=%d: SIMD kernel declined valid indices", n)
 			}
 			checkSum(t, fmt.Sprintf("lut64Dot2[0] n=%d", n), s0, w0, w0a)

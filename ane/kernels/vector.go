@@ -5,8 +5,8 @@ import "github.com/forgedaemon/forged/ane/format/half"
 // Vector kernels for the attention history (FP16 keys and values, V8
 // values) and the delta rule's recurrent state, on the same kernel levels
 // as the matrix products. Each is written once here: an architecture's
-// file (vector_amd64.go; vector_generic.go elsewhere, where arm64 NEON
-// would go) supplies a prefix kernel that does what it can of the vector
+// file (vector_amd64.go, vector_arm64.go; vector_generic.go elsewhere)
+// supplies a prefix kernel that does what it can of the vector
 // and says how far it got, and the loop here finishes the tail.
 
 // Dot is Σ a[i]·b[i] over len(a); b must be at least as long.

@@ -1,9 +1,9 @@
-//go:build !amd64 || purego
+//go:build (!amd64 && !arm64) || purego
 
 package kernels
 
-// No vector prefix kernels on this architecture yet (arm64 NEON would go
-// in a vector_arm64.go beside this): vector.go's loops do every element.
+// No vector prefix kernels on this architecture: vector.go's loops do
+// every element.
 
 func dotF16Prefix([]uint16, []float32) (int, float32)                          { return 0, 0 }
 func axpyF16Prefix([]float32, float32, []uint16) int                           { return 0 }

@@ -153,7 +153,7 @@ type BackendInfo struct {
 	Chip            string   `msgpack:"chip,omitempty" json:"chip,omitempty"`
 	KV              string   `msgpack:"kv,omitempty" json:"kv,omitempty"`
 	// Reference engine: the kernel level its products run ("avx512",
-	// "avx2", "go").
+	// "avx2", "neon-dotprod", "neon", "go").
 	Kernels string `msgpack:"kernels,omitempty" json:"kernels,omitempty"`
 	// Reference engine: the numeric mode of its elementwise functions and
 	// INT8 products, "fast" (vectorised and integer, serving's default) or

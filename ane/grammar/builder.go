@@ -64,6 +64,8 @@ type ruleDef struct {
 	start, end int32
 	defined    bool
 	name       string
+	key        string // Share's key: publish the rule once built whole
+	pre        *rule  // a shared rule, built whole by an earlier grammar
 }
 
 // NewBuilder starts a grammar under lim (zero fields take DefaultLimits).
@@ -168,7 +170,25 @@ func (b *Builder) Rule(name string) int32 {
 
 // Define gives rule r its automaton: from start to end.
 func (b *Builder) Define(r, start, end int32) {
-	b.rules[r] = ruleDef{start: start, end: end, defined: true, name: b.rules[r].name}
+	def := &b.rules[r]
+	def.start, def.end, def.defined = start, end, true
+}
+
+// Share marks rule r, which must call no rule, as the automaton that key
+// names in every grammar: once a matcher has built it whole, later
+// builders get it from SharedRule instead of building it again.
+func (b *Builder) Share(r int32, key string) { b.rules[r].key = key }
+
+// SharedRule declares a rule whose automaton an earlier grammar built
+// whole under key (see Share), if there is one.
+func (b *Builder) SharedRule(key string) (int32, bool) {
+	pre := sharedRules.get(key)
+	if pre == nil {
+		return 0, false
+	}
+	r := b.Rule(pre.name)
+	b.rules[r] = ruleDef{start: -1, end: -1, defined: true, name: pre.name, pre: pre}
+	return r, true
 }
 
 // Grammar is a compiled grammar: each rule a byte automaton with call
@@ -253,20 +273,24 @@ func (b *Builder) Build(root int32) (*Grammar, error) {
 // nothing gets one with no moves: no live state calls it).
 func (b *Builder) prepare(r int32, out *rule, d *det) {
 	def := b.rules[r]
+	if def.pre != nil {
+		*out = *def.pre // complete: read only
+		return
+	}
 	out.name = def.name
 	out.end = def.end
 	out.index = map[string]int32{}
 	var cut [257]bool
 	cut[0], cut[256] = true, true
-	seen := map[int32]bool{}
-	stack := append([]int32(nil), def.start)
+	d.stamp++ // the closure's marks, as a seen set
+	stack := append(d.stack[:0], def.start)
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if seen[s] {
+		if d.mark[s] == d.stamp {
 			continue
 		}
-		seen[s] = true
+		d.mark[s] = d.stamp
 		st := &b.states[s]
 		for _, e := range st.edges {
 			cut[e.lo], cut[int(e.hi)+1] = true, true
@@ -277,6 +301,7 @@ func (b *Builder) prepare(r int32, out *rule, d *det) {
 			stack = append(stack, c.to)
 		}
 	}
+	d.stack = stack
 	cls := -1
 	for c := 0; c < 256; c++ {
 		if cut[c] {
@@ -574,6 +599,9 @@ func (ru *rule) predecessors() [][]int32 {
 // fingerprint sets leaf and, for a leaf, fp: a hash of everything a mask
 // walk reads from the rule (byte classes, transitions, flags).
 func (ru *rule) fingerprint() {
+	if ru.leaf {
+		return // done (a shared rule)
+	}
 	for _, cs := range ru.calls {
 		if len(cs) > 0 {
 			return

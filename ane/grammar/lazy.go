@@ -3,6 +3,7 @@ package grammar
 import (
 	"maps"
 	"slices"
+	"sync"
 )
 
 // unbuilt marks a transition not determinized yet: a rule's deterministic
@@ -64,6 +65,10 @@ func (n *nfa) liveness() {
 	}
 	startOf := map[int32][]int32{}
 	for r, def := range n.rules {
+		if def.pre != nil {
+			n.productive[r] = true // shared rules accept something
+			continue
+		}
 		startOf[def.start] = append(startOf[def.start], int32(r))
 	}
 	var stack []int32
@@ -74,7 +79,9 @@ func (n *nfa) liveness() {
 		}
 	}
 	for _, def := range n.rules {
-		mark(def.end)
+		if def.pre == nil {
+			mark(def.end)
+		}
 	}
 	for len(stack) > 0 {
 		t := stack[len(stack)-1]
@@ -291,4 +298,37 @@ func (ru *rule) clone() rule {
 	c.simple = slices.Clip(ru.simple)
 	c.calls = slices.Clip(ru.calls)
 	return c
+}
+
+// sharedRules holds the rules built whole under a Share key, for every
+// later grammar (the same string kinds recur in most schemas), bounded by
+// their transition tables' total size.
+var sharedRules sharedRuleCache
+
+const maxSharedTrans = 1 << 23 // 32 MB of transitions
+
+type sharedRuleCache struct {
+	mu    sync.Mutex
+	m     map[string]*rule
+	trans int
+}
+
+func (c *sharedRuleCache) get(key string) *rule {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key]
+}
+
+// put publishes ru (complete, a leaf, fingerprinted: never written again).
+func (c *sharedRuleCache) put(key string, ru *rule) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*rule{}
+	}
+	if _, ok := c.m[key]; ok || c.trans+len(ru.trans) > maxSharedTrans {
+		return
+	}
+	c.m[key] = ru
+	c.trans += len(ru.trans)
 }

@@ -334,6 +334,10 @@ func (m *Matcher) entry(rule, state int32, run int) *entry {
 			state = remap[state]
 			ru.fingerprint()
 			m.blocks[rule] = m.ruleBlocks(rule)
+			if key := m.g.nfa.rules[rule].key; key != "" && ru.leaf {
+				pub := *ru
+				sharedRules.put(key, &pub)
+			}
 		} else {
 			m.lazy[rule] = true
 		}

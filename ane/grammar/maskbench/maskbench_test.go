@@ -34,7 +34,7 @@ func TestSliceHasNoInvalidationErrors(t *testing.T) {
 		n = 40
 	}
 	cases, v, enc := load(t, n)
-	rep, err := Run(cases, v, enc, jsonschema.Options{})
+	rep, err := Run(cases, v, enc, jsonschema.Options{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func BenchmarkMaskBench(b *testing.B) {
 	limit, _ := strconv.Atoi(os.Getenv("MASKBENCH_LIMIT"))
 	cases, v, enc := load(b, limit)
 	for b.Loop() {
-		rep, err := Run(cases, v, enc, jsonschema.Options{})
+		rep, err := Run(cases, v, enc, jsonschema.Options{}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package grammar
 import (
 	"maps"
 	"slices"
-	"sync"
 )
 
 // unbuilt marks a transition not determinized yet: a rule's deterministic
@@ -302,33 +301,8 @@ func (ru *rule) clone() rule {
 
 // sharedRules holds the rules built whole under a Share key, for every
 // later grammar (the same string kinds recur in most schemas), bounded by
-// their transition tables' total size.
-var sharedRules sharedRuleCache
+// their transition tables' total size. A rule put there is complete, a
+// leaf and fingerprinted: it is never written again.
+var sharedRules boundedMap[string, *rule]
 
 const maxSharedTrans = 1 << 23 // 32 MB of transitions
-
-type sharedRuleCache struct {
-	mu    sync.Mutex
-	m     map[string]*rule
-	trans int
-}
-
-func (c *sharedRuleCache) get(key string) *rule {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[key]
-}
-
-// put publishes ru (complete, a leaf, fingerprinted: never written again).
-func (c *sharedRuleCache) put(key string, ru *rule) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]*rule{}
-	}
-	if _, ok := c.m[key]; ok || c.trans+len(ru.trans) > maxSharedTrans {
-		return
-	}
-	c.m[key] = ru
-	c.trans += len(ru.trans)
-}

@@ -336,7 +336,7 @@ func (m *Matcher) entry(rule, state int32, run int) *entry {
 			m.blocks[rule] = m.ruleBlocks(rule)
 			if key := m.g.nfa.rules[rule].key; key != "" && ru.leaf {
 				pub := *ru
-				sharedRules.put(key, &pub)
+				sharedRules.put(key, &pub, len(pub.trans), maxSharedTrans)
 			}
 		} else {
 			m.lazy[rule] = true
@@ -352,7 +352,7 @@ func (m *Matcher) entry(rule, state int32, run int) *entry {
 	var sk sharedKey
 	if ru.leaf {
 		sk = sharedKey{ru.fp, state, int32(run)}
-		if e := m.v.shared.get(sk); e != nil {
+		if e := m.v.shared.m.get(sk); e != nil {
 			m.cache[k] = e
 			return e
 		}
@@ -363,7 +363,7 @@ func (m *Matcher) entry(rule, state int32, run int) *entry {
 	}
 	m.cache[k] = e
 	if ru.leaf {
-		m.v.shared.put(sk, e)
+		m.v.shared.m.put(sk, e, 1, maxShared)
 	}
 	return e
 }
@@ -393,11 +393,11 @@ func (m *Matcher) ruleBlocks(rule int32) []int32 {
 	if !ru.leaf {
 		return ru.blocks(m.v.maxLen)
 	}
-	if b := m.v.shared.getBlocks(ru.fp); b != nil {
+	if b := m.v.shared.blocks.get(ru.fp); b != nil {
 		return b
 	}
 	b := ru.blocks(m.v.maxLen)
-	m.v.shared.putBlocks(ru.fp, b)
+	m.v.shared.blocks.put(ru.fp, b, 1, maxShared)
 	return b
 }
 

@@ -24,14 +24,15 @@ type Limits struct {
 // failing compilation costs well under a decode step's budget many times.
 var DefaultLimits = Limits{NFAStates: 400_000, DFAStates: 60_000, Rules: 20_000, Time: 2 * time.Second, Stacks: 64, MaxWS: 64}
 
-// LimitError says which compile limit a grammar exceeded.
+// LimitError says which limit a grammar exceeded: at compile time, or
+// (DFAStates) in a matcher building the states it reaches.
 type LimitError struct {
 	Limit string // "NFAStates", "DFAStates", "Rules", "Time"
 	Value int64
 }
 
 func (e *LimitError) Error() string {
-	return "grammar: compile limit " + e.Limit + " (" + strconv.FormatInt(e.Value, 10) + ") exceeded"
+	return "grammar: limit " + e.Limit + " (" + strconv.FormatInt(e.Value, 10) + ") exceeded"
 }
 
 // Builder assembles a grammar: rules, each a nondeterministic byte

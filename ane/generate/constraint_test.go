@@ -1,7 +1,9 @@
 package generate
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -163,5 +165,36 @@ func TestConstraintStartsAfterReasoning(t *testing.T) {
 	}
 	if c.active {
 		t.Fatal("rolling back past </think> left the constraint active")
+	}
+}
+
+// A grammar whose states reach their limit during generation (they are
+// built as the output reaches them) ends the run with that limit's error,
+// with and without speculation, having emitted only a valid prefix.
+func TestConstraintLimitEndsTheRun(t *testing.T) {
+	g, _ := newGenerator(t)
+	prompt := g.Tokenizer.Encode("Answer in JSON:")
+	for _, mode := range []speculative.Mode{speculative.ModeOff, speculative.ModeOn} {
+		// ^[ab]*a[ab]{18}$ has 2^19 states: a long output reaches any small limit.
+		gram, err := jsonschema.Compile([]byte(`{"type":"string","pattern":"^[ab]*a[ab]{18}$"}`), jsonschema.Options{Limits: grammar.Limits{DFAStates: 40}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		opts := &sample.Options{Temperature: 1, TopK: 50, Seed: 3, MaxTokens: 3000}
+		_, err = g.Run(context.Background(), Request{IDs: prompt, Sampling: opts, Constraint: gram, Speculative: mode}, func(e Event) error {
+			text.WriteString(e.Text)
+			return nil
+		})
+		var le *grammar.LimitError
+		if !errors.As(err, &le) || le.Limit != "DFAStates" {
+			t.Fatalf("mode %v: got %v after %q, want the DFAStates limit", mode, err, text.String())
+		}
+		if out := strings.TrimLeft(text.String(), " \t\r\n"); strings.Trim(out, `"ab`) != "" || strings.Count(out, `"`) > 1 {
+			t.Errorf("mode %v: emitted %q, not a prefix of a string of a's and b's", mode, out)
+		}
+		if !strings.Contains(text.String(), `"a`) {
+			t.Errorf("mode %v: the limit came before any of the string (%q): the test no longer reaches it mid-generation", mode, text.String())
+		}
 	}
 }

@@ -169,6 +169,11 @@ func (g *Generator) Run(ctx context.Context, req Request, emit func(Event) error
 	}
 	r.ctx, r.emit = ctx, emit
 	err = r.generate(prompt)
+	if err != nil && r.con != nil && r.con.m.Err() != nil {
+		// The grammar's states are built as the output reaches them: a
+		// limit hit there ended the run (the masks allowed nothing more).
+		err = fmt.Errorf("generate: constrained output: %w", r.con.m.Err())
+	}
 	if r.engineFailed {
 		g.forget() // the engine may be half-advanced: the next Run starts over
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -25,31 +24,27 @@ type Limits struct {
 // failing compilation costs well under a decode step's budget many times.
 var DefaultLimits = Limits{NFAStates: 400_000, DFAStates: 60_000, Rules: 20_000, Time: 2 * time.Second, Stacks: 64, MaxWS: 64}
 
-// LimitError says which compile limit a grammar exceeded.
+// LimitError says which limit a grammar exceeded: at compile time, or
+// (DFAStates) in a matcher building the states it reaches.
 type LimitError struct {
 	Limit string // "NFAStates", "DFAStates", "Rules", "Time"
 	Value int64
 }
 
 func (e *LimitError) Error() string {
-	return "grammar: compile limit " + e.Limit + " (" + strconv.FormatInt(e.Value, 10) + ") exceeded"
+	return "grammar: limit " + e.Limit + " (" + strconv.FormatInt(e.Value, 10) + ") exceeded"
 }
 
 // Builder assembles a grammar: rules, each a nondeterministic byte
 // automaton whose edges are byte ranges, epsilon moves and calls of other
-// rules (a recursive transition network). Build determinizes each rule.
+// rules (a recursive transition network). Build prepares each rule for
+// determinization as a matcher reaches its states.
 type Builder struct {
 	lim      Limits
 	deadline time.Time
 	states   []nstate
 	rules    []ruleDef
 	err      error
-	// scratch for closure
-	mark  []uint32
-	stamp uint32
-	stack []int32
-	out   []int32 // the last closure (valid until the next)
-	key   []byte  // the last setKey
 }
 
 type nstate struct {
@@ -70,6 +65,8 @@ type ruleDef struct {
 	start, end int32
 	defined    bool
 	name       string
+	key        string // Share's key: publish the rule once built whole
+	pre        *rule  // a shared rule, built whole by an earlier grammar
 }
 
 // NewBuilder starts a grammar under lim (zero fields take DefaultLimits).
@@ -174,22 +171,44 @@ func (b *Builder) Rule(name string) int32 {
 
 // Define gives rule r its automaton: from start to end.
 func (b *Builder) Define(r, start, end int32) {
-	b.rules[r] = ruleDef{start: start, end: end, defined: true, name: b.rules[r].name}
+	def := &b.rules[r]
+	def.start, def.end, def.defined = start, end, true
 }
 
-// Grammar is a compiled grammar: each rule a deterministic byte automaton
-// with call edges. It is immutable and safe for concurrent use.
+// Share marks rule r, which must call no rule, as the automaton that key
+// names in every grammar: once a matcher has built it whole, later
+// builders get it from SharedRule instead of building it again.
+func (b *Builder) Share(r int32, key string) { b.rules[r].key = key }
+
+// SharedRule declares a rule whose automaton an earlier grammar built
+// whole under key (see Share), if there is one.
+func (b *Builder) SharedRule(key string) (int32, bool) {
+	pre := sharedRules.get(key)
+	if pre == nil {
+		return 0, false
+	}
+	r := b.Rule(pre.name)
+	b.rules[r] = ruleDef{start: -1, end: -1, defined: true, name: pre.name, pre: pre}
+	return r, true
+}
+
+// Grammar is a compiled grammar: each rule a byte automaton with call
+// edges, determinized as far as its start (each matcher builds the states
+// it reaches from there, in its own copy). It is immutable and safe for
+// concurrent use.
 type Grammar struct {
 	rules []rule
 	root  int32
 	lim   Limits
+	nfa   *nfa
+	built int // deterministic states built by Build
 }
 
 type rule struct {
 	name   string
 	nclass int32
 	class  [256]uint8
-	trans  []int32 // trans[state*nclass+class]: next state, -1 none
+	trans  []int32 // trans[state*nclass+class]: next state, -1 none, unbuilt
 	accept []bool
 	ws     []bool
 	calls  [][]ncall // ncall.to is a state of this rule
@@ -199,327 +218,122 @@ type rule struct {
 	// automaton alone; fp identifies that automaton across grammars.
 	leaf bool
 	fp   [16]byte
+	// Lazy construction: the nfa states of each deterministic state, the
+	// index of those sets, the rule's nfa end, and whether every
+	// reachable state is built (then leaf, fp and blocks can be computed).
+	sets     [][]int32
+	index    map[string]int32
+	end      int32
+	complete bool
 }
 
 // ErrEmpty is returned when the grammar accepts nothing.
 var ErrEmpty = errors.New("grammar: the schema admits no value")
 
-// Build determinizes every rule and returns the grammar rooted at root.
+// Build prepares every rule and returns the grammar rooted at root: the
+// nfa's live states, each rule's byte classes and its start state with
+// the transitions out of it (the rule's first bytes); the other states are
+// built by the matchers that reach them.
 func (b *Builder) Build(root int32) (*Grammar, error) {
 	if err := b.Err(); err != nil {
 		return nil, err
 	}
-	g := &Grammar{rules: make([]rule, len(b.rules)), root: root, lim: b.lim}
-	total := 0
 	for r := range b.rules {
 		if !b.rules[r].defined {
 			return nil, fmt.Errorf("grammar: rule %q has no body", b.rules[r].name)
 		}
-		if err := b.determinize(int32(r), &g.rules[r], &total); err != nil {
-			return nil, err
-		}
 	}
-	if err := g.trim(); err != nil {
+	n := &nfa{states: b.states, rules: b.rules}
+	n.liveness()
+	if !n.productive[root] {
+		return nil, ErrEmpty
+	}
+	g := &Grammar{rules: make([]rule, len(b.rules)), root: root, lim: b.lim, nfa: n}
+	d := newDet(n, b.lim.DFAStates, 0)
+	for r := range b.rules {
+		b.prepare(int32(r), &g.rules[r], d)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if err := g.checkCalls(d); err != nil {
 		return nil, err
 	}
-	if err := g.checkCalls(); err != nil {
-		return nil, err
+	if d.err != nil {
+		return nil, d.err
 	}
-	for r := range g.rules {
-		g.rules[r].fingerprint()
+	g.built = d.total
+	if err := b.Err(); err != nil {
+		return nil, err
 	}
 	return g, nil
 }
 
-// closure is the sorted epsilon closure of set, in scratch space that the
-// next call reuses (dstate copies the sets it keeps).
-func (b *Builder) closure(set []int32) []int32 {
-	if len(b.mark) < len(b.states) {
-		b.mark = make([]uint32, len(b.states))
+// prepare gives rule r its byte classes (bytes no edge of the rule tells
+// apart share a class) and its start state (state 0; a rule that accepts
+// nothing gets one with no moves: no live state calls it).
+func (b *Builder) prepare(r int32, out *rule, d *det) {
+	def := b.rules[r]
+	if def.pre != nil {
+		*out = *def.pre // complete: read only
+		return
 	}
-	b.stamp++
-	out := b.out[:0]
-	stack := append(b.stack[:0], set...)
+	out.name = def.name
+	out.end = def.end
+	out.index = map[string]int32{}
+	var cut [257]bool
+	cut[0], cut[256] = true, true
+	d.stamp++ // the closure's marks, as a seen set
+	stack := append(d.stack[:0], def.start)
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if b.mark[s] == b.stamp {
+		if d.mark[s] == d.stamp {
 			continue
 		}
-		b.mark[s] = b.stamp
-		out = append(out, s)
-		stack = append(stack, b.states[s].eps...)
-	}
-	b.stack = stack
-	slices.Sort(out)
-	b.out = out
-	return out
-}
-
-// setKey spells set as bytes, in scratch space that the next call reuses
-// (a map lookup with string(key) does not copy it).
-func (b *Builder) setKey(set []int32) []byte {
-	buf := b.key[:0]
-	for _, s := range set {
-		buf = append(buf, byte(s), byte(s>>8), byte(s>>16), byte(s>>24))
-	}
-	b.key = buf
-	return buf
-}
-
-// determinize runs the subset construction on rule r.
-func (b *Builder) determinize(r int32, out *rule, total *int) error {
-	def := b.rules[r]
-	out.name = def.name
-	start := slices.Clone(b.closure([]int32{def.start}))
-	// Byte classes: bytes no edge of the rule tells apart share a class.
-	var cut [257]bool
-	cut[0], cut[256] = true, true
-	{
-		seen := map[int32]bool{}
-		stack := append([]int32(nil), def.start)
-		for len(stack) > 0 {
-			s := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if seen[s] {
-				continue
-			}
-			seen[s] = true
-			st := &b.states[s]
-			for _, e := range st.edges {
-				cut[e.lo], cut[int(e.hi)+1] = true, true
-				stack = append(stack, e.to)
-			}
-			stack = append(stack, st.eps...)
-			for _, c := range st.calls {
-				stack = append(stack, c.to)
-			}
+		d.mark[s] = d.stamp
+		st := &b.states[s]
+		for _, e := range st.edges {
+			cut[e.lo], cut[int(e.hi)+1] = true, true
+			stack = append(stack, e.to)
+		}
+		stack = append(stack, st.eps...)
+		for _, c := range st.calls {
+			stack = append(stack, c.to)
 		}
 	}
-	var rep []byte
+	d.stack = stack
 	cls := -1
 	for c := 0; c < 256; c++ {
 		if cut[c] {
 			cls++
-			rep = append(rep, byte(c))
 		}
 		out.class[c] = uint8(cls)
 	}
-	nc := int32(len(rep))
-	out.nclass = nc
-	next := make([][]int32, nc)
-	index := map[string]int32{string(b.setKey(start)): 0}
-	sets := [][]int32{start}
-	for i := 0; i < len(sets); i++ {
-		if i%64 == 0 {
-			if err := b.Err(); err != nil {
-				return err
-			}
-		}
-		set := sets[i]
-		acc, ws := false, false
-		var callTo map[int32][]int32 // made at the first call: most states have none
-		var callOrder []int32
-		for _, s := range set {
-			st := &b.states[s]
-			acc = acc || s == def.end
-			ws = ws || st.ws
-			for _, c := range st.calls {
-				if callTo == nil {
-					callTo = map[int32][]int32{}
-				}
-				if _, ok := callTo[c.rule]; !ok {
-					callOrder = append(callOrder, c.rule)
-				}
-				callTo[c.rule] = append(callTo[c.rule], c.to)
-			}
-		}
-		out.accept = append(out.accept, acc)
-		out.ws = append(out.ws, ws)
-		for k := range next {
-			next[k] = next[k][:0]
-		}
-		for _, s := range set {
-			for _, e := range b.states[s].edges {
-				for k := out.class[e.lo]; k <= out.class[e.hi]; k++ {
-					next[k] = append(next[k], e.to)
-				}
-			}
-		}
-		for k := range nc {
-			t := int32(-1)
-			if len(next[k]) > 0 {
-				t = b.dstate(b.closure(next[k]), index, &sets, total)
-			}
-			out.trans = append(out.trans, t)
-		}
-		var calls []ncall
-		for _, cr := range callOrder {
-			calls = append(calls, ncall{cr, b.dstate(b.closure(callTo[cr]), index, &sets, total)})
-		}
-		out.calls = append(out.calls, calls)
-		if b.err != nil {
-			return b.err
-		}
+	out.nclass = int32(cls + 1)
+	if d.n.productive[r] {
+		d.state(out, d.closure([]int32{def.start}))
+		return
 	}
-	return nil
-}
-
-func (b *Builder) dstate(set []int32, index map[string]int32, sets *[][]int32, total *int) int32 {
-	k := b.setKey(set)
-	if d, ok := index[string(k)]; ok {
-		return d
+	out.sets = [][]int32{nil}
+	out.accept, out.ws, out.simple, out.calls = []bool{false}, []bool{false}, []bool{true}, [][]ncall{nil}
+	for range out.nclass {
+		out.trans = append(out.trans, -1)
 	}
-	*total++
-	if *total > b.lim.DFAStates && b.err == nil {
-		b.err = &LimitError{"DFAStates", int64(b.lim.DFAStates)}
-	}
-	d := int32(len(*sets))
-	index[string(k)] = d
-	*sets = append(*sets, slices.Clone(set))
-	return d
-}
-
-// trim removes states from which no end is reachable and calls of rules
-// that accept nothing, so every state a matcher can be in has a completion.
-func (g *Grammar) trim() error {
-	productive := make([]bool, len(g.rules))
-	for changed := true; changed; {
-		changed = false
-		for r := len(g.rules) - 1; r >= 0; r-- { // callees are usually declared after callers
-			if !productive[r] && g.rules[r].reachesEnd(productive) {
-				productive[r] = true
-				changed = true
-			}
-		}
-	}
-	if !productive[g.root] {
-		return ErrEmpty
-	}
-	for r := range g.rules {
-		ru := &g.rules[r]
-		live := ru.liveStates(productive)
-		for i, t := range ru.trans {
-			if t >= 0 && !live[t] {
-				ru.trans[i] = -1
-			}
-		}
-		for s, cs := range ru.calls {
-			kept := cs[:0]
-			for _, c := range cs {
-				if productive[c.rule] && live[c.to] {
-					kept = append(kept, c)
-				}
-			}
-			ru.calls[s] = kept
-		}
-	}
-	return nil
-}
-
-// reachesEnd reports whether an accepting state is reachable from the
-// start through bytes and calls of productive rules.
-func (ru *rule) reachesEnd(productive []bool) bool {
-	seen := make([]bool, len(ru.accept))
-	stack := []int32{0}
-	seen[0] = true
-	nc := int(ru.nclass)
-	for len(stack) > 0 {
-		s := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if ru.accept[s] {
-			return true
-		}
-		for _, t := range ru.trans[int(s)*nc : (int(s)+1)*nc] {
-			if t >= 0 && !seen[t] {
-				seen[t] = true
-				stack = append(stack, t)
-			}
-		}
-		for _, c := range ru.calls[s] {
-			if productive[c.rule] && !seen[c.to] {
-				seen[c.to] = true
-				stack = append(stack, c.to)
-			}
-		}
-	}
-	return false
-}
-
-// liveStates marks the states from which an accepting state is reachable
-// (a backward search over bytes and calls of productive rules).
-func (ru *rule) liveStates(productive []bool) []bool {
-	n := len(ru.accept)
-	nc := int(ru.nclass)
-	// Reverse adjacency in CSR form.
-	count := make([]int32, n+1)
-	for s := 0; s < n; s++ {
-		for _, t := range ru.trans[s*nc : (s+1)*nc] {
-			if t >= 0 {
-				count[t+1]++
-			}
-		}
-		for _, c := range ru.calls[s] {
-			if productive[c.rule] {
-				count[c.to+1]++
-			}
-		}
-	}
-	for i := 1; i <= n; i++ {
-		count[i] += count[i-1]
-	}
-	pred := make([]int32, count[n])
-	fill := append([]int32(nil), count[:n]...)
-	for s := 0; s < n; s++ {
-		for _, t := range ru.trans[s*nc : (s+1)*nc] {
-			if t >= 0 {
-				pred[fill[t]] = int32(s)
-				fill[t]++
-			}
-		}
-		for _, c := range ru.calls[s] {
-			if productive[c.rule] {
-				pred[fill[c.to]] = int32(s)
-				fill[c.to]++
-			}
-		}
-	}
-	live := make([]bool, n)
-	var stack []int32
-	for s, a := range ru.accept {
-		if a {
-			live[s] = true
-			stack = append(stack, int32(s))
-		}
-	}
-	for len(stack) > 0 {
-		t := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, s := range pred[count[t]:count[t+1]] {
-			if !live[s] {
-				live[s] = true
-				stack = append(stack, s)
-			}
-		}
-	}
-	return live
+	out.complete = true
 }
 
 // checkCalls computes each rule's first bytes and refuses what the matcher
 // cannot run: a rule that matches the empty string, and left recursion (a
 // rule reaching itself before consuming a byte).
-func (g *Grammar) checkCalls() error {
+func (g *Grammar) checkCalls(d *det) error {
 	for r := range g.rules {
 		ru := &g.rules[r]
 		if ru.accept[0] {
 			return fmt.Errorf("grammar: rule %q matches the empty string", ru.name)
 		}
-		ru.simple = make([]bool, len(ru.accept))
-		for s := range ru.accept {
-			ru.simple[s] = !ru.accept[s] && len(ru.calls[s]) == 0
-		}
 		for c := 0; c < 256; c++ {
-			ru.first[c] = ru.trans[int(ru.class[c])] >= 0
+			ru.first[c] = d.step(ru, 0, int32(ru.class[c])) >= 0
 		}
 	}
 	// Left recursion: a cycle among "calls from the start state".
@@ -564,14 +378,9 @@ func (g *Grammar) checkCalls() error {
 	return nil
 }
 
-// States is the number of deterministic states over all rules.
-func (g *Grammar) States() int {
-	n := 0
-	for i := range g.rules {
-		n += len(g.rules[i].accept)
-	}
-	return n
-}
+// States is the number of deterministic states Build made (each rule's
+// start and the states one byte after it; matchers build the rest).
+func (g *Grammar) States() int { return g.built }
 
 // Lit2 adds the bytes of s from from, ending at to.
 func (b *Builder) Lit2(from int32, s string, to int32) {
@@ -791,6 +600,9 @@ func (ru *rule) predecessors() [][]int32 {
 // fingerprint sets leaf and, for a leaf, fp: a hash of everything a mask
 // walk reads from the rule (byte classes, transitions, flags).
 func (ru *rule) fingerprint() {
+	if ru.leaf {
+		return // done (a shared rule)
+	}
 	for _, cs := range ru.calls {
 		if len(cs) > 0 {
 			return

@@ -179,7 +179,7 @@ func TestBlocksSeeOnlyDepthBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ru := &g.rules[r]
+	ru := completed(t, g, r)
 	var after [6]int32 // after[k]: the state after k x's
 	for k := 1; k <= 5; k++ {
 		after[k] = ru.trans[after[k-1]*ru.nclass+int32(ru.class['x'])]
@@ -199,4 +199,13 @@ func TestBlocksSeeOnlyDepthBytes(t *testing.T) {
 			t.Errorf("depth 6: state %d shares block %d", s, rep)
 		}
 	}
+}
+
+// completed is a copy of rule r of g with every state built.
+func completed(t *testing.T, g *Grammar, r int32) *rule {
+	ru := g.rules[r].clone()
+	if !newDet(g.nfa, g.lim.DFAStates, g.built).complete(&ru) {
+		t.Fatalf("rule %d did not complete", r)
+	}
+	return &ru
 }

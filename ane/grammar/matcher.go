@@ -49,8 +49,13 @@ type entry struct {
 // concurrent use; its mask cache survives Reset, so one Matcher can check
 // many outputs of the same grammar.
 type Matcher struct {
-	g      *Grammar
-	v      *Vocab
+	g *Grammar
+	v *Vocab
+	// rules: the matcher's copy of the grammar's tables, which d extends
+	// with the states the matcher reaches.
+	rules  []rule
+	d      *det
+	lazy   []bool // lazy[rule]: too large to complete, cached per state
 	frames map[frameKey]*frame
 	hist   []pos
 	cache  map[cacheKey]*entry
@@ -58,7 +63,8 @@ type Matcher struct {
 	// inside a token (the part the entry cache cannot hold), bounded.
 	stackMasks map[stackKey]Mask
 	// blocks[rule][state]: a representative of the states of the rule that
-	// no token can tell apart (computed on the rule's first cache miss).
+	// no token can tell apart (computed on the rule's first cache miss,
+	// which completes the rule first if it is small enough).
 	blocks [][]int32
 	loops  map[cacheKey]*[4]uint64
 }
@@ -70,9 +76,20 @@ type stackKey struct {
 
 const maxStackMasks = 256
 
+// completeBudget bounds the states a rule's completion may build (at the
+// rule's first mask-cache miss, for its blocks, which need every state);
+// a larger rule stays lazy and its cache entries are per state.
+const completeBudget = 30_000
+
 // NewMatcher starts g at its beginning over v.
 func NewMatcher(g *Grammar, v *Vocab) *Matcher {
 	m := &Matcher{g: g, v: v, frames: map[frameKey]*frame{}, cache: map[cacheKey]*entry{}, stackMasks: map[stackKey]Mask{}, loops: map[cacheKey]*[4]uint64{}}
+	m.rules = make([]rule, len(g.rules))
+	for r := range g.rules {
+		m.rules[r] = g.rules[r].clone()
+	}
+	m.d = newDet(g.nfa, g.lim.DFAStates, g.built)
+	m.lazy = make([]bool, len(g.rules))
 	m.Reset()
 	return m
 }
@@ -82,6 +99,11 @@ func (m *Matcher) Reset() {
 	m.hist = m.hist[:0]
 	m.hist = append(m.hist, pos{stacks: []*frame{m.intern(m.g.root, 0, nil)}})
 }
+
+// Err is the limit the matcher hit building the grammar's states (a
+// *LimitError; nil if none). From then on Mask allows nothing and Accept
+// returns it: the output so far is valid, but it cannot go on.
+func (m *Matcher) Err() error { return m.d.err }
 
 // Vocab is the vocabulary the matcher masks.
 func (m *Matcher) Vocab() *Vocab { return m.v }
@@ -101,6 +123,9 @@ func (m *Matcher) cur() pos { return m.hist[len(m.hist)-1] }
 // Accepting reports whether the output so far is a complete value (the
 // caller may end generation here).
 func (m *Matcher) Accepting() bool {
+	if m.d.err != nil {
+		return false
+	}
 	for _, f := range m.cur().stacks {
 		if m.completes(f) {
 			return true
@@ -112,7 +137,7 @@ func (m *Matcher) Accepting() bool {
 // completes reports whether every frame of the stack f can end here.
 func (m *Matcher) completes(f *frame) bool {
 	for ; f != nil; f = f.parent {
-		if !m.g.rules[f.rule].accept[f.state] {
+		if !m.rules[f.rule].accept[f.state] {
 			return false
 		}
 	}
@@ -127,11 +152,17 @@ var ErrRejected = errors.New("grammar: token not allowed here")
 
 // Accept advances over token id, or returns ErrRejected and stays put.
 func (m *Matcher) Accept(id int) error {
+	if m.d.err != nil {
+		return m.d.err
+	}
 	b := m.v.Token(id)
 	if len(b) == 0 {
 		return fmt.Errorf("%w (token %d has no bytes the grammar can match)", ErrRejected, id)
 	}
 	p, ok := m.advance(m.cur(), b)
+	if m.d.err != nil {
+		return m.d.err
+	}
 	if !ok {
 		return fmt.Errorf("%w (token %d %q)", ErrRejected, id, b)
 	}
@@ -143,7 +174,13 @@ func (m *Matcher) Accept(id int) error {
 // fixed prefix), or returns ErrRejected and stays put. It counts as one
 // step for Rollback.
 func (m *Matcher) AcceptBytes(b []byte) error {
+	if m.d.err != nil {
+		return m.d.err
+	}
 	p, ok := m.advance(m.cur(), b)
+	if m.d.err != nil {
+		return m.d.err
+	}
 	if !ok {
 		return fmt.Errorf("%w (%q)", ErrRejected, b)
 	}
@@ -158,7 +195,7 @@ func (m *Matcher) Allows(id int) bool {
 		return false
 	}
 	_, ok := m.advance(m.cur(), b)
-	return ok
+	return ok && m.d.err == nil
 }
 
 // Rollback undoes the last n accepted steps.
@@ -201,15 +238,20 @@ func (m *Matcher) step(out []*frame, f *frame, c byte, run int) ([]*frame, bool)
 	if f == exitFrame {
 		return out, true
 	}
-	ru := &m.g.rules[f.rule]
+	ru := &m.rules[f.rule]
 	exited := false
 	if !(ru.ws[f.state] && isWS(c) && run >= m.g.lim.MaxWS) {
-		if t := ru.trans[f.state*ru.nclass+int32(ru.class[c])]; t >= 0 {
+		k := int32(ru.class[c])
+		t := ru.trans[f.state*ru.nclass+k]
+		if t == unbuilt { // inline: this is the hot path
+			t = m.d.build(ru, f.state, k, f.state*ru.nclass+k)
+		}
+		if t >= 0 {
 			out = addFrame(out, m.intern(f.rule, t, f.parent))
 		}
 	}
 	for _, cl := range ru.calls[f.state] {
-		if m.g.rules[cl.rule].first[c] {
+		if m.rules[cl.rule].first[c] {
 			var e bool
 			out, e = m.step(out, m.intern(cl.rule, 0, m.intern(f.rule, cl.to, f.parent)), c, run)
 			exited = exited || e
@@ -235,6 +277,13 @@ func addFrame(out []*frame, f *frame) []*frame {
 // Mask sets dst (Vocab.Size bits, cleared first) to the tokens allowed
 // next. End-of-sequence is not a token here: see Accepting.
 func (m *Matcher) Mask(dst Mask) {
+	m.mask(dst)
+	if m.d.err != nil {
+		dst.Clear()
+	}
+}
+
+func (m *Matcher) mask(dst Mask) {
 	p := m.cur()
 	if len(p.stacks) == 1 {
 		f := p.stacks[0]
@@ -252,7 +301,7 @@ func (m *Matcher) Mask(dst Mask) {
 		for _, n := range e.exits {
 			m.walkFrom(dst, n, f.parent, p.run)
 		}
-		if len(m.stackMasks) < maxStackMasks {
+		if len(m.stackMasks) < maxStackMasks && m.d.err == nil {
 			m.stackMasks[stackKey{f, p.run}] = append(Mask(nil), dst...)
 		}
 		return
@@ -272,45 +321,83 @@ func (m *Matcher) Mask(dst Mask) {
 
 func (m *Matcher) entry(rule, state int32, run int) *entry {
 	if m.blocks == nil {
-		m.blocks = make([][]int32, len(m.g.rules))
+		m.blocks = make([][]int32, len(m.rules))
 	}
-	if m.blocks[rule] == nil {
-		m.blocks[rule] = m.ruleBlocks(rule)
+	ru := &m.rules[rule]
+	if m.blocks[rule] == nil && !m.lazy[rule] {
+		if ru.complete {
+			ru.fingerprint()
+			m.blocks[rule] = m.ruleBlocks(rule)
+		} else if fresh, remap, ok := m.d.completed(ru, m.g.nfa.rules[rule].start, completeBudget); ok {
+			m.renumber(rule, remap)
+			*ru = fresh
+			state = remap[state]
+			ru.fingerprint()
+			m.blocks[rule] = m.ruleBlocks(rule)
+			if key := m.g.nfa.rules[rule].key; key != "" && ru.leaf {
+				pub := *ru
+				sharedRules.put(key, &pub, len(pub.trans), maxSharedTrans)
+			}
+		} else {
+			m.lazy[rule] = true
+		}
 	}
-	state = m.blocks[rule][state]
+	if !m.lazy[rule] {
+		state = m.blocks[rule][state]
+	}
 	k := cacheKey{rule, state, int32(run)}
 	if e, ok := m.cache[k]; ok {
 		return e
 	}
-	ru := &m.g.rules[rule]
 	var sk sharedKey
 	if ru.leaf {
 		sk = sharedKey{ru.fp, state, int32(run)}
-		if e := m.v.shared.get(sk); e != nil {
+		if e := m.v.shared.m.get(sk); e != nil {
 			m.cache[k] = e
 			return e
 		}
 	}
 	e := m.localWalk(rule, state, run)
+	if m.d.err != nil {
+		return e // partial: the matcher is done
+	}
 	m.cache[k] = e
 	if ru.leaf {
-		m.v.shared.put(sk, e)
+		m.v.shared.m.put(sk, e, 1, maxShared)
 	}
 	return e
+}
+
+// renumber moves the interned frames of rule to its states' new numbers
+// (frames are shared pointers, so every stack that holds them follows).
+// It runs before the rule's first cache entry, so no cache key holds an
+// old number.
+func (m *Matcher) renumber(rule int32, remap []int32) {
+	var fs []*frame
+	for k, f := range m.frames {
+		if k.rule == rule {
+			fs = append(fs, f)
+			delete(m.frames, k)
+		}
+	}
+	for _, f := range fs {
+		f.state = remap[f.state]
+		m.frames[frameKey{f.rule, f.state, f.parent}] = f
+	}
 }
 
 // ruleBlocks computes the rule's blocks, sharing a leaf rule's through the
 // vocabulary (the same string automata recur in every grammar).
 func (m *Matcher) ruleBlocks(rule int32) []int32 {
-	ru := &m.g.rules[rule]
+	ru := &m.rules[rule]
 	if !ru.leaf {
 		return ru.blocks(m.v.maxLen)
 	}
-	if b := m.v.shared.getBlocks(ru.fp); b != nil {
+	if b := m.v.shared.blocks.get(ru.fp); b != nil {
 		return b
 	}
 	b := ru.blocks(m.v.maxLen)
-	m.v.shared.putBlocks(ru.fp, b)
+	m.v.shared.blocks.put(ru.fp, b, 1, maxShared)
 	return b
 }
 
@@ -320,10 +407,10 @@ func (m *Matcher) selfLoops(rule, state int32) *[4]uint64 {
 	if l, ok := m.loops[k]; ok {
 		return l
 	}
-	ru := &m.g.rules[rule]
+	ru := &m.rules[rule]
 	l := new([4]uint64)
 	for c := 0; c < 256; c++ {
-		if ru.trans[state*ru.nclass+int32(ru.class[c])] == state {
+		if m.d.step(ru, state, int32(ru.class[c])) == state {
 			l[c>>6] |= 1 << (c & 63)
 		}
 	}
@@ -393,7 +480,7 @@ func (m *Matcher) localWalk(rule, state int32, run int) *entry {
 	v := m.v
 	e := &entry{allow: NewMask(v.size)}
 	base := m.intern(rule, state, exitFrame)
-	ru := &m.g.rules[rule]
+	ru := &m.rules[rule]
 	// Fast path state per depth: simple[d] >= 0 means the stack is just the
 	// base rule at that state; otherwise levels[d] holds the frames.
 	simple := make([]int32, 0, 32)
@@ -405,7 +492,7 @@ func (m *Matcher) localWalk(rule, state int32, run int) *entry {
 	}
 	nodes := int32(len(v.nodeByte))
 	maxWS := m.g.lim.MaxWS
-	loops := make([]*[4]uint64, len(ru.accept))
+	var loops []*[4]uint64 // by state, grown as the walk builds states
 	for i := int32(1); i < nodes; {
 		d := int(v.nodeDepth[i])
 		simple = simple[:d]
@@ -415,13 +502,19 @@ func (m *Matcher) localWalk(rule, state int32, run int) *entry {
 			// The base rule alone at a state with no calls and no end.
 			t := int32(-1)
 			if !(ru.ws[s] && isWS(c) && v.runBefore(i, run) >= maxWS) {
-				t = ru.trans[s*ru.nclass+int32(ru.class[c])]
+				k := int32(ru.class[c])
+				if t = ru.trans[s*ru.nclass+k]; t == unbuilt {
+					t = m.d.build(ru, s, k, s*ru.nclass+k)
+				}
 			}
 			if t < 0 {
 				i = v.nodeNext[i]
 				continue
 			}
 			if ru.simple[t] && !ru.ws[t] && v.nodeNext[i] > i+1 {
+				if int(t) >= len(loops) {
+					loops = append(loops, make([]*[4]uint64, len(ru.accept)-len(loops))...)
+				}
 				if loops[t] == nil {
 					loops[t] = m.selfLoops(rule, t)
 				}

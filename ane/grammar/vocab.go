@@ -46,47 +46,39 @@ type sharedKey struct {
 // sharedCache is bounded: past maxShared entries (of each map) it stops
 // adding.
 type sharedCache struct {
-	mu sync.Mutex
-	m  map[sharedKey]*entry
+	m boundedMap[sharedKey, *entry]
 	// blocks: a leaf rule's mask-cache blocks (rule.blocks at the
 	// vocabulary's longest token), by the rule's fingerprint.
-	blocks map[[16]byte][]int32
+	blocks boundedMap[[16]byte, []int32]
 }
 
 const maxShared = 1024
 
-func (c *sharedCache) get(k sharedKey) *entry {
+// boundedMap is a map safe for concurrent use that stops adding once the
+// costs of its values reach a bound; a key is set once.
+type boundedMap[K comparable, V any] struct {
+	mu   sync.Mutex
+	m    map[K]V
+	cost int
+}
+
+func (c *boundedMap[K, V]) get(k K) V {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[k]
 }
 
-func (c *sharedCache) put(k sharedKey, e *entry) {
+func (c *boundedMap[K, V]) put(k K, v V, cost, bound int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[sharedKey]*entry{}
+		c.m = map[K]V{}
 	}
-	if len(c.m) < maxShared {
-		c.m[k] = e
+	if _, ok := c.m[k]; ok || c.cost+cost > bound {
+		return
 	}
-}
-
-func (c *sharedCache) getBlocks(fp [16]byte) []int32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.blocks[fp]
-}
-
-func (c *sharedCache) putBlocks(fp [16]byte, b []int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.blocks == nil {
-		c.blocks = map[[16]byte][]int32{}
-	}
-	if len(c.blocks) < maxShared {
-		c.blocks[fp] = b
-	}
+	c.m[k] = v
+	c.cost += cost
 }
 
 // NewVocab builds the trie of tokens[id]. An empty entry is a token the

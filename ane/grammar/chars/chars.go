@@ -449,6 +449,14 @@ func (a *NFA) Emit(b *grammar.Builder, f Frag, from int32) int32 {
 		}
 		return ids[s]
 	}
+	// The spellings of a range after their first byte depend only on the
+	// range and the target, so each (range, target) is built once and its
+	// first bytes added from every state with that edge.
+	type rangeTo struct {
+		lo, hi rune
+		to     int32
+	}
+	firsts := map[rangeTo][]byteEdge{}
 	seen := make([]bool, len(a.states))
 	stack := []int{f.Start}
 	seen[f.Start] = true
@@ -464,7 +472,16 @@ func (a *NFA) Emit(b *grammar.Builder, f Frag, from int32) int32 {
 			}
 		}
 		for _, e := range a.states[s].edges {
-			encodeRange(b, get(s), e.lo, e.hi, get(e.to))
+			k := rangeTo{e.lo, e.hi, get(e.to)}
+			fs, ok := firsts[k]
+			if !ok {
+				fs = encodeRange(b, e.lo, e.hi, k.to)
+				firsts[k] = fs
+			}
+			from := get(s)
+			for _, fe := range fs {
+				b.Bytes(from, fe.lo, fe.hi, fe.to)
+			}
 			if !seen[e.to] {
 				seen[e.to] = true
 				stack = append(stack, e.to)
@@ -474,15 +491,23 @@ func (a *NFA) Emit(b *grammar.Builder, f Frag, from int32) int32 {
 	return get(f.End)
 }
 
-// encodeRange adds, from `from` to `to`, every JSON spelling this package
-// allows of one character in lo…hi.
-func encodeRange(b *grammar.Builder, from int32, lo, hi rune, to int32) {
+// byteEdge is a move on lo…hi to state to.
+type byteEdge struct {
+	lo, hi byte
+	to     int32
+}
+
+// encodeRange adds every JSON spelling this package allows of one
+// character in lo…hi, ending at to, and returns the moves on their first
+// byte (which the caller adds from the state before the character).
+func encodeRange(b *grammar.Builder, lo, hi rune, to int32) []byteEdge {
+	var first []byteEdge
 	// Escapes share one state after the backslash.
 	bs := int32(-1)
 	backslash := func() int32 {
 		if bs < 0 {
 			bs = b.State()
-			b.Byte(from, '\\', bs)
+			first = append(first, byteEdge{'\\', '\\', bs})
 		}
 		return bs
 	}
@@ -538,8 +563,9 @@ func encodeRange(b *grammar.Builder, from int32, lo, hi rune, to int32) {
 	}
 	// Direct UTF-8 for 0x20… Except '"' and '\\'.
 	for _, r := range subtract(lo, hi, []rune{'"', '\\'}) {
-		utf8Ranges(b, from, max(r[0], 0x20), r[1], to)
+		utf8Ranges(b, &first, max(r[0], 0x20), r[1], to)
 	}
+	return first
 }
 
 // subtract returns lo…hi minus the runes in out (sorted), as ranges.
@@ -561,29 +587,30 @@ func subtract(lo, hi rune, out []rune) [][2]rune {
 }
 
 // utf8Ranges adds the UTF-8 encodings of lo…hi (surrogates excluded) as
-// byte-range sequences, split so each sequence is a product of byte ranges.
-func utf8Ranges(b *grammar.Builder, from int32, lo, hi rune, to int32) {
+// byte-range sequences, split so each sequence is a product of byte
+// ranges, and appends the moves on their first byte to first.
+func utf8Ranges(b *grammar.Builder, first *[]byteEdge, lo, hi rune, to int32) {
 	if lo > hi {
 		return
 	}
 	if lo <= 0xdfff && hi >= 0xd800 {
 		if lo < 0xd800 {
-			utf8Ranges(b, from, lo, 0xd7ff, to)
+			utf8Ranges(b, first, lo, 0xd7ff, to)
 		}
 		if hi > 0xdfff {
-			utf8Ranges(b, from, 0xe000, hi, to)
+			utf8Ranges(b, first, 0xe000, hi, to)
 		}
 		return
 	}
 	for _, lim := range []rune{0x7f, 0x7ff, 0xffff} {
 		if lo <= lim && hi > lim {
-			utf8Ranges(b, from, lo, lim, to)
-			utf8Ranges(b, from, lim+1, hi, to)
+			utf8Ranges(b, first, lo, lim, to)
+			utf8Ranges(b, first, lim+1, hi, to)
 			return
 		}
 	}
 	if hi < 0x80 {
-		b.Bytes(from, byte(lo), byte(hi), to)
+		*first = append(*first, byteEdge{byte(lo), byte(hi), to})
 		return
 	}
 	n := utf8.RuneLen(lo)
@@ -591,13 +618,13 @@ func utf8Ranges(b *grammar.Builder, from int32, lo, hi rune, to int32) {
 		m := rune(1)<<(6*i) - 1
 		if lo&^m != hi&^m {
 			if lo&m != 0 {
-				utf8Ranges(b, from, lo, lo|m, to)
-				utf8Ranges(b, from, (lo|m)+1, hi, to)
+				utf8Ranges(b, first, lo, lo|m, to)
+				utf8Ranges(b, first, (lo|m)+1, hi, to)
 				return
 			}
 			if hi&m != m {
-				utf8Ranges(b, from, lo, (hi&^m)-1, to)
-				utf8Ranges(b, from, hi&^m, hi, to)
+				utf8Ranges(b, first, lo, (hi&^m)-1, to)
+				utf8Ranges(b, first, hi&^m, hi, to)
 				return
 			}
 		}
@@ -605,13 +632,17 @@ func utf8Ranges(b *grammar.Builder, from int32, lo, hi rune, to int32) {
 	var lb, hb [4]byte
 	utf8.EncodeRune(lb[:], lo)
 	utf8.EncodeRune(hb[:], hi)
-	cur := from
+	cur := int32(-1) // the state before the character: the caller's
 	for i := 0; i < n; i++ {
 		next := to
 		if i < n-1 {
 			next = b.State()
 		}
-		b.Bytes(cur, lb[i], hb[i], next)
+		if i == 0 {
+			*first = append(*first, byteEdge{lb[i], hb[i], next})
+		} else {
+			b.Bytes(cur, lb[i], hb[i], next)
+		}
 		cur = next
 	}
 }

@@ -425,15 +425,20 @@ func (c *compiler) anyString(from int32) int32 {
 func (c *compiler) strRule(from int32, key string, build func() (*chars.NFA, chars.Frag, error)) (int32, error) {
 	r, ok := c.strs[key]
 	if !ok {
-		a, f, err := build()
-		if err != nil {
-			return 0, err
+		// key names the automaton in any schema: an earlier grammar's
+		// matcher may have built it already.
+		if r, ok = c.b.SharedRule("string " + key); !ok {
+			a, f, err := build()
+			if err != nil {
+				return 0, err
+			}
+			r = c.b.Rule("string " + key)
+			c.b.Share(r, "string "+key)
+			s := c.b.State()
+			e := c.b.Lit(a.Emit(c.b, f, c.b.Lit(s, `"`)), `"`)
+			c.b.Define(r, s, e)
 		}
-		r = c.b.Rule("string " + key)
 		c.strs[key] = r
-		s := c.b.State()
-		e := c.b.Lit(a.Emit(c.b, f, c.b.Lit(s, `"`)), `"`)
-		c.b.Define(r, s, e)
 	}
 	return c.b.CallNew(from, r), nil
 }

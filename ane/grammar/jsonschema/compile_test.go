@@ -161,11 +161,57 @@ func TestUnsupportedKeywordNamesItAndItsPointer(t *testing.T) {
 }
 
 func TestPathologicalSchemaHitsALimit(t *testing.T) {
-	// (a|b)*a(a|b){18}: the smallest deterministic automaton has 2^19 states.
-	_, err := Compile([]byte(`{"type":"string","pattern":"^[ab]*a[ab]{18}$"}`), Options{})
+	// (a|b)*a(a|b){18}: the smallest deterministic automaton has 2^19
+	// states, but a matcher builds only those it reaches, so the pattern
+	// is enforced exactly (the 19th byte from the end must be an a).
+	schema := []byte(`{"type":"string","pattern":"^[ab]*a[ab]{18}$"}`)
+	g, err := Compile(schema, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := grammar.NewVocab([][]byte{[]byte(`"`), []byte("a"), []byte("b"), []byte("ab")})
+	valid := `"bba` + strings.Repeat("b", 18) + `"`
+	invalid := `"bbb` + strings.Repeat("b", 18) + `"`
+	for _, c := range []struct {
+		text string
+		ok   bool
+	}{{valid, true}, {invalid, false}} {
+		m := grammar.NewMatcher(g, v)
+		err := m.AcceptBytes([]byte(c.text))
+		if got := err == nil && m.Accepting(); got != c.ok || m.Err() != nil {
+			t.Errorf("%s: accepted %v (%v, matcher error %v), want %v", c.text, got, err, m.Err(), c.ok)
+		}
+	}
+	// Under a small state limit the matcher stops with the limit's error
+	// (the mask empty, Accept refusing) instead of building more.
+	g, err = Compile(schema, Options{Limits: grammar.Limits{DFAStates: 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := grammar.NewMatcher(g, v)
+	mask := grammar.NewMask(v.Size())
 	var le *grammar.LimitError
-	if !errors.As(err, &le) || le.Limit != "DFAStates" {
-		t.Fatalf("got %v, want the DFAStates limit", err)
+	if err := m.Accept(0); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; ; i++ {
+		if i == 100 {
+			t.Fatal("no limit after 100 bytes")
+		}
+		err = m.Accept(1 + rng.IntN(2)) // random a's and b's: the last 19 bytes are new states
+		if err != nil {
+			break
+		}
+	}
+	if !errors.As(err, &le) || le.Limit != "DFAStates" || !errors.As(m.Err(), &le) {
+		t.Fatalf("got %v (matcher %v), want the DFAStates limit", err, m.Err())
+	}
+	if m.Mask(mask); mask.Count() != 0 || m.Accepting() || m.Allows(1) {
+		t.Errorf("after the limit: mask %v, accepting %v, want nothing allowed", mask, m.Accepting())
+	}
+	if err := m.Accept(2); !errors.As(err, &le) {
+		t.Errorf("Accept after the limit: %v, want the limit error", err)
 	}
 	// Many string positions with their own bounded lengths: over the NFA
 	// size limit, refused before any large allocation.
@@ -251,5 +297,43 @@ func TestOneOfDisjointByClosedObjects(t *testing.T) {
 	// Overlapping open objects are refused.
 	if _, err := Compile([]byte(`{"oneOf":[{"type":"object","required":["a"]},{"type":"object","required":["b"]}]}`), Options{}); err == nil {
 		t.Error("overlapping oneOf branches compiled")
+	}
+}
+
+var sharedRuns int
+
+// TestSharedStringRule: a string kind built whole by one grammar's matcher
+// is taken by the next schema using it (fewer states built at compile)
+// and enforces the same strings.
+func TestSharedStringRule(t *testing.T) {
+	tok, v := qwen(t)
+	// A kind no other test (or earlier run, with -count) uses, so the
+	// first compile builds it.
+	sharedRuns++
+	schema := fmt.Appendf(nil, `{"type":"object","properties":{"k":{"type":"string","minLength":3,"maxLength":%d,"pattern":"^z[0-9]+$"}},"required":["k"]}`, 8+sharedRuns)
+	g1, err := Compile(schema, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		text string
+		ok   bool
+	}{{`{"k": "z123"}`, true}, {`{"k": "z1"}`, false}, {`{"k": "z1234567890123"}`, false}, {`{"k": "y123"}`, false}}
+	for _, c := range cases { // the first builds the string rule whole (a cache miss inside it)
+		if got := accepts(t, tok, v, g1, c.text); got != c.ok {
+			t.Errorf("first grammar: %s: accepted %v, want %v", c.text, got, c.ok)
+		}
+	}
+	g2, err := Compile(schema, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2.States() >= g1.States() {
+		t.Errorf("second compile built %d states, the first %d: the string rule was not shared", g2.States(), g1.States())
+	}
+	for _, c := range cases {
+		if got := accepts(t, tok, v, g2, c.text); got != c.ok {
+			t.Errorf("shared rule: %s: accepted %v, want %v", c.text, got, c.ok)
+		}
 	}
 }

@@ -74,19 +74,33 @@ type Report struct {
 	Masks              int            `json:"masks"`
 	TBM                Percentiles    `json:"tbm_us"`
 	TTFM               Percentiles    `json:"ttfm_ms"`
+	// TTFM's two parts: compiling, and the first mask.
+	TTFMCompile Percentiles `json:"ttfm_compile_ms"`
+	TTFMMask    Percentiles `json:"ttfm_first_mask_ms"`
+	// Slowest: the schemas with the longest TTFM, slowest first (as many
+	// as Options.Slowest asks for).
+	Slowest []Timing `json:"slowest,omitempty"`
 	// Invalidated names the schemas with an invalidation error (a bug).
 	Invalidated []string `json:"invalidated,omitempty"`
 	// Disagreements counts tokens where the mask and Accept disagreed (a bug).
 	Disagreements int `json:"disagreements,omitempty"`
 }
 
+// Timing is one schema's TTFM, split.
+type Timing struct {
+	Name      string  `json:"name"`
+	CompileMS float64 `json:"compile_ms"`
+	MaskMS    float64 `json:"first_mask_ms"`
+}
+
 // Encoder turns text into token ids.
 type Encoder func(string) []int
 
-// Run benchmarks cases single-threaded.
-func Run(cases []Case, v *grammar.Vocab, encode Encoder, opt jsonschema.Options) (*Report, error) {
+// Run benchmarks cases single-threaded, listing the slowest schemas.
+func Run(cases []Case, v *grammar.Vocab, encode Encoder, opt jsonschema.Options, slowest int) (*Report, error) {
 	rep := &Report{CompileErrors: map[string]int{}}
-	var tbm, ttfm []float64
+	var tbm, ttfm, compile, first []float64
+	var timings []Timing
 	mask := grammar.NewMask(v.Size())
 	for _, c := range cases {
 		rep.Schemas++
@@ -96,9 +110,15 @@ func Run(cases []Case, v *grammar.Vocab, encode Encoder, opt jsonschema.Options)
 			rep.CompileErrors[errorKey(err)]++
 			continue
 		}
+		t1 := time.Now()
 		m := grammar.NewMatcher(g, v)
 		m.Mask(mask)
-		ttfm = append(ttfm, float64(time.Since(t0).Nanoseconds())/1e6)
+		t2 := time.Now()
+		ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+		ttfm = append(ttfm, ms(t2.Sub(t0)))
+		compile = append(compile, ms(t1.Sub(t0)))
+		first = append(first, ms(t2.Sub(t1)))
+		timings = append(timings, Timing{c.Name, ms(t1.Sub(t0)), ms(t2.Sub(t1))})
 		pass := true
 		invalidated := false
 		for _, tc := range c.Tests {
@@ -123,6 +143,12 @@ func Run(cases []Case, v *grammar.Vocab, encode Encoder, opt jsonschema.Options)
 		if invalidated {
 			rep.Invalidated = append(rep.Invalidated, c.Name)
 		}
+		if err := m.Err(); err != nil {
+			// A limit hit at mask time: the schema compiled but its
+			// automaton grew past the limit while the instances ran.
+			rep.CompileErrors["mask "+errorKey(err)]++
+			pass = false
+		}
 		if pass {
 			rep.Passing++
 		}
@@ -130,6 +156,12 @@ func Run(cases []Case, v *grammar.Vocab, encode Encoder, opt jsonschema.Options)
 	rep.Masks = len(tbm)
 	rep.TBM = percentiles(tbm)
 	rep.TTFM = percentiles(ttfm)
+	rep.TTFMCompile = percentiles(compile)
+	rep.TTFMMask = percentiles(first)
+	sort.SliceStable(timings, func(i, j int) bool {
+		return timings[i].CompileMS+timings[i].MaskMS > timings[j].CompileMS+timings[j].MaskMS
+	})
+	rep.Slowest = timings[:min(slowest, len(timings))]
 	return rep, nil
 }
 

@@ -36,11 +36,16 @@ instance is accepted token by token with an accepting end, and every invalid
 one is rejected. Single-threaded.
 
 Prints the MaskBench table; --json prints one object with schemas, passing,
-compile_errors, validation_errors, invalidation_errors, tbm_us and ttfm_ms.`,
+compile_errors, validation_errors, invalidation_errors, tbm_us and ttfm_ms,
+and ttfm_compile_ms and ttfm_first_mask_ms (TTFM's two parts). --slowest N
+lists the N schemas with the longest TTFM, split ("slowest" in --json). A
+limit reached while the instances run (states are built as they are
+reached) counts among compile_errors as "mask limit:…".`,
 		Args: cobra.ExactArgs(1),
 	}
 	path := c.Flags().String("tokenizer", "", "tokenizer.json, or the directory holding it (required)")
 	limit := c.Flags().Int("limit", 0, "run only the first N schemas (0: all)")
+	slowest := c.Flags().Int("slowest", 0, "list the N schemas with the longest TTFM, split into compile and first mask")
 	asJSON := cli.JSONFlag(c)
 	_ = c.MarkFlagRequired("tokenizer")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
@@ -57,7 +62,7 @@ compile_errors, validation_errors, invalidation_errors, tbm_us and ttfm_ms.`,
 		if err != nil {
 			return fmt.Errorf("%s: %w", args[0], err)
 		}
-		rep, err := maskbench.Run(cases, grammar.TokenizerVocab(tok), tok.Encode, jsonschema.Options{})
+		rep, err := maskbench.Run(cases, grammar.TokenizerVocab(tok), tok.Encode, jsonschema.Options{}, *slowest)
 		if err != nil {
 			return err
 		}
@@ -92,8 +97,16 @@ func writeTable(w io.Writer, r *maskbench.Report) error {
 	fmt.Fprintf(&b, "| masks computed | %d |\n", r.Masks)
 	fmt.Fprintf(&b, "| TBM p50 / p75 / p99 / p99.9 | %.1f / %.1f / %.1f / %.1f µs |\n", r.TBM.P50, r.TBM.P75, r.TBM.P99, r.TBM.P999)
 	fmt.Fprintf(&b, "| TTFM p50 / p75 / p99 | %.2f / %.2f / %.2f ms |\n", r.TTFM.P50, r.TTFM.P75, r.TTFM.P99)
+	fmt.Fprintf(&b, "| of which compile p50 / p99 | %.2f / %.2f ms |\n", r.TTFMCompile.P50, r.TTFMCompile.P99)
+	fmt.Fprintf(&b, "| of which first mask p50 / p99 | %.2f / %.2f ms |\n", r.TTFMMask.P50, r.TTFMMask.P99)
 	if len(parts) > 0 {
 		fmt.Fprintf(&b, "\ncompile errors by keyword: %s\n", strings.Join(parts, ", "))
+	}
+	if len(r.Slowest) > 0 {
+		fmt.Fprintf(&b, "\nslowest TTFM (compile + first mask):\n")
+		for _, t := range r.Slowest {
+			fmt.Fprintf(&b, "  %s: %.2f + %.2f ms\n", t.Name, t.CompileMS, t.MaskMS)
+		}
 	}
 	if len(r.Invalidated) > 0 {
 		fmt.Fprintf(&b, "\nINVALID INSTANCES ACCEPTED in: %s\n", strings.Join(r.Invalidated, ", "))

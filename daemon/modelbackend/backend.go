@@ -27,6 +27,7 @@ import (
 
 	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/generate"
+	"github.com/forgedaemon/forged/ane/grammar"
 	"github.com/forgedaemon/forged/ane/sample"
 	"github.com/forgedaemon/forged/ane/speculative"
 	"github.com/forgedaemon/forged/ane/text/chat"
@@ -344,8 +345,11 @@ func (b *Backend) Generate(ctx context.Context, req daemon.GenerateRequest, emit
 			return emit(ids)
 		})
 	var bad *generate.RequestError
+	var limit *grammar.LimitError
 	switch {
 	case errors.As(err, &bad):
+		return out, wire.Errorf(wire.CodeBadRequest, "%v", err)
+	case errors.As(err, &limit): // the format's automaton outgrew its limit while being built lazily
 		return out, wire.Errorf(wire.CodeBadRequest, "%v", err)
 	case errors.Is(err, generate.ErrContextExceeded):
 		return out, wire.Errorf(wire.CodeContextExceeded, "%v", err)

@@ -58,7 +58,9 @@ func newFixture(t *testing.T) *fixture {
 func (fx *fixture) client() *Client {
 	c := New(fx.hub.URL, fx.hub.Token)
 	c.Backoff = time.Millisecond
-	c.StallTimeout = 300 * time.Millisecond
+	// Short enough for the stall tests, long enough that a loaded machine's
+	// pauses (-race, a busy CI) do not look like stalls and add retries.
+	c.StallTimeout = 2 * time.Second
 	c.PartSize = 1 << 20
 	return c
 }

@@ -79,6 +79,9 @@ func TestFetchFailsBelowMinimumRate(t *testing.T) {
 	c := fx.client()
 	c.MinRate = 256 << 10 // the drip is ~50 KiB/s
 	c.RateWindow = 300 * time.Millisecond
+	// Only the rate rule may end it: a drip that missed the stall timeout
+	// on a loaded machine would be retried from past the drip's offset.
+	c.StallTimeout = 30 * time.Second
 	d := fx.download(t, p)
 	// Without the rule the drip would take minutes: the deadline only keeps a
 	// failing test from hanging.

@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package kernels
+
+// No integer codebook kernel on this architecture yet (arm64 SDOT and TBL
+// would go here): the Go loops do every block.
+func lutQ8Prefix(*[16]int8, []uint8, *Q8) q8Done { return q8Done{} }
+
+func lutQ8Prefix2(*[2][16]int8, []uint8, *Q8) (q8Done, q8Done) { return q8Done{}, q8Done{} }
+
+// q4Faster: the pure-Go integer loop is measured against the float one in
+// docs/KERNELS.md.
+func q4Faster() bool { return true }

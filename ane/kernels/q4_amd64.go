@@ -32,6 +32,8 @@ func lutQ8Prefix2(code *[2][16]int8, p []uint8, q *Q8) (q8Done, q8Done) {
 }
 
 // q4Faster reports whether the integer codebook kernel is the faster one
-// here: with AVX-512 the float kernels (dot512_amd64.s) run 16 lanes and
-// no AVX-512 integer kernel has been measured against them yet.
-func q4Faster() bool { return !simd512 }
+// here (BenchmarkLUTQ8): with AVX2 it is; with AVX-512 the float kernels
+// (dot512_amd64.s) run 16 lanes and no AVX-512 integer kernel has been
+// measured against them yet; without SIMD the Go loops of lutQ8DotGo
+// measured slower than the float ones (bucketing, for the vector formats).
+func q4Faster() bool { return simd && !simd512 }

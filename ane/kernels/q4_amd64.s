@@ -3,122 +3,123 @@
 #include "textflag.h"
 #include "hsum_amd64.h"
 
-// CODES(poff, dst): the 32 indices of the packed block at poff(SI) as
-// bytes in order (low nibbles of the 16 bytes, then high ones), looked up
-// in the code table Y13 (both lanes) into dst. Y15 holds 0x0F bytes;
-// clobbers X1, X2.
-#define CODES(poff, tab, dst) \
-	VMOVDQU     poff(SI), X1; \
+// IDX: the 32 indices of the packed block at (SI) as bytes, lane 0 the low
+// nibbles (indices 0–15), lane 1 the high ones (16–31), into Y1. Y15 holds
+// 0x0F bytes; clobbers X2.
+#define IDX \
+	VMOVDQU     (SI), X1; \
 	VPSRLW      $4, X1, X2; \
 	VINSERTI128 $1, X2, Y1, Y1; \
-	VPAND       Y15, Y1, Y1; \
-	VPSHUFB     Y1, tab, dst
+	VPAND       Y15, Y1, Y1
 
-// MADD(w, x, dst): the 8 int32 sums of 4 products of signed bytes w and x
-// (VPSIGNB moves w's signs onto x so VPMADDUBSW can take |w| unsigned;
-// |−128| reads as 128, pairs ≤ 2·128·127, no saturation; VPMADDWD by the
-// int16 ones in Y14 widens exactly), converted to float. Clobbers Y3, Y4.
-#define MADD(w, x, dst) \
-	VPSIGNB    w, w, Y3; \
-	VPSIGNB    w, x, Y4; \
-	VPMADDUBSW Y4, Y3, dst; \
-	VPMADDWD   Y14, dst, dst; \
-	VCVTDQ2PS  dst, dst
+// ROW(lo, hi, dst): the block's 32 codes (low bytes from table lo, high
+// bytes from hi, VPSHUFB of the indices Y1) unpacked to int16, in the
+// order 0–7, 16–23 (Y3) and 8–15, 24–31 (Y4) that Q16 stores the
+// activations in; VPMADDWD multiplies them by the Q16 block at (DI) and
+// adds pairs to int32 (|code| ≤ 2047, |q| ≤ 32767: exact), VPADDD adds the
+// two halves, and dst gets the 8 lane sums as float. Clobbers Y3–Y6.
+#define ROW(lo, hi, dst) \
+	VPSHUFB    Y1, lo, Y5; \
+	VPSHUFB    Y1, hi, Y6; \
+	VPUNPCKLBW Y6, Y5, Y3; \
+	VPUNPCKHBW Y6, Y5, Y4; \
+	VPMADDWD   (DI), Y3, Y3; \
+	VPMADDWD   32(DI), Y4, Y4; \
+	VPADDD     Y4, Y3, Y3; \
+	VCVTDQ2PS  Y3, dst
 
-// Q4BLOCK(poff, qoff, soff, acc): one 32-weight block of one row times
-// the Q8 block at qoff(DI) and its scale at soff(BX), into acc.
-#define Q4BLOCK(poff, qoff, soff, acc) \
-	CODES(poff, Y13, Y5); \
-	VMOVDQU      qoff(DI), Y2; \
-	MADD(Y5, Y2, Y6); \
-	VBROADCASTSS soff(BX), Y7; \
-	VFMADD231PS  Y7, Y6, acc
-
-#define SETUP \
-	MOVQ         p+8(FP), SI; \
-	MOVQ         q+16(FP), DI; \
-	MOVQ         scale+24(FP), BX; \
-	MOVQ         blocks+32(FP), CX; \
-	VPCMPEQW     Y14, Y14, Y14; \
-	VPSRLW       $15, Y14, Y14; \
+#define SETUP(off) \
+	MOVQ         p+off(FP), SI; \
+	MOVQ         q+off+8(FP), DI; \
+	MOVQ         scale+off+16(FP), BX; \
+	MOVQ         blocks+off+24(FP), CX; \
 	MOVL         $0x0f0f0f0f, DX; \
 	MOVL         DX, X15; \
-	VPBROADCASTD X15, Y15
+	VPBROADCASTD X15, Y15; \
+	VXORPS       Y0, Y0, Y0; \
+	VXORPS       Y8, Y8, Y8
 
-// func lutQ8DotAVX2(code *[16]int8, p *uint8, q *int8, scale *float32, blocks int) float32
+#define NEXT \
+	ADDQ $16, SI; \
+	ADDQ $64, DI; \
+	ADDQ $4, BX
+
+// func lutQ16DotAVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int) float32
 //
-// Per 32-weight block: one VPSHUFB looks the 32 nibbles up in the int8
-// codes, an exact int32 dot product with the Q8 codes, one FMA by the
-// block's scale; two accumulators alternate blocks.
-TEXT ·lutQ8DotAVX2(SB), NOSPLIT, $0-44
-	MOVQ           code+0(FP), AX
+// Per 32-weight block: two VPSHUFB look the nibbles up, the exact int32
+// dot product with the Q16 codes, one FMA by the block's scale; two
+// accumulators alternate blocks.
+TEXT ·lutQ16DotAVX2(SB), NOSPLIT, $0-52
+	MOVQ           lo+0(FP), AX
 	VBROADCASTI128 (AX), Y13
-	SETUP
-	VXORPS         Y0, Y0, Y0
-	VXORPS         Y8, Y8, Y8
+	MOVQ           hi+8(FP), AX
+	VBROADCASTI128 (AX), Y12
+	SETUP(16)
 
 s2:
-	CMPQ CX, $2
-	JLT  s1
-	Q4BLOCK(0, 0, 0, Y0)
-	Q4BLOCK(16, 32, 4, Y8)
-	ADDQ $32, SI
-	ADDQ $64, DI
-	ADDQ $8, BX
-	SUBQ $2, CX
-	JMP  s2
+	CMPQ         CX, $2
+	JLT          s1
+	IDX
+	ROW(Y13, Y12, Y9)
+	VBROADCASTSS (BX), Y7
+	VFMADD231PS  Y7, Y9, Y0
+	NEXT
+	IDX
+	ROW(Y13, Y12, Y9)
+	VBROADCASTSS (BX), Y7
+	VFMADD231PS  Y7, Y9, Y8
+	NEXT
+	SUBQ         $2, CX
+	JMP          s2
 
 s1:
-	CMPQ CX, $1
-	JLT  sdone
-	Q4BLOCK(0, 0, 0, Y0)
+	CMPQ         CX, $1
+	JLT          sdone
+	IDX
+	ROW(Y13, Y12, Y9)
+	VBROADCASTSS (BX), Y7
+	VFMADD231PS  Y7, Y9, Y0
 
 sdone:
 	VADDPS Y8, Y0, Y0
 	HSUM
 	VZEROUPPER
-	MOVSS  X0, ret+40(FP)
+	MOVSS  X0, ret+48(FP)
 	RET
 
-// Q4PAIR(poff, qoff, soff, acc0, acc1): one block of two rows sharing the
-// indices (codes Y13 and Y12): the indices widened and x loaded once.
-#define Q4PAIR(poff, qoff, soff, acc0, acc1) \
-	CODES(poff, Y13, Y5); \
-	VPSHUFB      Y1, Y12, Y9; \
-	VMOVDQU      qoff(DI), Y2; \
-	MADD(Y5, Y2, Y6); \
-	MADD(Y9, Y2, Y10); \
-	VBROADCASTSS soff(BX), Y7; \
-	VFMADD231PS  Y7, Y6, acc0; \
-	VFMADD231PS  Y7, Y10, acc1
-
-// func lutQ8Dot2AVX2(code *[2][16]int8, p *uint8, q *int8, scale *float32, blocks int) (s0, s1 float32)
+// func lutQ16Dot2AVX2(lo0, hi0, lo1, hi1 *[16]uint8, p *uint8, q *int16, scale *float32, blocks int) (s0, s1 float32)
 //
-// One accumulator per row (the registers are taken); a block's two FMAs
-// are independent.
-TEXT ·lutQ8Dot2AVX2(SB), NOSPLIT, $0-48
-	MOVQ           code+0(FP), AX
+// Two rows sharing the indices: each block's indices are widened once and
+// looked up in both rows' tables; one accumulator per row.
+TEXT ·lutQ16Dot2AVX2(SB), NOSPLIT, $0-72
+	MOVQ           lo0+0(FP), AX
 	VBROADCASTI128 (AX), Y13
-	VBROADCASTI128 16(AX), Y12
-	SETUP
-	VXORPS         Y0, Y0, Y0
-	VXORPS         Y8, Y8, Y8
+	MOVQ           hi0+8(FP), AX
+	VBROADCASTI128 (AX), Y12
+	MOVQ           lo1+16(FP), AX
+	VBROADCASTI128 (AX), Y11
+	MOVQ           hi1+24(FP), AX
+	VBROADCASTI128 (AX), Y10
+	SETUP(32)
 	TESTQ          CX, CX
 	JEQ            pdone
 
 p1:
-	Q4PAIR(0, 0, 0, Y0, Y8)
-	ADDQ $16, SI
-	ADDQ $32, DI
-	ADDQ $4, BX
-	DECQ CX
-	JNE  p1
+	IDX
+	ROW(Y13, Y12, Y9)
+	ROW(Y11, Y10, Y14)
+	VBROADCASTSS (BX), Y7
+	VFMADD231PS  Y7, Y9, Y0
+	VFMADD231PS  Y7, Y14, Y8
+	NEXT
+	DECQ         CX
+	JNE          p1
 
 pdone:
 	HSUM
-	MOVSS  X0, s0+40(FP)
+	MOVSS   X0, s0+64(FP)
 	VMOVAPS Y8, Y0
 	HSUM
-	MOVSS  X0, s1+44(FP)
+	MOVSS   X0, s1+68(FP)
 	VZEROUPPER
 	RET

@@ -36,7 +36,7 @@ func codebookCases(r *rand.Rand) [][16]float32 {
 }
 
 // quantizedError is Σ_e w_e (c_e − s·code_e)² with w_e = count_e + 1.
-func quantizedError(c *[16]float32, count *[16]float64, code *[16]int8, s float64) float64 {
+func quantizedError(c *[16]float32, count *[16]float64, code *[16]int16, s float64) float64 {
 	var err float64
 	for e, v := range c {
 		d := float64(v) - s*float64(code[e])
@@ -45,12 +45,13 @@ func quantizedError(c *[16]float32, count *[16]float64, code *[16]int8, s float6
 	return err
 }
 
-// TestQ8Codebook: every entry is within half a step of its code (no
-// clamping), the step is at most twice the finest one that avoids
-// clamping, the weighted error is no worse than the plain scale
-// max|c|/127 (what "chosen to minimise the error" must beat or match), and
-// relErr is that error. It logs the error measured.
-func TestQ8Codebook(t *testing.T) {
+// TestIntCodebook: every entry is within half a step of its code and
+// the codes within ±codeMax (no clamping), the step is at most twice the
+// finest one that avoids clamping, the weighted error is no worse than the
+// plain scale max|c|/codeMax (what "chosen to minimise the error" must
+// beat or match), relErr is that error, and the byte tables rebuild the
+// codes. It logs the error measured.
+func TestIntCodebook(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 1))
 	var worst float64
 	for i, c := range codebookCases(r) {
@@ -58,44 +59,83 @@ func TestQ8Codebook(t *testing.T) {
 		for e := range count {
 			count[e] = float64(r.IntN(1000))
 		}
-		var code [16]int8
-		s32, relErr := quantizeCodebook(&c, &count, &code)
-		s := float64(s32)
-		var pos, neg, norm float64
-		for e, v := range c {
-			pos, neg = max(pos, float64(v)), max(neg, -float64(v))
-			norm += (count[e] + 1) * float64(v) * float64(v)
-			if d := math.Abs(float64(v) - s*float64(code[e])); d > s/2*(1+1e-6) {
-				t.Errorf("case %d entry %d: %g ≈ %g·%d, error %g > half step", i, e, v, s, code[e], d)
+		var tab [4][16]float32
+		tab[0] = c
+		idx := make([]uint8, 0, 16000)
+		for e, n := range count {
+			for range int(n) {
+				idx = append(idx, uint8(e))
 			}
 		}
-		if pos == 0 && neg == 0 {
-			if s != 0 || relErr != 0 || code != [16]int8{} {
-				t.Errorf("case %d: zero codebook gave scale %g, codes %v", i, s, code)
+		cb := newIntCodebook(&tab, 1, idx)
+		code, s, relErr := &cb.code[0], float64(cb.scale[0]), cb.relErr[0]
+		var amax, norm float64
+		for e, v := range c {
+			amax = max(amax, math.Abs(float64(v)))
+			norm += (count[e] + 1) * float64(v) * float64(v)
+			if d := math.Abs(float64(v) - s*float64(code[e])); d > s/2*(1+1e-6) || code[e] > codeMax || code[e] < -codeMax {
+				t.Errorf("case %d entry %d: %g ≈ %g·%d, error %g > half step", i, e, v, s, code[e], d)
+			}
+			if k := int16(uint16(cb.lo[0][e]) | uint16(cb.hi[0][e])<<8); k != code[e] {
+				t.Errorf("case %d entry %d: byte tables give %d, code %d", i, e, k, code[e])
+			}
+		}
+		if amax == 0 {
+			if s != 0 || relErr != 0 || *code != [16]int16{} {
+				t.Errorf("case %d: zero codebook gave scale %g, codes %v", i, s, *code)
 			}
 			continue
 		}
-		if sMin := max(pos/127.5, neg/128.5); s > 2*sMin*(1+1e-6) || s < sMin {
+		if sMin := amax / (codeMax + 0.5); s > 2*sMin*(1+1e-6) || s < sMin {
 			t.Errorf("case %d: scale %g outside [%g, 2×]", i, s, sMin)
 		}
-		got := quantizedError(&c, &count, &code, s)
+		got := quantizedError(&c, &count, code, s)
 		if want := relErr * relErr * norm; math.Abs(got-want) > 1e-9*want+1e-300 {
 			t.Errorf("case %d: relErr² × norm %g, recomputed error %g", i, want, got)
 		}
-		plain := max(pos, neg) / 127
-		var pc [16]int8
+		plain := amax / codeMax
+		var pc [16]int16
 		for e, v := range c {
-			pc[e] = int8(math.Max(-128, math.Min(127, math.RoundToEven(float64(v)/plain))))
+			pc[e] = int16(math.RoundToEven(float64(v) / plain))
 		}
 		// The stored scale is float32: allow its rounding (2^−24 relative).
 		if p := quantizedError(&c, &count, &pc, plain); got > p*(1+1e-5)+1e-13*norm {
-			t.Errorf("case %d: error %g worse than scale max/127's %g", i, got, p)
+			t.Errorf("case %d: error %g worse than scale max/%d's %g", i, got, codeMax, p)
 		}
 		worst = max(worst, relErr)
 	}
 	t.Logf("worst weighted RMS codebook error %.3g of the RMS weight", worst)
-	if worst > 1.0/127 {
-		t.Errorf("codebook error %.3g > one step of 127 levels", worst)
+	if worst > 1.0/codeMax {
+		t.Errorf("codebook error %.3g > one step of %d levels", worst, codeMax)
+	}
+}
+
+// TestQuantizeQ16: every value within scale/2 of scale·code, stored at
+// q16Pos, codes within ±32767, the padding and an all-zero block zero.
+func TestQuantizeQ16(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 4))
+	var q Q16
+	for _, n := range append(raggedLens, 4096) {
+		_, x := q8Inputs(r, n)
+		QuantizeQ16(&q, x)
+		nb := (n + Q16Block - 1) / Q16Block
+		if len(q.Q) != nb*Q16Block || len(q.Scale) != nb {
+			t.Fatalf("n=%d: %d codes, %d scales; want %d, %d", n, len(q.Q), len(q.Scale), nb*Q16Block, nb)
+		}
+		seen := make([]bool, len(q.Q))
+		for j, v := range x {
+			b, pos := j/Q16Block, j/Q16Block*Q16Block+q16Pos(j%Q16Block)
+			seen[pos] = true
+			s := q.Scale[b]
+			if d := math.Abs(float64(v) - float64(s)*float64(q.Q[pos])); d > float64(s)/2*(1+1e-6) || q.Q[pos] == -32768 {
+				t.Fatalf("n=%d x[%d]=%g: code %d scale %g, error %g > scale/2", n, j, v, q.Q[pos], s, d)
+			}
+		}
+		for j := range q.Q {
+			if !seen[j] && q.Q[j] != 0 {
+				t.Fatalf("n=%d: padding code %d = %d", n, j, q.Q[j])
+			}
+		}
 	}
 }
 
@@ -117,17 +157,19 @@ func q4Row(r *rand.Rand, n int) ([]uint8, []uint8) {
 // applied) against (1) the quantized product Σ_b sq_b·Σ s·code·q in
 // float64, within float rounding, and (2) the float product Σ c·x in
 // float64, within the derived bound: per weight |c·x − s·code·sq·q| ≤
-// |c − s·code|·|x| + s|code|·|x − sq·q| ≤ (s/2)|x| + s|code|·sq/2.
-func checkQ4Dot(t *testing.T, what string, got float32, c *[16]float32, code *[16]int8, s float32, idx []uint8, x []float32, q *Q8) {
+// |c − s·code|·|x| + s|code|·|x − sq·q| ≤ (s/2)|x| + s|code|·sq/2, the
+// codebook's half step and the activation's.
+func checkQ4Dot(t *testing.T, what string, got float32, c *[16]float32, code *[16]int16, s float32, idx []uint8, x []float32, q *Q16) {
 	t.Helper()
 	var quantized, qabs, exact, abs, bound float64
-	for b := 0; b*Q8Block < len(idx); b++ {
+	for b := 0; b*Q16Block < len(idx); b++ {
 		var acc, accAbs float64
 		sq := float64(q.Scale[b])
-		for j := b * Q8Block; j < min((b+1)*Q8Block, len(idx)); j++ {
+		for j := b * Q16Block; j < min((b+1)*Q16Block, len(idx)); j++ {
 			k := float64(code[idx[j]])
-			acc += k * float64(q.Q[j])
-			accAbs += math.Abs(k * float64(q.Q[j]))
+			qj := float64(q.Q[b*Q16Block+q16Pos(j%Q16Block)])
+			acc += k * qj
+			accAbs += math.Abs(k * qj)
 			exact += float64(c[idx[j]]) * float64(x[j])
 			abs += math.Abs(float64(c[idx[j]]) * float64(x[j]))
 			bound += float64(s)/2*math.Abs(float64(x[j])) + float64(s)*math.Abs(k)*sq/2
@@ -143,69 +185,62 @@ func checkQ4Dot(t *testing.T, what string, got float32, c *[16]float32, code *[1
 	}
 }
 
-// TestLUTQ8Dot: at every level, on ragged lengths, lutQ8Dot and both rows
-// of lutQ8Dot2 against the quantized and float products (checkQ4Dot).
-func TestLUTQ8Dot(t *testing.T) {
+// TestLUTQ16Dot: at every level, on ragged lengths, lutQ16Dot and both
+// rows of lutQ16Dot2 against the quantized and float products
+// (checkQ4Dot).
+func TestLUTQ16Dot(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(21, 2))
-		var q Q8
-		var count [16]float64
+		var q Q16
 		for _, n := range append(raggedLens, 4096, 4096+40) {
 			if n == 0 {
 				continue // a product has at least one column
 			}
-			var c [2][16]float32
-			var code [2][16]int8
-			var s [2]float32
-			for i := range c {
-				copy(c[i][:], randVec(r, 16))
-				s[i], _ = quantizeCodebook(&c[i], &count, &code[i])
+			var tab [4][16]float32
+			for i := range 2 {
+				copy(tab[i][:], randVec(r, 16))
 			}
 			p, idx := q4Row(r, n)
+			cb := newIntCodebook(&tab, 2, idx)
 			_, x := q8Inputs(r, n)
-			QuantizeQ8(&q, x)
-			checkQ4Dot(t, "lutQ8Dot", lutQ8Dot(&code[0], p, &q)*s[0], &c[0], &code[0], s[0], idx, x, &q)
-			s0, s1 := lutQ8Dot2(&code, p, &q)
-			checkQ4Dot(t, "lutQ8Dot2 row 0", s0*s[0], &c[0], &code[0], s[0], idx, x, &q)
-			checkQ4Dot(t, "lutQ8Dot2 row 1", s1*s[1], &c[1], &code[1], s[1], idx, x, &q)
+			QuantizeQ16(&q, x)
+			checkQ4Dot(t, "lutQ16Dot", lutQ16Dot(cb, 0, p, &q)*cb.scale[0], &tab[0], &cb.code[0], cb.scale[0], idx, x, &q)
+			s0, s1 := lutQ16Dot2(cb, 0, p, &q)
+			checkQ4Dot(t, "lutQ16Dot2 row 0", s0*cb.scale[0], &tab[0], &cb.code[0], cb.scale[0], idx, x, &q)
+			checkQ4Dot(t, "lutQ16Dot2 row 1", s1*cb.scale[1], &tab[1], &cb.code[1], cb.scale[1], idx, x, &q)
 		}
 	})
 }
 
-// TestLUTQ8DotExtremes: codes −128 and 127 against Q8 codes ±127 (scale
-// 1, so every sum is an integer float32 holds exactly) give the exact
-// integer result at every level, for both kernels.
-func TestLUTQ8DotExtremes(t *testing.T) {
+// TestLUTQ16DotExtremes: codes ±codeMax against activation codes ±32767,
+// all products of one sign (the largest int32 block sums, 32·2047·32767 <
+// 2³¹), at every level, for both kernels: no overflow, the result within
+// float rounding of the exact sum.
+func TestLUTQ16DotExtremes(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {
-		const n = 5 * Q8Block
-		var code [2][16]int8
+		const n = 5 * Q16Block
+		cb := new(intCodebook)
+		var pos, neg [16]int16
 		for e := range 16 {
-			code[0][e], code[1][e] = -128, 127
-			if e%2 == 1 {
-				code[0][e], code[1][e] = 127, -128
-			}
+			pos[e], neg[e] = codeMax, -codeMax
 		}
+		cb.setCodes(0, &pos)
+		cb.setCodes(1, &neg)
 		idx := make([]uint8, n)
 		x := make([]float32, n)
 		for j := range idx {
 			idx[j] = uint8(j % 16)
-			x[j] = 127
-			if j%3 == 0 {
-				x[j] = -127
-			}
+			x[j] = 1
 		}
 		p, _, _ := packNibbles(idx, 1, n)
-		var q Q8
-		QuantizeQ8(&q, x)
-		var want [2]float64
-		for j := range idx {
-			for i := range want {
-				want[i] += float64(code[i][idx[j]]) * float64(q.Q[j])
+		var q Q16
+		QuantizeQ16(&q, x)
+		want := float64(n) * codeMax * 32767 * float64(q.Scale[0])
+		s0, s1 := lutQ16Dot2(cb, 0, p, &q)
+		for _, got := range []float32{lutQ16Dot(cb, 0, p, &q), s0, -s1, -lutQ16Dot(cb, 1, p, &q)} {
+			if math.Abs(float64(got)-want) > 1e-6*want {
+				t.Fatalf("extremes: %g, want %g", got, want)
 			}
-		}
-		s0, s1 := lutQ8Dot2(&code, p, &q)
-		if got := lutQ8Dot(&code[0], p, &q); float64(got) != want[0] || float64(s0) != want[0] || float64(s1) != want[1] {
-			t.Fatalf("extremes: lutQ8Dot %g, lutQ8Dot2 %g %g; want %g %g", got, s0, s1, want[0], want[1])
 		}
 	})
 }
@@ -260,8 +295,8 @@ func TestRunnerIntegerLUT(t *testing.T) {
 					if !equalBits(fl, want) {
 						t.Fatalf("%s cols %d: float mode is not the float kernel", name, cols)
 					}
-					if malformed || !m.hasQ8() {
-						if m.hasQ8() {
+					if malformed || !m.hasQ16() {
+						if m.hasQ16() {
 							t.Fatalf("%s: an index ≥ 16 left an integer codebook", name)
 						}
 						if !equalBits(in, fl) {
@@ -269,8 +304,8 @@ func TestRunnerIntegerLUT(t *testing.T) {
 						}
 						continue
 					}
-					var q Q8
-					QuantizeQ8(&q, x[:cols])
+					var q Q16
+					QuantizeQ16(&q, x[:cols])
 					for i := range rows {
 						tc := i % f.CD
 						var c [16]float32
@@ -278,7 +313,7 @@ func TestRunnerIntegerLUT(t *testing.T) {
 							c[e] = lut[e*f.CD+tc]
 						}
 						rs := m.rowScale(i)
-						checkQ4Dot(t, name, in[i]/rs, &c, &m.q8cb.code[tc], m.q8cb.scale[tc],
+						checkQ4Dot(t, name, in[i]/rs, &c, &m.icb.code[tc], m.icb.scale[tc],
 							idx[i/f.CD*cols:(i/f.CD+1)*cols], x[:cols], &q)
 					}
 					if fl2, in2 := apply(false, 2), apply(true, 2); !equalBits(fl2, in2) {
@@ -302,12 +337,12 @@ func equalBits(a, b []float32) bool {
 	return true
 }
 
-// BenchmarkLUTQ8 times one 1024×4096 product of each ≤ 16-entry codebook
+// BenchmarkLUTQ16 times one 1024×4096 product of each ≤ 16-entry codebook
 // format through the float kernel (mulVec) and the integer one
-// (QuantizeQ8 once, then mulVecQ8), alternating inside each iteration, at
+// (QuantizeQ16 once, then mulVecQ16), alternating inside each iteration, at
 // the best level here; it reports ns/weight of both and the ratio
 // float / integer.
-func BenchmarkLUTQ8(b *testing.B) {
+func BenchmarkLUTQ16(b *testing.B) {
 	const rows, cols = 1024, 4096
 	for _, bc := range []struct {
 		name string
@@ -325,19 +360,19 @@ func BenchmarkLUTQ8(b *testing.B) {
 			}
 			_, x := q8Inputs(r, cols)
 			y := make([]float32, rows)
-			var q Q8
+			var q Q16
 			var tf, ti time.Duration
 			for range b.N {
 				t0 := time.Now()
 				m.mulVec(y, x, 0, rows)
 				t1 := time.Now()
-				QuantizeQ8(&q, x)
-				m.mulVecQ8(y, &q, 0, rows)
+				QuantizeQ16(&q, x)
+				m.mulVecQ16(y, &q, 0, rows)
 				tf, ti = tf+t1.Sub(t0), ti+time.Since(t1)
 			}
 			n := float64(b.N) * rows * cols
 			b.ReportMetric(float64(tf.Nanoseconds())/n, "ns/weight_float")
-			b.ReportMetric(float64(ti.Nanoseconds())/n, "ns/weight_int8")
+			b.ReportMetric(float64(ti.Nanoseconds())/n, "ns/weight_int")
 			b.ReportMetric(float64(tf)/float64(ti), "speedup")
 		})
 	}

@@ -111,8 +111,8 @@ func quantizeCodebook(c *[16]float32, count *[16]float64, code *[16]int16) (scal
 	return scale, math.Sqrt(err / norm)
 }
 
-// Q16Block is the activation block length of a Q16 vector.
-const Q16Block = 32
+// Q16Block is the activation block length of a Q16 vector, Q8's.
+const Q16Block = Q8Block
 
 // Q16 is a vector quantized to int16 blocks of Q16Block values with one
 // float scale each. Within a block the codes are stored in the order the
@@ -139,33 +139,7 @@ func q16Pos(j int) int {
 // QuantizeQ16 quantizes x into q, reusing q's storage: per block scale =
 // max|x|/32767, code = round(x/scale) (an all-zero block has scale 0 and
 // codes 0). Each value is reconstructed within scale/2.
-func QuantizeQ16(q *Q16, x []float32) {
-	nb := (len(x) + Q16Block - 1) / Q16Block
-	if cap(q.Q) < nb*Q16Block {
-		q.Q = make([]int16, nb*Q16Block)
-	}
-	if cap(q.Scale) < nb {
-		q.Scale = make([]float32, nb)
-	}
-	q.Q, q.Scale = q.Q[:nb*Q16Block], q.Scale[:nb]
-	for b := range nb {
-		xs := x[b*Q16Block : min((b+1)*Q16Block, len(x))]
-		codes := q.Q[b*Q16Block : (b+1)*Q16Block]
-		var amax float32
-		for _, v := range xs {
-			amax = max(amax, abs32(v))
-		}
-		clear(codes)
-		q.Scale[b] = amax / 32767
-		if amax == 0 {
-			continue
-		}
-		inv := 1 / float64(q.Scale[b]) // the stored scale: within half its step
-		for j, v := range xs {
-			codes[q16Pos(j)] = int16(math.RoundToEven(float64(v) * inv))
-		}
-	}
-}
+func QuantizeQ16(q *Q16, x []float32) { quantizeBlocks(&q.Q, &q.Scale, x, 32767, q16Pos) }
 
 // lutQ16DotGo is Σ_b scale_b·Σ_{j∈b} code[index j]·q[j] over the packed
 // row p from block b0 on, added to s: the fallback of lutQ16Dot. The

@@ -148,9 +148,11 @@ func lutQ16DotGo(code *[16]int16, p []uint8, q *Q16, b0 int, s float32) float32 
 	for b := b0; b < len(q.Scale); b++ {
 		blk, qs := p[b*16:b*16+16:b*16+16], q.Q[b*32:b*32+32:b*32+32]
 		var acc int32
-		for j, v := range blk {
-			lo, hi := q16Pos(j), q16Pos(16+j)
-			acc += int32(code[v&15])*int32(qs[lo]) + int32(code[v>>4])*int32(qs[hi])
+		for h := range 2 { // bytes 8h…8h+7: q16Pos puts their low nibbles' codes at 16h, high at 16h+8
+			bs, lo, hi := blk[8*h:8*h+8:8*h+8], qs[16*h:16*h+8:16*h+8], qs[16*h+8:16*h+16:16*h+16]
+			for j, v := range bs {
+				acc += int32(code[v&15])*int32(lo[j]) + int32(code[v>>4])*int32(hi[j])
+			}
 		}
 		s += float32(acc) * q.Scale[b]
 	}

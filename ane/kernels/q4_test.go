@@ -111,31 +111,39 @@ func TestIntCodebook(t *testing.T) {
 	}
 }
 
-// TestQuantizeQ16: every value within scale/2 of scale·code, stored at
-// q16Pos, codes within ±32767, the padding and an all-zero block zero.
+// TestQuantizeQ16: TestQuantizeQ8's checks for the int16 blocks, each
+// code stored at q16Pos.
 func TestQuantizeQ16(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 4))
 	var q Q16
 	for _, n := range append(raggedLens, 4096) {
 		_, x := q8Inputs(r, n)
 		QuantizeQ16(&q, x)
-		nb := (n + Q16Block - 1) / Q16Block
-		if len(q.Q) != nb*Q16Block || len(q.Scale) != nb {
-			t.Fatalf("n=%d: %d codes, %d scales; want %d, %d", n, len(q.Q), len(q.Scale), nb*Q16Block, nb)
+		checkQuantized(t, x, q.Q, q.Scale, -32768, func(j int) int { return j/Q16Block*Q16Block + q16Pos(j%Q16Block) })
+	}
+}
+
+// checkQuantized checks blocks of 32 codes (code j of x stored at
+// pos(j)): their number, every value within scale/2 of scale·code, no
+// code equal to never (the negative code outside the symmetric range),
+// and the padding zero.
+func checkQuantized[T int8 | int16](t *testing.T, x []float32, codes []T, scales []float32, never T, pos func(int) int) {
+	t.Helper()
+	n, nb := len(x), (len(x)+Q8Block-1)/Q8Block
+	if len(codes) != nb*Q8Block || len(scales) != nb {
+		t.Fatalf("n=%d: %d codes, %d scales; want %d, %d", n, len(codes), len(scales), nb*Q8Block, nb)
+	}
+	seen := make([]bool, len(codes))
+	for j, v := range x {
+		p, s := pos(j), scales[j/Q8Block]
+		seen[p] = true
+		if d := math.Abs(float64(v) - float64(s)*float64(codes[p])); d > float64(s)/2*(1+1e-6) || codes[p] == never {
+			t.Fatalf("n=%d x[%d]=%g: code %d scale %g, error %g > scale/2", n, j, v, codes[p], s, d)
 		}
-		seen := make([]bool, len(q.Q))
-		for j, v := range x {
-			b, pos := j/Q16Block, j/Q16Block*Q16Block+q16Pos(j%Q16Block)
-			seen[pos] = true
-			s := q.Scale[b]
-			if d := math.Abs(float64(v) - float64(s)*float64(q.Q[pos])); d > float64(s)/2*(1+1e-6) || q.Q[pos] == -32768 {
-				t.Fatalf("n=%d x[%d]=%g: code %d scale %g, error %g > scale/2", n, j, v, q.Q[pos], s, d)
-			}
-		}
-		for j := range q.Q {
-			if !seen[j] && q.Q[j] != 0 {
-				t.Fatalf("n=%d: padding code %d = %d", n, j, q.Q[j])
-			}
+	}
+	for j := range codes {
+		if !seen[j] && codes[j] != 0 {
+			t.Fatalf("n=%d: padding code %d = %d", n, j, codes[j])
 		}
 	}
 }

@@ -11,7 +11,7 @@ import "math"
 // the activations quantized once per product to int16 blocks (Q16) in exact
 // int32, one float multiply-add per 32-weight block. Q8 activations (q8.go)
 // measured outside the fast mode's KL bound on these formats
-// (docs/KERNELS.md); int16 ones cost about the same instructions here.
+// (docs/KERNELS.md); int16 ones cost a few instructions more per block.
 // Runner.Integer uses it for single-row products; otherwise the float
 // kernels run.
 

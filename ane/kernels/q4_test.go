@@ -111,18 +111,6 @@ func TestIntCodebook(t *testing.T) {
 	}
 }
 
-// TestQuantizeQ16: TestQuantizeQ8's checks for the int16 blocks, each
-// code stored at q16Pos.
-func TestQuantizeQ16(t *testing.T) {
-	r := rand.New(rand.NewPCG(21, 4))
-	var q Q16
-	for _, n := range append(raggedLens, 4096) {
-		_, x := q8Inputs(r, n)
-		QuantizeQ16(&q, x)
-		checkQuantized(t, x, q.Q, q.Scale, -32768, func(j int) int { return j/Q16Block*Q16Block + q16Pos(j%Q16Block) })
-	}
-}
-
 // checkQuantized checks blocks of 32 codes (code j of x stored at
 // pos(j)): their number, every value within scale/2 of scale·code, no
 // code equal to never (the negative code outside the symmetric range),

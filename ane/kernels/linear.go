@@ -59,11 +59,13 @@ type Runner struct {
 	MinParallel int
 	// Integer is the fast numeric mode's integer path: a single-row
 	// product by an INT8 matrix runs against the activations quantized
-	// once to Q8 (q8.go), within the quantization bound of the float
-	// kernel instead of bit-exact. Matrix-matrix products stay float.
+	// once to Q8 (q8.go), one by a packed ≤ 16-entry codebook against
+	// them quantized to Q16 (q4.go), within the quantization bound of the
+	// float kernel instead of bit-exact. Matrix-matrix products stay float.
 	Integer bool
 
-	q8      Q8 // the quantized activations of the current product
+	q8      Q8  // the quantized activations of the current product
+	q16     Q16 // the same for the codebook sides (useQ16)
 	pool    *Pool
 	task    pairTask
 	lrTask  pairTask // a low-rank branch's B·x, run while task is being set up
@@ -115,6 +117,7 @@ func (r *Runner) ApplyPair(a, b *Linear, da, db, x []float32, n int, then Task) 
 		align = lcm(align, b.W.Group())
 	}
 	r.useQ8(t, x, n)
+	r.useQ16(t, x, n)
 	r.pool.Run(t, a.Rows(), align, r.partsFor(work*n))
 	*t = pairTask{r: r}
 }
@@ -181,7 +184,8 @@ type product struct {
 	a   *F32
 	lrT []float32
 	dst []float32
-	q8  *Q8 // set: m is *Int8 and x is quantized here (Runner.Integer)
+	q8  *Q8  // set: m is *Int8 and x is quantized here (Runner.Integer)
+	q16 *Q16 // set: m is a *LUT and x is quantized here (useQ16)
 }
 
 type pairTask struct {
@@ -208,6 +212,8 @@ func (r *Runner) mulRange(w int, p *product, x []float32, n, lo, hi int) {
 	m, rows, cols := p.m, p.m.Rows(), p.m.Cols()
 	if n == 1 && p.q8 != nil {
 		m.(*Int8).mulVecQ8(p.dst, p.q8, lo, hi)
+	} else if n == 1 && p.q16 != nil {
+		m.(*LUT).mulVecQ16(p.dst, p.q16, lo, hi)
 	} else if n == 1 {
 		m.mulVec(p.dst, x, lo, hi)
 	} else if b, ok := m.(batchMatrix); !ok || !b.mulBatch(p.dst, x, n, lo, hi) {

@@ -26,6 +26,7 @@ type LUT struct {
 	stride   int // bytes per packed row
 	scale    []float32
 	name     string
+	icb      *intCodebook // the codebook as integers (q4.go), when nib is set
 }
 
 // NewLUT wraps idx ((rows/cd) × cols) and scale (rows, or nil) without
@@ -77,6 +78,7 @@ func NewLUT(format string, rows, cols, cd int, lut []float32, idx []uint8, scale
 		}
 		if nib, stride, ok := packNibbles(idx, rows/cd, cols); ok {
 			m.nib, m.stride, m.idx = nib, stride, nil
+			m.icb = newIntCodebook(m.tab16, cd, idx)
 		}
 	case m.entries <= 64 && cd > 1:
 		m.tab64 = new([4][64]float32)

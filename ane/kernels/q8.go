@@ -23,29 +23,38 @@ type Q8 struct {
 // scale = max|x|/127 and code = round(x/scale) (an all-zero block has
 // scale 0 and codes 0). Each value is reconstructed within scale/2.
 func QuantizeQ8(q *Q8, x []float32) {
-	nb := (len(x) + Q8Block - 1) / Q8Block
-	if cap(q.Q) < nb*Q8Block {
-		q.Q = make([]int8, nb*Q8Block)
+	quantizeBlocks(&q.Q, &q.Scale, x, 127, func(j int) int { return j })
+}
+
+// quantizeBlocks is QuantizeQ8 and QuantizeQ16: blocks of 32 values, per
+// block scale = max|x|/levels and code = round(x/scale) stored at index
+// pos(j) of the block (both reuse the storage; a short last block is
+// padded with zero codes).
+func quantizeBlocks[T int8 | int16](q *[]T, scale *[]float32, x []float32, levels float32, pos func(int) int) {
+	const block = Q8Block // = Q16Block
+	nb := (len(x) + block - 1) / block
+	if cap(*q) < nb*block {
+		*q = make([]T, nb*block)
 	}
-	if cap(q.Scale) < nb {
-		q.Scale = make([]float32, nb)
+	if cap(*scale) < nb {
+		*scale = make([]float32, nb)
 	}
-	q.Q, q.Scale = q.Q[:nb*Q8Block], q.Scale[:nb]
+	*q, *scale = (*q)[:nb*block], (*scale)[:nb]
 	for b := range nb {
-		xs := x[b*Q8Block : min((b+1)*Q8Block, len(x))]
-		codes := q.Q[b*Q8Block : (b+1)*Q8Block]
+		xs := x[b*block : min((b+1)*block, len(x))]
+		codes := (*q)[b*block : (b+1)*block]
 		var amax float32
 		for _, v := range xs {
 			amax = max(amax, abs32(v))
 		}
 		clear(codes)
-		q.Scale[b] = amax / 127
+		(*scale)[b] = amax / levels
 		if amax == 0 {
 			continue
 		}
-		inv := 127 / amax
+		inv := 1 / float64((*scale)[b]) // the stored scale: within half its step
 		for j, v := range xs {
-			codes[j] = int8(math.RoundToEven(float64(v * inv)))
+			codes[pos(j)] = T(math.RoundToEven(float64(v) * inv))
 		}
 	}
 }

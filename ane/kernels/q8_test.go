@@ -24,28 +24,18 @@ func q8Inputs(r *rand.Rand, n int) ([]int8, []float32) {
 
 // TestQuantizeQ8: every value within scale/2 of scale·code, codes within
 // ±127 (the largest magnitude of a block exactly ±127), the padding and an
-// all-zero block zero.
+// all-zero block zero; the same for QuantizeQ16 (±32767, each code stored
+// at q16Pos).
 func TestQuantizeQ8(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
 	var q Q8
+	var q16 Q16
 	for _, n := range append(raggedLens, 4096) {
 		_, x := q8Inputs(r, n)
 		QuantizeQ8(&q, x)
-		nb := (n + Q8Block - 1) / Q8Block
-		if len(q.Q) != nb*Q8Block || len(q.Scale) != nb {
-			t.Fatalf("n=%d: %d codes, %d scales; want %d, %d", n, len(q.Q), len(q.Scale), nb*Q8Block, nb)
-		}
-		for j, v := range x {
-			s := q.Scale[j/Q8Block]
-			if d := math.Abs(float64(v) - float64(s)*float64(q.Q[j])); d > float64(s)/2*(1+1e-6) || q.Q[j] == -128 {
-				t.Fatalf("n=%d x[%d]=%g: code %d scale %g, error %g > scale/2", n, j, v, q.Q[j], s, d)
-			}
-		}
-		for j := n; j < len(q.Q); j++ {
-			if q.Q[j] != 0 {
-				t.Fatalf("n=%d: padding code %d = %d", n, j, q.Q[j])
-			}
-		}
+		checkQuantized(t, x, q.Q, q.Scale, -128, func(j int) int { return j })
+		QuantizeQ16(&q16, x)
+		checkQuantized(t, x, q16.Q, q16.Scale, -32768, func(j int) int { return j/Q16Block*Q16Block + q16Pos(j%Q16Block) })
 	}
 }
 

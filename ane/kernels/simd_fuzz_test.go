@@ -9,7 +9,8 @@ import (
 // 16-entry scalar and vector matrices (packed to nibbles when every index
 // fits, else read byte by byte) and the 64-entry kernel: they must never
 // read out of bounds and must agree with the 256-entry fallback, which
-// reads an index past the codebook as 0.
+// reads an index past the codebook as 0; where they pack, the integer
+// products (q4.go) stay within their bound.
 func FuzzLUTRow(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{3})
@@ -62,6 +63,7 @@ func FuzzLUTRow(f *testing.F) {
 				t.Fatalf("product %v, 256-entry fallback %v", c.got, c.want)
 			}
 		}
+		checkIntegerRow(t, scalar, vector, &tab, idx, x)
 		g0, _, ok64 := lut64Dot2(&tab64, idx, x)
 		valid64 := true
 		var abs64 float64
@@ -76,4 +78,31 @@ func FuzzLUTRow(f *testing.F) {
 			t.Fatalf("64-entry kernel %v, fallback %v", g0, want)
 		}
 	})
+}
+
+// checkIntegerRow: a 16-entry matrix has an integer codebook exactly when
+// every index fits in 4 bits, and then its integer products (scalar and
+// both vector rows) are within checkQ4Dot's bound.
+func checkIntegerRow(t *testing.T, scalar, vector *LUT, tab *[2][16]float32, idx []uint8, x []float32) {
+	t.Helper()
+	packed := true
+	for _, i := range idx {
+		packed = packed && i < 16
+	}
+	if (scalar.icb != nil) != packed || (vector.icb != nil) != packed {
+		t.Fatalf("integer codebooks %v, %v for indices that pack: %v", scalar.icb != nil, vector.icb != nil, packed)
+	}
+	if !packed {
+		return
+	}
+	var q Q16
+	QuantizeQ16(&q, x)
+	var y1 [1]float32
+	var y2 [2]float32
+	scalar.mulVecQ16(y1[:], &q, 0, 1)
+	vector.mulVecQ16(y2[:], &q, 0, 2)
+	checkQ4Dot(t, "LUT4 integer", y1[0], &tab[0], &scalar.icb.code[0], scalar.icb.scale[0], idx, x, &q)
+	for r := range 2 {
+		checkQ4Dot(t, "vector integer", y2[r], &tab[r], &vector.icb.code[r], vector.icb.scale[r], idx, x, &q)
+	}
 }

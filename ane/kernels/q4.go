@@ -1,0 +1,216 @@
+package kernels
+
+import "math"
+
+// Integer products for the packed ≤ 16-entry codebook formats (LUT4,
+// vector 2x16 and 4x16, each with or without a per-channel scale;
+// docs/KERNELS.md, #21): each component codebook becomes 16 integer codes
+// of 12 bits times one float scale (intCodebook), the packed nibbles select
+// codes (two VPSHUFB per 32 weights on AVX2, for the low and high bytes,
+// as llama.cpp's IQ4_NL looks up its int8 codebook), and the codes multiply
+// the activations quantized once per product to int16 blocks (Q16) in exact
+// int32, one float multiply-add per 32-weight block. Q8 activations (q8.go)
+// measured outside the fast mode's KL bound on these formats
+// (docs/KERNELS.md); int16 ones cost a few instructions more per block.
+// Runner.Integer uses it for single-row products; otherwise the float
+// kernels run.
+
+// codeMax bounds the codebook codes: 32 products of a code and an int16
+// activation code sum exactly in int32 (32·2047·32767 < 2³¹).
+const codeMax = 2047
+
+// intCodebook is the integer form of a LUT's ≤ 16-entry codebook:
+// component t of entry e is approximately scale[t]·code[t][e].
+type intCodebook struct {
+	code [4][16]int16
+	// lo and hi are the codes' low and high bytes, the two tables the
+	// AVX2 kernel looks the nibbles up in.
+	lo, hi [4][16]uint8
+	scale  [4]float32
+	// relErr[t] is component t's weighted RMS error relative to its
+	// weighted RMS value, each entry weighted by how many indices select it:
+	// the relative error the codes add to the matrix's weights.
+	relErr [4]float64
+}
+
+// newIntCodebook quantizes the cd components of tab, weighting entry e by
+// its count in idx (the unpacked indices, all < 16).
+func newIntCodebook(tab *[4][16]float32, cd int, idx []uint8) *intCodebook {
+	var count [16]float64
+	for _, i := range idx {
+		count[i&15]++
+	}
+	cb := new(intCodebook)
+	for t := range cd {
+		var code [16]int16
+		cb.scale[t], cb.relErr[t] = quantizeCodebook(&tab[t], &count, &code)
+		cb.setCodes(t, &code)
+	}
+	return cb
+}
+
+// setCodes sets component t's codes and their byte tables.
+func (cb *intCodebook) setCodes(t int, code *[16]int16) {
+	cb.code[t] = *code
+	for e, k := range code {
+		cb.lo[t][e], cb.hi[t][e] = uint8(k), uint8(uint16(k)>>8)
+	}
+}
+
+// quantizeCodebook picks the scale s that minimises Σ_e w_e·(c[e] −
+// s·code[e])² (w_e = count[e] + 1, so an unused entry still counts a
+// little) with code[e] = round(c[e]/s) in [−codeMax, codeMax], searching
+// from the finest step that needs no clamping (so every entry is within
+// s/2) to twice that, then refitting s by least squares to the best codes.
+func quantizeCodebook(c *[16]float32, count *[16]float64, code *[16]int16) (scale float32, relErr float64) {
+	var amax, norm float64
+	for e, v := range c {
+		amax = max(amax, math.Abs(float64(v)))
+		norm += (count[e] + 1) * float64(v) * float64(v)
+	}
+	clear(code[:])
+	if amax == 0 {
+		return 0, 0
+	}
+	sMin := amax / (codeMax + 0.49) // round(|v|/s) ≤ codeMax
+	codes := func(s float64, out *[16]int16) (err float64) {
+		for e, v := range c {
+			k := math.RoundToEven(float64(v) / s)
+			out[e] = int16(k)
+			d := float64(v) - s*k
+			err += (count[e] + 1) * d * d
+		}
+		return err
+	}
+	best, bestErr := sMin, codes(sMin, code)
+	var try [16]int16
+	for i := 1; i <= 1000; i++ {
+		if s := sMin * (1 + float64(i)/1000); codes(s, &try) < bestErr {
+			best, bestErr = s, codes(s, code)
+		}
+	}
+	// The least-squares scale for the chosen codes, kept if it is better
+	// (s ≥ sMin: still no clamping, every entry within half a step).
+	var num, den float64
+	for e, v := range c {
+		num += (count[e] + 1) * float64(v) * float64(code[e])
+		den += (count[e] + 1) * float64(code[e]) * float64(code[e])
+	}
+	if s := num / den; s >= sMin {
+		if err := codes(s, &try); err < bestErr {
+			best, *code = s, try
+		}
+	}
+	// The error of the scale as stored (float32), which the kernels use.
+	scale = float32(best)
+	var err float64
+	for e, v := range c {
+		d := float64(v) - float64(scale)*float64(code[e])
+		err += (count[e] + 1) * d * d
+	}
+	return scale, math.Sqrt(err / norm)
+}
+
+// Q16Block is the activation block length of a Q16 vector, Q8's.
+const Q16Block = Q8Block
+
+// Q16 is a vector quantized to int16 blocks of Q16Block values with one
+// float scale each. Within a block the codes are stored in the order the
+// AVX2 kernel unpacks the codebook codes (q16Pos), padded with zeros to a
+// whole number of blocks.
+type Q16 struct {
+	Q     []int16
+	Scale []float32
+}
+
+// q16Pos is where element j of a block is stored: the codes of a block's
+// indices come out of the kernel's byte unpacking as 0–7, 16–23, 8–15,
+// 24–31.
+func q16Pos(j int) int {
+	switch j / 8 {
+	case 1:
+		return j + 8
+	case 2:
+		return j - 8
+	}
+	return j
+}
+
+// QuantizeQ16 quantizes x into q, reusing q's storage: per block scale =
+// max|x|/32767, code = round(x/scale) (an all-zero block has scale 0 and
+// codes 0). Each value is reconstructed within scale/2.
+func QuantizeQ16(q *Q16, x []float32) { quantizeBlocks(&q.Q, &q.Scale, x, 32767, q16Pos) }
+
+// lutQ16DotGo is Σ_b scale_b·Σ_{j∈b} code[index j]·q[j] over the packed
+// row p from block b0 on, added to s: the fallback of lutQ16Dot. The
+// padding of a short last block meets zero codes in q.
+func lutQ16DotGo(code *[16]int16, p []uint8, q *Q16, b0 int, s float32) float32 {
+	for b := b0; b < len(q.Scale); b++ {
+		blk, qs := p[b*16:b*16+16:b*16+16], q.Q[b*32:b*32+32:b*32+32]
+		var acc int32
+		for h := range 2 { // bytes 8h…8h+7: q16Pos puts their low nibbles' codes at 16h, high at 16h+8
+			bs, lo, hi := blk[8*h:8*h+8:8*h+8], qs[16*h:16*h+8:16*h+8], qs[16*h+8:16*h+16:16*h+16]
+			for j, v := range bs {
+				acc += int32(code[v&15])*int32(lo[j]) + int32(code[v>>4])*int32(hi[j])
+			}
+		}
+		s += float32(acc) * q.Scale[b]
+	}
+	return s
+}
+
+// lutQ16Dot is Σ_j code[index j]·x[j] with x as q (the codebook scale
+// not applied); p is one packed row of len(q.Scale) blocks.
+func lutQ16Dot(cb *intCodebook, t int, p []uint8, q *Q16) float32 {
+	done := lutQ16Prefix(cb, t, p, q)
+	return lutQ16DotGo(&cb.code[t], p, q, done.blocks, done.sum)
+}
+
+// lutQ16Dot2 is lutQ16Dot for components t and t+1, which share the
+// indices (two output rows of a vector codebook).
+func lutQ16Dot2(cb *intCodebook, t int, p []uint8, q *Q16) (s0, s1 float32) {
+	d0, d1 := lutQ16Prefix2(cb, t, p, q)
+	return lutQ16DotGo(&cb.code[t], p, q, d0.blocks, d0.sum), lutQ16DotGo(&cb.code[t+1], p, q, d1.blocks, d1.sum)
+}
+
+// useQ16 quantizes x once for the codebook sides of t with an integer
+// kernel (LUT.hasQ16) when the integer path applies.
+func (r *Runner) useQ16(t *pairTask, x []float32, n int) {
+	if !r.Integer || n != 1 {
+		return
+	}
+	quantized := false
+	for i := range t.parts {
+		if m, ok := t.parts[i].m.(*LUT); ok && m.hasQ16() {
+			if !quantized {
+				QuantizeQ16(&r.q16, x[:m.Cols()])
+				quantized = true
+			}
+			t.parts[i].q16 = &r.q16
+		}
+	}
+}
+
+// hasQ16: packed ≤ 16-entry codebooks (an index ≥ 16 leaves a matrix
+// unpacked, on the float path that reads it as the zero padding), where
+// the integer kernel measured faster than the float one.
+func (m *LUT) hasQ16() bool { return m.icb != nil && q4Faster() }
+
+// mulVecQ16 is mulVec with x quantized to q (Runner.Integer).
+func (m *LUT) mulVecQ16(y []float32, q *Q16, r0, r1 int) {
+	cb := m.icb
+	if m.cd == 1 {
+		for r := r0; r < r1; r++ {
+			y[r] = lutQ16Dot(cb, 0, m.nibRow(r), q) * cb.scale[0] * m.rowScale(r)
+		}
+		return
+	}
+	for g := r0 / m.cd; g < r1/m.cd; g++ {
+		for t := 0; t < m.cd; t += 2 {
+			s0, s1 := lutQ16Dot2(cb, t, m.nibRow(g), q)
+			r := g*m.cd + t
+			y[r] = s0 * cb.scale[t] * m.rowScale(r)
+			y[r+1] = s1 * cb.scale[t+1] * m.rowScale(r+1)
+		}
+	}
+}

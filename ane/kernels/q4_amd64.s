@@ -1,0 +1,125 @@
+//go:build !purego
+
+#include "textflag.h"
+#include "hsum_amd64.h"
+
+// IDX: the 32 indices of the packed block at (SI) as bytes, lane 0 the low
+// nibbles (indices 0–15), lane 1 the high ones (16–31), into Y1. Y15 holds
+// 0x0F bytes; clobbers X2.
+#define IDX \
+	VMOVDQU     (SI), X1; \
+	VPSRLW      $4, X1, X2; \
+	VINSERTI128 $1, X2, Y1, Y1; \
+	VPAND       Y15, Y1, Y1
+
+// ROW(lo, hi, dst): the block's 32 codes (low bytes from table lo, high
+// bytes from hi, VPSHUFB of the indices Y1) unpacked to int16, in the
+// order 0–7, 16–23 (Y3) and 8–15, 24–31 (Y4) that Q16 stores the
+// activations in; VPMADDWD multiplies them by the Q16 block at (DI) and
+// adds pairs to int32 (|code| ≤ 2047, |q| ≤ 32767: exact), VPADDD adds the
+// two halves, and dst gets the 8 lane sums as float. Clobbers Y3–Y6.
+#define ROW(lo, hi, dst) \
+	VPSHUFB    Y1, lo, Y5; \
+	VPSHUFB    Y1, hi, Y6; \
+	VPUNPCKLBW Y6, Y5, Y3; \
+	VPUNPCKHBW Y6, Y5, Y4; \
+	VPMADDWD   (DI), Y3, Y3; \
+	VPMADDWD   32(DI), Y4, Y4; \
+	VPADDD     Y4, Y3, Y3; \
+	VCVTDQ2PS  Y3, dst
+
+#define SETUP(off) \
+	MOVQ         p+off(FP), SI; \
+	MOVQ         q+off+8(FP), DI; \
+	MOVQ         scale+off+16(FP), BX; \
+	MOVQ         blocks+off+24(FP), CX; \
+	MOVL         $0x0f0f0f0f, DX; \
+	MOVL         DX, X15; \
+	VPBROADCASTD X15, Y15; \
+	VXORPS       Y0, Y0, Y0; \
+	VXORPS       Y8, Y8, Y8
+
+#define NEXT \
+	ADDQ $16, SI; \
+	ADDQ $64, DI; \
+	ADDQ $4, BX
+
+// func lutQ16DotAVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int) float32
+//
+// Per 32-weight block: two VPSHUFB look the nibbles up, the exact int32
+// dot product with the Q16 codes, one FMA by the block's scale; two
+// accumulators alternate blocks.
+TEXT ·lutQ16DotAVX2(SB), NOSPLIT, $0-52
+	MOVQ           lo+0(FP), AX
+	VBROADCASTI128 (AX), Y13
+	MOVQ           hi+8(FP), AX
+	VBROADCASTI128 (AX), Y12
+	SETUP(16)
+
+s2:
+	CMPQ         CX, $2
+	JLT          s1
+	IDX
+	ROW(Y13, Y12, Y9)
+	VBROADCASTSS (BX), Y7
+	VFMADD231PS  Y7, Y9, Y0
+	NEXT
+	IDX
+	ROW(Y13, Y12, Y9)
+	VBROADCASTSS (BX), Y7
+	VFMADD231PS  Y7, Y9, Y8
+	NEXT
+	SUBQ         $2, CX
+	JMP          s2
+
+s1:
+	CMPQ         CX, $1
+	JLT          sdone
+	IDX
+	ROW(Y13, Y12, Y9)
+	VBROADCASTSS (BX), Y7
+	VFMADD231PS  Y7, Y9, Y0
+
+sdone:
+	VADDPS Y8, Y0, Y0
+	HSUM
+	VZEROUPPER
+	MOVSS  X0, ret+48(FP)
+	RET
+
+// func lutQ16Dot2AVX2(lo0, hi0, lo1, hi1 *[16]uint8, p *uint8, q *int16, scale *float32, blocks int) (s0, s1 float32)
+//
+// Two rows sharing the indices: each block's indices are widened once and
+// looked up in both rows' tables; one accumulator per row.
+TEXT ·lutQ16Dot2AVX2(SB), NOSPLIT, $0-72
+	MOVQ           lo0+0(FP), AX
+	VBROADCASTI128 (AX), Y13
+	MOVQ           hi0+8(FP), AX
+	VBROADCASTI128 (AX), Y12
+	MOVQ           lo1+16(FP), AX
+	VBROADCASTI128 (AX), Y11
+	MOVQ           hi1+24(FP), AX
+	VBROADCASTI128 (AX), Y10
+	SETUP(32)
+	TESTQ          CX, CX
+	JEQ            pdone
+
+p1:
+	IDX
+	ROW(Y13, Y12, Y9)
+	ROW(Y11, Y10, Y14)
+	VBROADCASTSS (BX), Y7
+	VFMADD231PS  Y7, Y9, Y0
+	VFMADD231PS  Y7, Y14, Y8
+	NEXT
+	DECQ         CX
+	JNE          p1
+
+pdone:
+	HSUM
+	MOVSS   X0, s0+64(FP)
+	VMOVAPS Y8, Y0
+	HSUM
+	MOVSS   X0, s1+68(FP)
+	VZEROUPPER
+	RET

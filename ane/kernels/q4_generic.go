@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package kernels
+
+// No integer codebook kernel on this architecture yet (arm64 TBL and SDOT
+// would go here): the Go loops do every block.
+func lutQ16Prefix(*intCodebook, int, []uint8, *Q16) q8Done { return q8Done{} }
+
+func lutQ16Prefix2(*intCodebook, int, []uint8, *Q16) (q8Done, q8Done) { return q8Done{}, q8Done{} }
+
+// q4Faster: the pure-Go integer loops (lutQ16DotGo) measured slower than
+// the float ones (BenchmarkLUTQ16 with -tags purego), so the float path runs.
+func q4Faster() bool { return false }

@@ -1,0 +1,378 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/ane/format/qformat"
+)
+
+// codebookCases are float codebooks of 16 entries: Gaussian, one sign
+// only, a single nonzero entry, the largest magnitude negative, tiny and
+// huge magnitudes, fewer stored entries (zero padding), all zero.
+func codebookCases(r *rand.Rand) [][16]float32 {
+	var out [][16]float32
+	add := func(f func(e int) float32) {
+		var c [16]float32
+		for e := range c {
+			c[e] = f(e)
+		}
+		out = append(out, c)
+	}
+	for range 20 {
+		add(func(int) float32 { return float32(r.NormFloat64()) })
+	}
+	add(func(int) float32 { return float32(math.Abs(r.NormFloat64())) })
+	add(func(int) float32 { return -float32(math.Abs(r.NormFloat64())) })
+	add(func(e int) float32 { return float32(map[bool]float64{true: 0.3}[e == 5]) })
+	add(func(e int) float32 { return float32(e) - 8.7 })
+	add(func(int) float32 { return float32(r.NormFloat64() * 1e-30) })
+	add(func(int) float32 { return float32(r.NormFloat64() * 1e30) })
+	add(func(e int) float32 { return float32(map[bool]float64{true: r.NormFloat64()}[e < 9]) })
+	add(func(int) float32 { return 0 })
+	return out
+}
+
+// quantizedError is Σ_e w_e (c_e − s·code_e)² with w_e = count_e + 1.
+func quantizedError(c *[16]float32, count *[16]float64, code *[16]int16, s float64) float64 {
+	var err float64
+	for e, v := range c {
+		d := float64(v) - s*float64(code[e])
+		err += (count[e] + 1) * d * d
+	}
+	return err
+}
+
+// TestIntCodebook: every entry is within half a step of its code and
+// the codes within ±codeMax (no clamping), the step is at most twice the
+// finest one that avoids clamping, the weighted error is no worse than the
+// plain scale max|c|/codeMax (what "chosen to minimise the error" must
+// beat or match), relErr is that error, and the byte tables rebuild the
+// codes. It logs the error measured.
+func TestIntCodebook(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 1))
+	var worst float64
+	for i, c := range codebookCases(r) {
+		var count [16]float64
+		for e := range count {
+			count[e] = float64(r.IntN(1000))
+		}
+		var tab [4][16]float32
+		tab[0] = c
+		idx := make([]uint8, 0, 16000)
+		for e, n := range count {
+			for range int(n) {
+				idx = append(idx, uint8(e))
+			}
+		}
+		cb := newIntCodebook(&tab, 1, idx)
+		code, s, relErr := &cb.code[0], float64(cb.scale[0]), cb.relErr[0]
+		var amax, norm float64
+		for e, v := range c {
+			amax = max(amax, math.Abs(float64(v)))
+			norm += (count[e] + 1) * float64(v) * float64(v)
+			if d := math.Abs(float64(v) - s*float64(code[e])); d > s/2*(1+1e-6) || code[e] > codeMax || code[e] < -codeMax {
+				t.Errorf("case %d entry %d: %g ≈ %g·%d, error %g > half step", i, e, v, s, code[e], d)
+			}
+			if k := int16(uint16(cb.lo[0][e]) | uint16(cb.hi[0][e])<<8); k != code[e] {
+				t.Errorf("case %d entry %d: byte tables give %d, code %d", i, e, k, code[e])
+			}
+		}
+		if amax == 0 {
+			if s != 0 || relErr != 0 || *code != [16]int16{} {
+				t.Errorf("case %d: zero codebook gave scale %g, codes %v", i, s, *code)
+			}
+			continue
+		}
+		if sMin := amax / (codeMax + 0.5); s > 2*sMin*(1+1e-6) || s < sMin {
+			t.Errorf("case %d: scale %g outside [%g, 2×]", i, s, sMin)
+		}
+		got := quantizedError(&c, &count, code, s)
+		if want := relErr * relErr * norm; math.Abs(got-want) > 1e-9*want+1e-300 {
+			t.Errorf("case %d: relErr² × norm %g, recomputed error %g", i, want, got)
+		}
+		plain := amax / codeMax
+		var pc [16]int16
+		for e, v := range c {
+			pc[e] = int16(math.RoundToEven(float64(v) / plain))
+		}
+		// The stored scale is float32: allow its rounding (2^−24 relative).
+		if p := quantizedError(&c, &count, &pc, plain); got > p*(1+1e-5)+1e-13*norm {
+			t.Errorf("case %d: error %g worse than scale max/%d's %g", i, got, codeMax, p)
+		}
+		worst = max(worst, relErr)
+	}
+	t.Logf("worst weighted RMS codebook error %.3g of the RMS weight", worst)
+	if worst > 1.0/codeMax {
+		t.Errorf("codebook error %.3g > one step of %d levels", worst, codeMax)
+	}
+}
+
+// checkQuantized checks blocks of 32 codes (code j of x stored at
+// pos(j)): their number, every value within scale/2 of scale·code, no
+// code equal to never (the negative code outside the symmetric range),
+// and the padding zero.
+func checkQuantized[T int8 | int16](t *testing.T, x []float32, codes []T, scales []float32, never T, pos func(int) int) {
+	t.Helper()
+	n, nb := len(x), (len(x)+Q8Block-1)/Q8Block
+	if len(codes) != nb*Q8Block || len(scales) != nb {
+		t.Fatalf("n=%d: %d codes, %d scales; want %d, %d", n, len(codes), len(scales), nb*Q8Block, nb)
+	}
+	seen := make([]bool, len(codes))
+	for j, v := range x {
+		p, s := pos(j), scales[j/Q8Block]
+		seen[p] = true
+		if d := math.Abs(float64(v) - float64(s)*float64(codes[p])); d > float64(s)/2*(1+1e-6) || codes[p] == never {
+			t.Fatalf("n=%d x[%d]=%g: code %d scale %g, error %g > scale/2", n, j, v, codes[p], s, d)
+		}
+	}
+	for j := range codes {
+		if !seen[j] && codes[j] != 0 {
+			t.Fatalf("n=%d: padding code %d = %d", n, j, codes[j])
+		}
+	}
+}
+
+// q4Row is a random packed row of n indices (all 16 values) and its
+// unpacked indices.
+func q4Row(r *rand.Rand, n int) ([]uint8, []uint8) {
+	idx := make([]uint8, n)
+	for j := range idx {
+		idx[j] = uint8(r.IntN(16))
+	}
+	nib, _, ok := packNibbles(idx, 1, n)
+	if !ok {
+		panic("indices < 16 did not pack")
+	}
+	return nib, idx
+}
+
+// checkQ4Dot checks one row's integer product got (codebook scale s
+// applied) against (1) the quantized product Σ_b sq_b·Σ s·code·q in
+// float64, within float rounding, and (2) the float product Σ c·x in
+// float64, within the derived bound: per weight |c·x − s·code·sq·q| ≤
+// |c − s·code|·|x| + s|code|·|x − sq·q| ≤ (s/2)|x| + s|code|·sq/2, the
+// codebook's half step and the activation's.
+func checkQ4Dot(t *testing.T, what string, got float32, c *[16]float32, code *[16]int16, s float32, idx []uint8, x []float32, q *Q16) {
+	t.Helper()
+	var quantized, qabs, exact, abs, bound float64
+	for b := 0; b*Q16Block < len(idx); b++ {
+		var acc, accAbs float64
+		sq := float64(q.Scale[b])
+		for j := b * Q16Block; j < min((b+1)*Q16Block, len(idx)); j++ {
+			k := float64(code[idx[j]])
+			qj := float64(q.Q[b*Q16Block+q16Pos(j%Q16Block)])
+			acc += k * qj
+			accAbs += math.Abs(k * qj)
+			exact += float64(c[idx[j]]) * float64(x[j])
+			abs += math.Abs(float64(c[idx[j]]) * float64(x[j]))
+			bound += float64(s)/2*math.Abs(float64(x[j])) + float64(s)*math.Abs(k)*sq/2
+		}
+		quantized += float64(s) * sq * acc
+		qabs += float64(s) * sq * accAbs
+	}
+	if d := math.Abs(float64(got) - quantized); d > 1e-5*qabs+1e-30 {
+		t.Errorf("%s: integer product %g, quantized product %g (|Δ| %.3g > 1e-5 × %.3g)", what, got, quantized, d, qabs)
+	}
+	if d := math.Abs(float64(got) - exact); d > bound+2e-5*abs+1e-30 {
+		t.Errorf("%s: integer product %g, float product %g (|Δ| %.3g > bound %.3g)", what, got, exact, d, bound)
+	}
+}
+
+// TestLUTQ16Dot: at every level, on ragged lengths, lutQ16Dot and both
+// rows of lutQ16Dot2 against the quantized and float products
+// (checkQ4Dot).
+func TestLUTQ16Dot(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(21, 2))
+		var q Q16
+		for _, n := range append(raggedLens, 4096, 4096+40) {
+			if n == 0 {
+				continue // a product has at least one column
+			}
+			var tab [4][16]float32
+			for i := range 2 {
+				copy(tab[i][:], randVec(r, 16))
+			}
+			p, idx := q4Row(r, n)
+			cb := newIntCodebook(&tab, 2, idx)
+			_, x := q8Inputs(r, n)
+			QuantizeQ16(&q, x)
+			checkQ4Dot(t, "lutQ16Dot", lutQ16Dot(cb, 0, p, &q)*cb.scale[0], &tab[0], &cb.code[0], cb.scale[0], idx, x, &q)
+			s0, s1 := lutQ16Dot2(cb, 0, p, &q)
+			checkQ4Dot(t, "lutQ16Dot2 row 0", s0*cb.scale[0], &tab[0], &cb.code[0], cb.scale[0], idx, x, &q)
+			checkQ4Dot(t, "lutQ16Dot2 row 1", s1*cb.scale[1], &tab[1], &cb.code[1], cb.scale[1], idx, x, &q)
+		}
+	})
+}
+
+// TestLUTQ16DotExtremes: codes ±codeMax against activation codes ±32767,
+// all products of one sign (the largest int32 block sums, 32·2047·32767 <
+// 2³¹), at every level, for both kernels: no overflow, the result within
+// float rounding of the exact sum.
+func TestLUTQ16DotExtremes(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		const n = 5 * Q16Block
+		cb := new(intCodebook)
+		var pos, neg [16]int16
+		for e := range 16 {
+			pos[e], neg[e] = codeMax, -codeMax
+		}
+		cb.setCodes(0, &pos)
+		cb.setCodes(1, &neg)
+		idx := make([]uint8, n)
+		x := make([]float32, n)
+		for j := range idx {
+			idx[j] = uint8(j % 16)
+			x[j] = 1
+		}
+		p, _, _ := packNibbles(idx, 1, n)
+		var q Q16
+		QuantizeQ16(&q, x)
+		want := float64(n) * codeMax * 32767 * float64(q.Scale[0])
+		s0, s1 := lutQ16Dot2(cb, 0, p, &q)
+		for _, got := range []float32{lutQ16Dot(cb, 0, p, &q), s0, -s1, -lutQ16Dot(cb, 1, p, &q)} {
+			if math.Abs(float64(got)-want) > 1e-6*want {
+				t.Fatalf("extremes: %g, want %g", got, want)
+			}
+		}
+	})
+}
+
+// TestRunnerIntegerLUT: with Runner.Integer a single-row product of every
+// ≤ 16-entry codebook format (CD 1, 2, 4; with and without a per-channel
+// scale; ragged column counts) gives each row within checkQ4Dot's bound of
+// the float product (times the row scale); without it, the float path
+// bit-identically; a two-row product is bit-identical either way; and a
+// matrix with an index ≥ 16 (left unpacked) stays on the float path.
+func TestRunnerIntegerLUT(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(21, 3))
+		run := NewRunner(2)
+		defer run.Close()
+		run.MinParallel = 1
+		const rows = 24
+		for _, name := range []string{"LUT4 per-tensor", "LUT4 per-tensor + pcs", "vector 2x16", "vector 2x16 + pcs", "vector 4x16 + pcs"} {
+			f, err := qformat.Lookup(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cols := range []int{1, 7, 33, 203} {
+				for _, malformed := range []bool{false, true} {
+					lut := randVec(r, f.Entries*f.CD)
+					idx := make([]uint8, rows/f.CD*cols)
+					for i := range idx {
+						idx[i] = uint8(r.IntN(f.Entries))
+					}
+					if malformed {
+						idx[len(idx)-1] = 16
+					}
+					var scale []float32
+					if f.Scaled {
+						scale = randVec(r, rows)
+					}
+					m, err := NewLUT(name, rows, cols, f.CD, lut, idx, scale)
+					if err != nil {
+						t.Fatal(err)
+					}
+					l := &Linear{W: m}
+					_, x := q8Inputs(r, 2*cols)
+					apply := func(integer bool, n int) []float32 {
+						run.Integer = integer
+						out := make([]float32, n*rows)
+						run.Apply(l, out, x, n)
+						return out
+					}
+					fl, in := apply(false, 1), apply(true, 1)
+					want := make([]float32, rows)
+					m.mulVec(want, x[:cols], 0, rows)
+					if !equalBits(fl, want) {
+						t.Fatalf("%s cols %d: float mode is not the float kernel", name, cols)
+					}
+					if malformed || !m.hasQ16() {
+						if m.hasQ16() {
+							t.Fatalf("%s: an index ≥ 16 left an integer codebook", name)
+						}
+						if !equalBits(in, fl) {
+							t.Fatalf("%s cols %d malformed %v: integer mode left the float path", name, cols, malformed)
+						}
+						continue
+					}
+					var q Q16
+					QuantizeQ16(&q, x[:cols])
+					for i := range rows {
+						tc := i % f.CD
+						var c [16]float32
+						for e := range f.Entries {
+							c[e] = lut[e*f.CD+tc]
+						}
+						rs := m.rowScale(i)
+						checkQ4Dot(t, name, in[i]/rs, &c, &m.icb.code[tc], m.icb.scale[tc],
+							idx[i/f.CD*cols:(i/f.CD+1)*cols], x[:cols], &q)
+					}
+					if fl2, in2 := apply(false, 2), apply(true, 2); !equalBits(fl2, in2) {
+						t.Fatalf("%s cols %d: two rows differ between modes", name, cols)
+					}
+				}
+			}
+		}
+	})
+}
+
+func equalBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// BenchmarkLUTQ16 times one 1024×4096 product of each ≤ 16-entry codebook
+// format through the float kernel (mulVec) and the integer one
+// (QuantizeQ16 once, then mulVecQ16), alternating inside each iteration, at
+// the best level here; it reports the median ns/weight of both and the
+// median ratio float / integer (medians: a busy machine's stalls hit single
+// iterations).
+func BenchmarkLUTQ16(b *testing.B) {
+	const rows, cols = 1024, 4096
+	for _, bc := range []struct {
+		name string
+		cd   int
+	}{{"LUT4", 1}, {"vector2x16", 2}, {"vector4x16", 4}} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(3, 3))
+			idx := make([]uint8, rows/bc.cd*cols)
+			for i := range idx {
+				idx[i] = uint8(r.IntN(16))
+			}
+			m, err := NewLUT("bench", rows, cols, bc.cd, randVec(r, 16*bc.cd), idx, randVec(r, rows))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, x := q8Inputs(r, cols)
+			y := make([]float32, rows)
+			var q Q16
+			var tf, ti, ratio []float64
+			for b.Loop() {
+				t0 := time.Now()
+				m.mulVec(y, x, 0, rows)
+				t1 := time.Now()
+				QuantizeQ16(&q, x)
+				m.mulVecQ16(y, &q, 0, rows)
+				f, i := float64(t1.Sub(t0)), float64(time.Since(t1))
+				tf, ti, ratio = append(tf, f), append(ti, i), append(ratio, f/i)
+			}
+			med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+			b.ReportMetric(med(tf)/(rows*cols), "ns/weight_float")
+			b.ReportMetric(med(ti)/(rows*cols), "ns/weight_int")
+			b.ReportMetric(med(ratio), "speedup")
+		})
+	}
+}

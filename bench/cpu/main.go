@@ -285,7 +285,7 @@ func measurePhase(ctx context.Context, engines []*engine, loaded bool, vocab int
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, err := decodeRate(e.s, vocab)
+		d, err := decodeRate(ctx, e.s, vocab)
 		if err != nil {
 			return err
 		}
@@ -312,7 +312,7 @@ func tokens(vocab, n int) []int {
 
 // decodeRate is tg128: after a short prompt (not timed), 128 single-token
 // steps, each feeding the previous step's greedy token; tokens per second.
-func decodeRate(s *ref.Session, vocab int) (float64, error) {
+func decodeRate(ctx context.Context, s *ref.Session, vocab int) (float64, error) {
 	s.Reset()
 	logits, err := s.Feed(tokens(vocab, promptTokens))
 	if err != nil {
@@ -320,6 +320,9 @@ func decodeRate(s *ref.Session, vocab int) (float64, error) {
 	}
 	start := time.Now()
 	for range decodeTokens {
+		if err := ctx.Err(); err != nil { // an interrupt ends the run within a step
+			return 0, err
+		}
 		if logits, err = s.Feed([]int{argmax(logits)}); err != nil {
 			return 0, err
 		}

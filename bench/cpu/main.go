@@ -96,12 +96,6 @@ type results struct {
 	LoadedWall float64 `json:"loaded_wall_s,omitempty"`
 }
 
-// bwKey names one read-bandwidth series.
-type bwKey struct {
-	goroutines int
-	loaded     bool
-}
-
 func run(ctx context.Context, o options, out, progress io.Writer) error {
 	res := results{Rounds: o.rounds, Machine: machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), Kernels: kernels.KernelLevel(), LoadAvgStart: loadAvg()}}
@@ -117,23 +111,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		res.Rows = append(res.Rows, rows...)
 	}
 	res.Machine.LoadAvgEnd = loadAvg()
-	keys := make([]bwKey, 0, len(read))
-	for k := range read {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b bwKey) int {
-		if a.loaded != b.loaded {
-			return map[bool]int{false: -1, true: 1}[a.loaded]
-		}
-		return a.goroutines - b.goroutines
-	})
-	for _, k := range keys {
-		gbps := make([]float64, len(read[k]))
-		for i, v := range read[k] {
-			gbps[i] = v / 1e9
-		}
-		res.Bandwidth = append(res.Bandwidth, bandwidth{Goroutines: k.goroutines, Loaded: k.loaded, GBps: spreadOf(gbps)})
-	}
+	res.Bandwidth = summarizeBandwidth(read)
 	if o.load {
 		res.UnderLoad = compareUnderLoad(res.Rows)
 		res.LoaderCPU, res.LoadedWall = ld.cpu.Seconds(), ld.wall.Seconds()
@@ -267,9 +245,9 @@ func phaseIndex(loaded bool) int {
 // each engine once, with the load process running if loaded.
 func measurePhase(ctx context.Context, engines []*engine, loaded bool, vocab int, bufs cpuprobe.Buffers, read map[bwKey][]float64, ld *loadStats) (err error) {
 	if loaded {
-		l, err := startLoader()
-		if err != nil {
-			return err
+		l, lerr := startLoader()
+		if lerr != nil {
+			return lerr
 		}
 		defer func() { err = errors.Join(err, l.stop(ld)) }()
 	}

@@ -134,3 +134,21 @@ func TestParseOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestSummarizeBandwidth(t *testing.T) {
+	got := summarizeBandwidth(map[bwKey][]float64{
+		{2, true}:  {1e9, 3e9, 2e9},
+		{1, true}:  {1e9},
+		{2, false}: {20e9, 30e9, 25e9},
+		{1, false}: {12e9, 10e9},
+	})
+	want := []bandwidth{
+		{1, false, spread{11, 10, 12}},
+		{2, false, spread{25, 20, 30}},
+		{1, true, spread{1, 1, 1}},
+		{2, true, spread{2, 1, 3}},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}

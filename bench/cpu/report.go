@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -168,7 +169,37 @@ type bandwidth struct {
 func writeBandwidth(w io.Writer, bw []bandwidth) {
 	parts := make([]string, len(bw))
 	for i, b := range bw {
-		parts[i] = fmt.Sprintf("%d goroutine(s)%s %s GB/s", b.Goroutines, map[bool]string{true: " loaded"}[b.Loaded], fmtSpread(b.GBps, 1))
+		loaded := ""
+		if b.Loaded {
+			loaded = " loaded"
+		}
+		parts[i] = fmt.Sprintf("%d goroutine(s)%s %s GB/s", b.Goroutines, loaded, fmtSpread(b.GBps, 1))
 	}
 	fmt.Fprintf(w, "read bandwidth: %s\n", strings.Join(parts, "; "))
+}
+
+// bwKey names one read-bandwidth series.
+type bwKey struct {
+	goroutines int
+	loaded     bool
+}
+
+// summarizeBandwidth turns the rounds' read bandwidths (bytes/s) into GB/s
+// spreads, unloaded first, then by goroutines.
+func summarizeBandwidth(read map[bwKey][]float64) []bandwidth {
+	var out []bandwidth
+	for k, v := range read {
+		gbps := make([]float64, len(v))
+		for i, x := range v {
+			gbps[i] = x / 1e9
+		}
+		out = append(out, bandwidth{Goroutines: k.goroutines, Loaded: k.loaded, GBps: spreadOf(gbps)})
+	}
+	slices.SortFunc(out, func(a, b bandwidth) int {
+		if a.Loaded != b.Loaded {
+			return cmp.Compare(phaseIndex(a.Loaded), phaseIndex(b.Loaded))
+		}
+		return cmp.Compare(a.Goroutines, b.Goroutines)
+	})
+	return out
 }

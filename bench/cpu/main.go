@@ -2,7 +2,7 @@
 // this machine (issue #21, item 5): for each synthetic preset with the
 // recipe export (ane/ref QuickExport: the published recipe's formats,
 // round-to-nearest codebooks) at each worker count and numeric mode,
-// decode tok/s (tg128: 128 greedy tokens after an 8-token prompt), prefill
+// decode tok/s (tg128: 128 single-token steps after an 8-token prompt), prefill
 // tok/s (pp512: one 512-token prompt), the weight megabytes one decode step
 // reads (the engine's WeightBytes), the weight bandwidth that makes (MB/token
 // × tok/s) and its ratio to a STREAM-like read of the same machine in the
@@ -289,19 +289,20 @@ func tokens(vocab, n int) []int {
 }
 
 // decodeRate is tg128: after a short prompt (not timed), 128 single-token
-// steps, each feeding the previous step's greedy token; tokens per second.
+// steps; tokens per second. The tokens are a fixed sequence, not sampled:
+// a step costs the same whatever its token (as llama-bench's tg).
 func decodeRate(ctx context.Context, s *ref.Session, vocab int) (float64, error) {
 	s.Reset()
-	logits, err := s.Feed(tokens(vocab, promptTokens))
-	if err != nil {
+	if _, err := s.Feed(tokens(vocab, promptTokens)); err != nil {
 		return 0, err
 	}
+	ids := tokens(vocab, promptTokens+decodeTokens)[promptTokens:]
 	start := time.Now()
-	for range decodeTokens {
+	for _, id := range ids {
 		if err := ctx.Err(); err != nil { // an interrupt ends the run within a step
 			return 0, err
 		}
-		if logits, err = s.Feed([]int{argmax(logits)}); err != nil {
+		if _, err := s.Feed([]int{id}); err != nil {
 			return 0, err
 		}
 	}
@@ -317,14 +318,4 @@ func prefillRate(s *ref.Session, vocab int) (float64, error) {
 		return 0, err
 	}
 	return prefillTokens / time.Since(start).Seconds(), nil
-}
-
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }

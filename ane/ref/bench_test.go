@@ -13,8 +13,8 @@ import (
 )
 
 // Benchmarks run on synthetic checkpoints generated in a temporary
-// directory (internal/synth) and an export made by quickExport (round-to-nearest
-// with fixed codebooks; see quickexport_test.go). Run with e.g.
+// directory (internal/synth) and an export made by QuickExport (round-to-nearest
+// with fixed codebooks; see quickexport.go). Run with e.g.
 //
 //	go test -run '^$' -bench . -benchtime 20x ./ane/ref
 //
@@ -60,11 +60,7 @@ func loadBench(b *testing.B, preset string) *benchModel {
 	if err != nil {
 		b.Fatal(err)
 	}
-	files, err := quickExport(bm.cfg, src)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if bm.export, err = LoadExport(bm.cfg, src, files, nil); err != nil {
+	if bm.export, err = QuickExport(bm.cfg, src); err != nil {
 		b.Fatal(err)
 	}
 	benchModels[preset] = bm

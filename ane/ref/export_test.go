@@ -3,7 +3,6 @@ package ref
 import (
 	"encoding/binary"
 	"fmt"
-	"io/fs"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -14,24 +13,6 @@ import (
 	"github.com/forgedaemon/forged/ane/nprand"
 	"github.com/x448/float16"
 )
-
-// memFile and memFiles are an in-memory export directory.
-type memFile struct {
-	MapSource
-	md map[string]string
-}
-
-func (f *memFile) Metadata() map[string]string { return f.md }
-
-type memFiles map[string]*memFile
-
-func (m memFiles) Open(name string) (File, error) {
-	f, ok := m[name]
-	if !ok {
-		return nil, fmt.Errorf("open %s: %w", name, fs.ErrNotExist)
-	}
-	return f, nil
-}
 
 func f16(x float64) float64 { return float64(float16.Fromfloat32(float32(x)).Float32()) }
 

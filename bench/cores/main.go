@@ -15,31 +15,21 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/forgedaemon/forged/internal/cpuprobe"
 )
 
 func main() {
 	fmt.Printf("GOMAXPROCS %d, NumCPU %d\n", runtime.GOMAXPROCS(0), runtime.NumCPU())
-	if haveFMAProbe() {
-		r := scaling(func(int) { fmaBurst(20_000_000) })
+	if cpuprobe.HaveFMA() {
+		r := scaling(func(int) { cpuprobe.FMABurst(20_000_000) })
 		fmt.Printf("pure ZMM FMA: 2 goroutines / 1 = %.2f (median of 9)\n", r)
 	} else {
 		fmt.Println("pure ZMM FMA: no AVX-512 here, skipped")
 	}
-	const n = 256 << 20
-	bufs := [2][]uint64{make([]uint64, n/8), make([]uint64, n/8)}
-	for _, b := range bufs {
-		for i := range b {
-			b[i] = uint64(i)
-		}
-	}
+	bufs := cpuprobe.NewBuffers(2, 256<<20)
 	var sink [2]uint64
-	r := scaling(func(g int) {
-		var s uint64
-		for _, v := range bufs[g] {
-			s += v
-		}
-		sink[g] = s
-	})
+	r := scaling(func(g int) { sink[g] = bufs.Sum(g) })
 	fmt.Printf("streaming read of 256 MiB each: 2 goroutines / 1 = %.2f (median of 9)\n", r)
 }
 

@@ -1,9 +1,9 @@
 //go:build amd64
 
 #include "textflag.h"
-// func fmaBurst(n int): 16 independent ZMM FMA chains, n rounds. Pure
+// func FMABurst(n int): 16 independent ZMM FMA chains, n rounds. Pure
 // floating-point throughput: no memory, no dependency stalls.
-TEXT ·fmaBurst(SB), NOSPLIT, $0-8
+TEXT ·FMABurst(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1

@@ -3,14 +3,15 @@ package ref
 import (
 	"encoding/binary"
 	"fmt"
+	"io/fs"
 	"math"
 	"sort"
 
 	"github.com/forgedaemon/forged/ane/format/half"
 )
 
-// A fast round-to-nearest export for benchmarks (the real GPTQ quantizer is
-// a later issue): per-channel RMS scales ("+ pcs"), and fixed codebooks —
+// A fast round-to-nearest export for benchmarks (the real quantizer is
+// ane/rebuild's GPTQ): per-channel RMS scales ("+ pcs"), and fixed codebooks —
 // the 16-level Lloyd–Max quantizer of N(0,1) for LUT4, its 4-level
 // counterpart squared into a 16-entry 2-vector product codebook for
 // vector 2x16 — so quantizing a billion weights takes seconds. Layout and
@@ -19,6 +20,38 @@ import (
 var lloydMax16 = []float32{-2.7326, -2.0690, -1.6181, -1.2562, -0.9424, -0.6568, -0.3881, -0.1284,
 	0.1284, 0.3881, 0.6568, 0.9424, 1.2562, 1.6181, 2.0690, 2.7326}
 var lloydMax4 = []float32{-1.5104, -0.4528, 0.4528, 1.5104}
+
+// QuickExport quantizes the BF16 checkpoint src in memory into the
+// published recipe's formats (quickExport) and loads the result, taking
+// the unquantized tensors and the embedding from src, which must stay
+// open while the weights are used. For benchmarks (ane/ref's, bench/cpu):
+// the bytes read per token and the kernels run are the recipe's, the
+// codebooks are not fitted.
+func QuickExport(cfg Config, src Source) (*Weights, error) {
+	files, err := quickExport(cfg, src)
+	if err != nil {
+		return nil, err
+	}
+	return LoadExport(cfg, src, files, nil)
+}
+
+// memFile and memFiles are an in-memory export directory.
+type memFile struct {
+	MapSource
+	md map[string]string
+}
+
+func (f *memFile) Metadata() map[string]string { return f.md }
+
+type memFiles map[string]*memFile
+
+func (m memFiles) Open(name string) (File, error) {
+	f, ok := m[name]
+	if !ok {
+		return nil, fmt.Errorf("open %s: %w", name, fs.ErrNotExist)
+	}
+	return f, nil
+}
 
 func nearestLevel(levels []float32, x float32) int {
 	i := sort.Search(len(levels), func(i int) bool { return levels[i] >= x })

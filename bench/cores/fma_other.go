@@ -1,7 +1,0 @@
-//go:build !amd64
-
-package main
-
-func fmaBurst(n int) {}
-
-func haveFMAProbe() bool { return false }

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+func TestSpreadOf(t *testing.T) {
+	in := []float64{5, 1, 4, 2, 3}
+	if got := spreadOf(in); got != (spread{Median: 3, Min: 1, Max: 5}) {
+		t.Errorf("odd count: %+v", got)
+	}
+	if !slices.Equal(in, []float64{5, 1, 4, 2, 3}) {
+		t.Errorf("spreadOf reordered its input: %v", in)
+	}
+	if got := spreadOf([]float64{10, 2, 4, 8}); got != (spread{Median: 6, Min: 2, Max: 10}) {
+		t.Errorf("even count: %+v, want the middle two's mean 6", got)
+	}
+	if got := spreadOf([]float64{7}); got != (spread{7, 7, 7}) {
+		t.Errorf("one sample: %+v", got)
+	}
+}
+
+// TestSummarize checks the arithmetic: bits/weight against the BF16
+// bytes, GB/s = MB/token × tok/s per round, and the ratio taken per round
+// against that round's read bandwidth (its median differs from the ratio
+// of the medians here, so mixing rounds up would show).
+func TestSummarize(t *testing.T) {
+	c := config{Preset: "medium", Threads: 2, Mode: "fast"}
+	s := samples{decode: []float64{28.6, 30, 27}, prefill: []float64{50, 60, 40}, read: []float64{10e9, 25e9, 20e9}}
+	r := summarize(c, s, 349e6, 1967e6)
+	if r.config != c {
+		t.Errorf("config %+v", r.config)
+	}
+	if !near(r.BitsPerWeight, 16*349.0/1967) || !near(r.MBPerToken, 349) {
+		t.Errorf("bits/weight %v, MB/token %v", r.BitsPerWeight, r.MBPerToken)
+	}
+	if r.Decode != (spread{28.6, 27, 30}) || r.Prefill != (spread{50, 40, 60}) {
+		t.Errorf("decode %+v, prefill %+v", r.Decode, r.Prefill)
+	}
+	if !near(r.GBps.Median, 0.349*28.6) || !near(r.GBps.Min, 0.349*27) || !near(r.GBps.Max, 0.349*30) {
+		t.Errorf("GB/s %+v", r.GBps)
+	}
+	ratios := []float64{0.349 * 28.6 / 10, 0.349 * 30 / 25, 0.349 * 27 / 20}
+	if !near(r.Ratio.Median, ratios[2]) || !near(r.Ratio.Min, ratios[1]) || !near(r.Ratio.Max, ratios[0]) {
+		t.Errorf("ratio %+v, want per-round ratios %v", r.Ratio, ratios)
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	r := summarize(config{Preset: "small", Threads: 2, Mode: "fast", Loaded: true},
+		samples{decode: []float64{30, 28.6, 27}, prefill: []float64{300, 310, 320}, read: []float64{20e9, 20e9, 20e9}}, 349e6, 1967e6)
+	var b strings.Builder
+	writeTable(&b, []row{r})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "| preset, threads, mode | bits/weight | MB/token | decode tok/s | prefill tok/s | GB/s | ratio to read bandwidth |") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	want := "| small, 2, fast, loaded | 2.84 | 349.0 | 28.6 [27.0–30.0] | 310.0 [300.0–320.0] | 9.98 [9.42–10.47] | 0.50 [0.47–0.52] |"
+	if lines[2] != want {
+		t.Errorf("row\n got %s\nwant %s", lines[2], want)
+	}
+}
+
+func TestCompareUnderLoad(t *testing.T) {
+	mk := func(preset string, threads int, loaded bool, decode, prefill float64) row {
+		return row{config: config{Preset: preset, Threads: threads, Mode: "fast", Loaded: loaded},
+			Decode: spread{Median: decode}, Prefill: spread{Median: prefill}}
+	}
+	rows := []row{
+		mk("small", 1, false, 20, 200),
+		mk("small", 2, false, 35, 380),
+		mk("small", 1, true, 12, 150),
+		mk("small", 2, true, 25, 180),
+		mk("small", 4, true, 18, 190),  // the most workers under load is the one compared
+		mk("medium", 1, false, 10, 50), // no loaded row: left out
+	}
+	got := compareUnderLoad(rows)
+	if len(got) != 1 {
+		t.Fatalf("%d comparisons, want 1: %+v", len(got), got)
+	}
+	u := got[0]
+	if u.Preset != "small" || u.Threads != 4 || u.DecodeLoaded != 18 || u.DecodeAlone1 != 20 || !near(u.DecodeRatio, 0.9) ||
+		!near(u.PrefillRatio, 0.95) || u.GracefulDecode {
+		t.Errorf("%+v", u)
+	}
+	rows[4].Decode.Median = 21
+	if u := compareUnderLoad(rows)[0]; !u.GracefulDecode {
+		t.Errorf("21 tok/s under load vs 20 alone is graceful: %+v", u)
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	o, err := parseOptions([]string{"-presets", "tiny, small", "-threads", "2,1", "-mode", "exact,fast", "-rounds", "7", "-load", "-json"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.presets, []string{"tiny", "small"}) || !slices.Equal(o.threads, []int{2, 1}) ||
+		!slices.Equal(o.modes, []string{"exact", "fast"}) || o.rounds != 7 || !o.load || !o.json {
+		t.Errorf("%+v", o)
+	}
+	d, err := parseOptions(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.presets, []string{"small", "medium"}) || !slices.Equal(d.threads, []int{1, 2}) ||
+		!slices.Equal(d.modes, []string{"fast"}) || d.rounds != 5 || d.load || d.json {
+		t.Errorf("defaults %+v", d)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-presets", "huge"}, `unknown preset "huge"`},
+		{[]string{"-presets", "small,,medium"}, "empty item"},
+		{[]string{"-presets", "small,small"}, "small is listed twice"},
+		{[]string{"-threads", "0"}, `"0" is not a worker count`},
+		{[]string{"-threads", "two"}, `"two" is not a worker count`},
+		{[]string{"-threads", "1,1"}, "1 is listed twice"},
+		{[]string{"-threads", "100000"}, "not a worker count in 1..256"},
+		{[]string{"-mode", "turbo"}, `"turbo" is not "fast" or "exact"`},
+		{[]string{"-rounds", "0"}, "-rounds 0: need at least 1"},
+		{[]string{"-rounds", "x"}, "invalid value"},
+		{[]string{"small"}, `unexpected argument "small"`},
+		{[]string{"-bogus"}, "not defined: -bogus"},
+	} {
+		if _, err := parseOptions(c.args, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want one containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestSummarizeBandwidth(t *testing.T) {
+	got := summarizeBandwidth(map[bwKey][]float64{
+		{2, true}:  {1e9, 3e9, 2e9},
+		{1, true}:  {1e9},
+		{2, false}: {20e9, 30e9, 25e9},
+		{1, false}: {12e9, 10e9},
+	})
+	want := []bandwidth{
+		{1, false, spread{11, 10, 12}},
+		{2, false, spread{25, 20, 30}},
+		{1, true, spread{1, 1, 1}},
+		{2, true, spread{2, 1, 3}},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// spread is the median and the range of one figure over the rounds.
+type spread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+// spreadOf summarises samples (at least one; the input is not modified).
+// An even count takes the mean of the middle two.
+func spreadOf(samples []float64) spread {
+	s := slices.Sorted(slices.Values(samples))
+	n := len(s)
+	med := s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return spread{Median: med, Min: s[0], Max: s[n-1]}
+}
+
+// config is one measured configuration.
+type config struct {
+	Preset  string `json:"preset"`
+	Threads int    `json:"threads"`
+	Mode    string `json:"mode"`
+	Loaded  bool   `json:"loaded"` // a second process loaded one core meanwhile
+}
+
+func (c config) label() string {
+	l := fmt.Sprintf("%s, %d, %s", c.Preset, c.Threads, c.Mode)
+	if c.Loaded {
+		l += ", loaded"
+	}
+	return l
+}
+
+// samples are one configuration's per-round measurements: tok/s of the
+// tg128 decode and of the pp512 prefill, and the read bandwidth (bytes/s,
+// as many goroutines as the configuration has workers) of the same round
+// under the same load.
+type samples struct {
+	decode, prefill, read []float64
+}
+
+// row is one configuration's summary.
+type row struct {
+	config
+	BitsPerWeight float64 `json:"bits_per_weight"`
+	MBPerToken    float64 `json:"mb_per_token"`
+	Decode        spread  `json:"decode_tok_s"`
+	Prefill       spread  `json:"prefill_tok_s"`
+	GBps          spread  `json:"weights_gb_s"`     // MB/token × decode tok/s
+	Ratio         spread  `json:"ratio_to_read_bw"` // GB/s over the same round's read bandwidth
+}
+
+// summarize turns a configuration's samples into its row. weightBytes is
+// what one decode step reads (the engine's WeightBytes), bf16Bytes the
+// same accounting for the BF16 checkpoint: the export's bits per weight
+// are 16 × weightBytes / bf16Bytes, as the issue's table counts them.
+func summarize(c config, s samples, weightBytes, bf16Bytes int64) row {
+	if len(s.decode) != len(s.read) {
+		panic("summarize: a read bandwidth per decode round")
+	}
+	gbps := make([]float64, len(s.decode))
+	ratio := make([]float64, len(s.decode))
+	for i, tps := range s.decode {
+		gbps[i] = float64(weightBytes) * tps / 1e9
+		ratio[i] = gbps[i] * 1e9 / s.read[i]
+	}
+	return row{
+		config:        c,
+		BitsPerWeight: 16 * float64(weightBytes) / float64(bf16Bytes),
+		MBPerToken:    float64(weightBytes) / 1e6,
+		Decode:        spreadOf(s.decode),
+		Prefill:       spreadOf(s.prefill),
+		GBps:          spreadOf(gbps),
+		Ratio:         spreadOf(ratio),
+	}
+}
+
+// fmtSpread prints a spread as "median [min–max]" with the given decimals.
+func fmtSpread(s spread, prec int) string {
+	return fmt.Sprintf("%.*f [%.*f–%.*f]", prec, s.Median, prec, s.Min, prec, s.Max)
+}
+
+// writeTable prints rows as the issue's markdown table.
+func writeTable(w io.Writer, rows []row) {
+	fmt.Fprintln(w, "| preset, threads, mode | bits/weight | MB/token | decode tok/s | prefill tok/s | GB/s | ratio to read bandwidth |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %.2f | %.1f | %s | %s | %s | %s |\n", r.label(), r.BitsPerWeight, r.MBPerToken,
+			fmtSpread(r.Decode, 1), fmtSpread(r.Prefill, 1), fmtSpread(r.GBps, 2), fmtSpread(r.Ratio, 2))
+	}
+}
+
+// underLoad is the figure the issue asks about when a second process
+// loads a core: the most workers under load against one worker without.
+type underLoad struct {
+	Preset         string  `json:"preset"`
+	Mode           string  `json:"mode"`
+	Threads        int     `json:"threads_loaded"`
+	DecodeLoaded   float64 `json:"decode_tok_s_loaded"`
+	DecodeAlone1   float64 `json:"decode_tok_s_1thread_unloaded"`
+	PrefillLoaded  float64 `json:"prefill_tok_s_loaded"`
+	PrefillAlone1  float64 `json:"prefill_tok_s_1thread_unloaded"`
+	DecodeRatio    float64 `json:"decode_ratio"`
+	PrefillRatio   float64 `json:"prefill_ratio"`
+	GracefulDecode bool    `json:"graceful_decode"` // DecodeRatio ≥ 1: no collapse below one worker
+}
+
+// compareUnderLoad pairs, per preset and mode, the loaded row with the
+// most workers (more than one) with the unloaded 1-worker row, by medians.
+// Presets or modes without both rows are left out.
+func compareUnderLoad(rows []row) []underLoad {
+	var out []underLoad
+	for _, one := range rows {
+		if one.Loaded || one.Threads != 1 {
+			continue
+		}
+		var best *row
+		for i := range rows {
+			r := &rows[i]
+			if r.Loaded && r.Preset == one.Preset && r.Mode == one.Mode && r.Threads > 1 && (best == nil || r.Threads > best.Threads) {
+				best = r
+			}
+		}
+		if best == nil {
+			continue
+		}
+		u := underLoad{Preset: one.Preset, Mode: one.Mode, Threads: best.Threads,
+			DecodeLoaded: best.Decode.Median, DecodeAlone1: one.Decode.Median,
+			PrefillLoaded: best.Prefill.Median, PrefillAlone1: one.Prefill.Median}
+		u.DecodeRatio = u.DecodeLoaded / u.DecodeAlone1
+		u.PrefillRatio = u.PrefillLoaded / u.PrefillAlone1
+		u.GracefulDecode = u.DecodeRatio >= 1
+		out = append(out, u)
+	}
+	return out
+}
+
+func writeUnderLoad(w io.Writer, us []underLoad) {
+	for _, u := range us {
+		verdict := "graceful (not below 1 thread alone)"
+		if !u.GracefulDecode {
+			verdict = "below 1 thread alone"
+		}
+		fmt.Fprintf(w, "%s, %s: %d threads under load vs 1 thread unloaded: decode %.1f vs %.1f tok/s (%.2f×), prefill %.1f vs %.1f tok/s (%.2f×): decode %s\n",
+			u.Preset, u.Mode, u.Threads, u.DecodeLoaded, u.DecodeAlone1, u.DecodeRatio,
+			u.PrefillLoaded, u.PrefillAlone1, u.PrefillRatio, verdict)
+	}
+}
+
+// bandwidth is the read bandwidth of one goroutine count, loaded or not.
+type bandwidth struct {
+	Goroutines int    `json:"goroutines"`
+	Loaded     bool   `json:"loaded"`
+	GBps       spread `json:"gb_s"`
+}
+
+func writeBandwidth(w io.Writer, bw []bandwidth) {
+	parts := make([]string, len(bw))
+	for i, b := range bw {
+		loaded := ""
+		if b.Loaded {
+			loaded = " loaded"
+		}
+		parts[i] = fmt.Sprintf("%d goroutine(s)%s %s GB/s", b.Goroutines, loaded, fmtSpread(b.GBps, 1))
+	}
+	fmt.Fprintf(w, "read bandwidth: %s\n", strings.Join(parts, "; "))
+}
+
+// bwKey names one read-bandwidth series.
+type bwKey struct {
+	goroutines int
+	loaded     bool
+}
+
+// summarizeBandwidth turns the rounds' read bandwidths (bytes/s) into GB/s
+// spreads, unloaded first, then by goroutines.
+func summarizeBandwidth(read map[bwKey][]float64) []bandwidth {
+	var out []bandwidth
+	for k, v := range read {
+		gbps := make([]float64, len(v))
+		for i, x := range v {
+			gbps[i] = x / 1e9
+		}
+		out = append(out, bandwidth{Goroutines: k.goroutines, Loaded: k.loaded, GBps: spreadOf(gbps)})
+	}
+	slices.SortFunc(out, func(a, b bandwidth) int {
+		if a.Loaded != b.Loaded {
+			return cmp.Compare(phaseIndex(a.Loaded), phaseIndex(b.Loaded))
+		}
+		return cmp.Compare(a.Goroutines, b.Goroutines)
+	})
+	return out
+}

@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package cpuprobe
+
+func FMABurst(n int) {}
+
+func HaveFMA() bool { return false }

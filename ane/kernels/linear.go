@@ -57,13 +57,13 @@ type Runner struct {
 	// the calling goroutine (0: parallelThreshold); tests lower it to split
 	// small models' products.
 	MinParallel int
-	// Integer is the fast numeric mode's integer path: a single-row
-	// product by an INT8 matrix runs against the activations quantized
-	// once to Q8 (q8.go), within the quantization bound of the float
-	// kernel instead of bit-exact. Matrix-matrix products stay float.
+	// Integer is the fast numeric mode's integer path: a product by an
+	// INT8 matrix runs against the activations quantized once to Q8
+	// (q8.go; n rows: q8batch.go), within the quantization bound of the
+	// float kernel instead of bit-exact.
 	Integer bool
 
-	q8      Q8 // the quantized activations of the current product
+	q8      Q8 // the quantized activation rows of the current product
 	pool    *Pool
 	task    pairTask
 	lrTask  pairTask // a low-rank branch's B·x, run while task is being set up
@@ -137,17 +137,17 @@ func (r *Runner) product(side int, l *Linear, dst, x []float32, n int) product {
 	return product{m: l.W, a: l.A, lrT: lrT, dst: dst}
 }
 
-// useQ8 quantizes x once for the INT8 sides of t when the integer path
-// applies.
+// useQ8 quantizes the n rows of x once for the INT8 sides of t when the
+// integer path applies.
 func (r *Runner) useQ8(t *pairTask, x []float32, n int) {
-	if !r.Integer || n != 1 {
+	if !r.Integer {
 		return
 	}
 	quantized := false
 	for i := range t.parts {
 		if _, ok := t.parts[i].m.(*Int8); ok {
 			if !quantized {
-				QuantizeQ8(&r.q8, x[:t.parts[i].m.Cols()])
+				quantizeQ8Rows(&r.q8, x, n, t.parts[i].m.Cols())
 				quantized = true
 			}
 			t.parts[i].q8 = &r.q8
@@ -206,8 +206,8 @@ func (t *pairTask) RunRange(w, lo, hi int) {
 // mulRange computes rows [lo, hi) of p for the n tokens of x.
 func (r *Runner) mulRange(w int, p *product, x []float32, n, lo, hi int) {
 	m, rows, cols := p.m, p.m.Rows(), p.m.Cols()
-	if n == 1 && p.q8 != nil {
-		m.(*Int8).mulVecQ8(p.dst, p.q8, lo, hi)
+	if p.q8 != nil {
+		m.(*Int8).mulQ8(p.dst, p.q8, n, lo, hi)
 	} else if n == 1 {
 		m.mulVec(p.dst, x, lo, hi)
 	} else if b, ok := m.(batchMatrix); !ok || !b.mulBatch(p.dst, x, n, lo, hi) {

@@ -68,13 +68,14 @@ type Runner struct {
 	task    pairTask
 	lrTask  pairTask // a low-rank branch's B·x, run while task is being set up
 	scratch [][]float32
+	scr8    [][]int8 // the integer matrix-matrix path's decoded rows (q8lut.go)
 	lrTmp   [2][]float32
 }
 
 // NewRunner returns a runner with a pool of threads workers (≤ 0: GOMAXPROCS).
 func NewRunner(threads int) *Runner {
 	p := NewPool(threads)
-	r := &Runner{pool: p, scratch: make([][]float32, p.Workers())}
+	r := &Runner{pool: p, scratch: make([][]float32, p.Workers()), scr8: make([][]int8, p.Workers())}
 	r.task.r = r
 	return r
 }
@@ -137,15 +138,15 @@ func (r *Runner) product(side int, l *Linear, dst, x []float32, n int) product {
 	return product{m: l.W, a: l.A, lrT: lrT, dst: dst}
 }
 
-// useQ8 quantizes the n rows of x once for the INT8 sides of t when the
-// integer path applies.
+// useQ8 quantizes the n rows of x once for the sides of t that have an
+// integer product (q8Matrix) when the integer path applies.
 func (r *Runner) useQ8(t *pairTask, x []float32, n int) {
 	if !r.Integer {
 		return
 	}
 	quantized := false
 	for i := range t.parts {
-		if _, ok := t.parts[i].m.(*Int8); ok {
+		if m, ok := t.parts[i].m.(q8Matrix); ok && m.q8Rows(n) {
 			if !quantized {
 				quantizeQ8Rows(&r.q8, x, n, t.parts[i].m.Cols())
 				quantized = true
@@ -181,7 +182,7 @@ type product struct {
 	a   *F32
 	lrT []float32
 	dst []float32
-	q8  *Q8 // set: m is *Int8 and x is quantized here (Runner.Integer)
+	q8  *Q8 // set: m is a q8Matrix and x is quantized here (Runner.Integer)
 }
 
 type pairTask struct {
@@ -207,7 +208,7 @@ func (t *pairTask) RunRange(w, lo, hi int) {
 func (r *Runner) mulRange(w int, p *product, x []float32, n, lo, hi int) {
 	m, rows, cols := p.m, p.m.Rows(), p.m.Cols()
 	if p.q8 != nil {
-		m.(*Int8).mulQ8(p.dst, p.q8, n, lo, hi)
+		m.(q8Matrix).mulQ8(p.dst, p.q8, n, lo, hi, &r.scr8[w])
 	} else if n == 1 {
 		m.mulVec(p.dst, x, lo, hi)
 	} else if b, ok := m.(batchMatrix); !ok || !b.mulBatch(p.dst, x, n, lo, hi) {

@@ -26,6 +26,7 @@ type LUT struct {
 	stride   int // bytes per packed row
 	scale    []float32
 	name     string
+	q8cb     *q8Codebook // the int8 codebook of the integer matrix-matrix path (q8lut.go)
 }
 
 // NewLUT wraps idx ((rows/cd) × cols) and scale (rows, or nil) without
@@ -86,6 +87,7 @@ func NewLUT(format string, rows, cols, cd int, lut []float32, idx []uint8, scale
 			}
 		}
 	}
+	m.q8cb = newQ8Codebook(m)
 	return m, nil
 }
 

@@ -74,27 +74,39 @@ func int8Q8Dot4Go(w []int8, rows *[4]Q8, out *[4]float32) int {
 	return nb
 }
 
-// mulQ8 is the integer product of rows [r0, r1) against the n activation
-// rows quantized in q (quantizeQ8Rows): y[t·Rows + r] = W[r,:]·x_t.
-func (m *Int8) mulQ8(y []float32, q *Q8, n, r0, r1 int) {
-	if n == 1 {
-		m.mulVecQ8(y, q, r0, r1)
-		return
-	}
-	nb := q8Blocks(m.cols)
-	var out [4]float32
+// q8Matrix is a Matrix with an integer product against quantized
+// activation rows (Runner.Integer).
+type q8Matrix interface {
+	// q8Rows reports whether a product of n rows runs in integers.
+	q8Rows(n int) bool
+	// mulQ8 sets y[t·Rows + r] = W[r,:]·x_t for rows [r0, r1) and the n
+	// rows x_t quantized in q (quantizeQ8Rows); buf is the worker's int8
+	// scratch.
+	mulQ8(y []float32, q *Q8, n, r0, r1 int, buf *[]int8)
+}
+
+func (m *Int8) q8Rows(int) bool { return true }
+
+func (m *Int8) mulQ8(y []float32, q *Q8, n, r0, r1 int, _ *[]int8) {
 	for r := r0; r < r1; r++ {
-		w, sc := m.q[r*m.cols:(r+1)*m.cols], m.scale[r]
-		t := 0
-		for ; t+4 <= n; t += 4 {
-			int8Q8Dot4(w, q, t, nb, &out)
-			for k, v := range out {
-				y[(t+k)*m.rows+r] = v * sc
-			}
+		q8RowTokens(y, m.q[r*m.cols:(r+1)*m.cols], m.scale[r], q, n, r, m.rows)
+	}
+}
+
+// q8RowTokens sets y[t·rows + r] = sc·Σ w·x_t for the n activation rows in
+// q, four at a time: the same bits for a token however many are in q.
+func q8RowTokens(y []float32, w []int8, sc float32, q *Q8, n, r, rows int) {
+	nb := q8Blocks(len(w))
+	var out [4]float32
+	t := 0
+	for ; t+4 <= n; t += 4 {
+		int8Q8Dot4(w, q, t, nb, &out)
+		for k, v := range out {
+			y[(t+k)*rows+r] = v * sc
 		}
-		for ; t < n; t++ {
-			row := q8Row(q, t, nb)
-			y[t*m.rows+r] = int8Q8Dot(w, &row) * sc
-		}
+	}
+	for ; t < n; t++ {
+		row := q8Row(q, t, nb)
+		y[t*rows+r] = int8Q8Dot(w, &row) * sc
 	}
 }

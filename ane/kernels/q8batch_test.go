@@ -116,68 +116,153 @@ func TestInt8Q8Dot4Extremes(t *testing.T) {
 	})
 }
 
-// TestRunnerIntegerRows: with Runner.Integer an n-row ApplyPair (n not a
-// multiple of 4 included, split over two workers) of an INT8 matrix and a
-// LUT4 one gives, for the INT8 side, every token's single-row integer
-// product bit-identically (row scale × int8Q8Dot of that token's own
-// quantization) and, for the LUT4 side, the float path's result
-// bit-identically (the mode does not touch it); without Integer the INT8
-// side is the float path's, bit-identical to a run of the same product
-// with Integer off.
+// integerCase is one matrix of TestRunnerIntegerRows.
+type integerCase struct {
+	name string
+	m    Matrix
+}
+
+// integerCases are an INT8 matrix and codebook matrices of every shape the
+// integer matrix-matrix path decodes: scalar and vector codebooks with and
+// without row scales, 16 entries packed, 64 entries, and a 16-entry one
+// left unpacked by an index ≥ 16 (which reads the zero padding).
+func integerCases(t *testing.T, r *rand.Rand, rows, cols int) []integerCase {
+	w, _ := q8Inputs(r, rows*cols)
+	sc := make([]float32, rows)
+	for j := range sc {
+		sc[j] = float32(r.Float64() + 0.5)
+	}
+	i8, err := NewInt8(rows, cols, w, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []integerCase{{"INT8", i8}}
+	for _, c := range []struct {
+		name             string
+		cd, entries      int
+		scaled, outOfLUT bool
+	}{
+		{"LUT4", 1, 16, false, false}, {"LUT4+pcs", 1, 16, true, false}, {"2x16+pcs", 2, 16, true, false},
+		{"4x16", 4, 16, false, false}, {"2x64+pcs", 2, 64, true, false}, {"2x16 unpacked", 2, 16, false, true},
+	} {
+		idx := make([]uint8, rows/c.cd*cols)
+		for j := range idx {
+			idx[j] = uint8(r.IntN(c.entries))
+		}
+		if c.outOfLUT {
+			idx[len(idx)/2] = 200
+		}
+		var s []float32
+		if c.scaled {
+			s = sc
+		}
+		m, err := NewLUT(c.name, rows, cols, c.cd, randVec(r, c.entries*c.cd), idx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, integerCase{c.name, m})
+	}
+	return cases
+}
+
+// q8Weights is m's rows as the integer path multiplies them: int8 codes
+// and one float factor per row (INT8: its codes and row scales; a
+// codebook: the int8 codebook's codes and row scale × codebook scale).
+func q8Weights(m Matrix) ([]int8, []float32) {
+	rows, cols := m.Rows(), m.Cols()
+	codes, sc := make([]int8, rows*cols), make([]float32, rows)
+	switch m := m.(type) {
+	case *Int8:
+		copy(codes, m.q)
+		copy(sc, m.scale)
+	case *LUT:
+		for g := range rows / m.cd {
+			m.decodeGroupQ8(g, codes[g*m.cd*cols:(g+1)*m.cd*cols])
+		}
+		for r := range sc {
+			sc[r] = m.rowScale(r) * m.q8cb.scale
+		}
+	}
+	return codes, sc
+}
+
+// TestRunnerIntegerRows: each integer weight (q8Weights) is within half
+// the int8 codebook's step (times its row scale) of the stored weight
+// (INT8: within rounding of it). With Runner.Integer, an n-row Apply (n not a
+// multiple of 4 included, rows split over two workers) of a matrix whose
+// q8Rows(n) holds gives every token's single-row integer product of the
+// integer weights (q8Weights) bit-identically — the token's own
+// quantization, its row factor times int8Q8Dot — and stays within the
+// derived bound of the exact product of the stored weights (float64):
+// Σ_j |w_j − ŵ_j|·|x_j| + Σ_b (s_b/2)·Σ_{j∈b} |ŵ_j|, the codebook's
+// rounding (≤ codebook scale/2 × row scale a weight) plus the
+// activations' (≤ s_b/2), plus float rounding. A product that does not
+// take the integer path (a codebook with the AVX-512 batch kernel), and
+// every product with Integer off, is within float rounding (1e-5 of
+// Σ|w·x|) of the exact product.
 func TestRunnerIntegerRows(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(21, 3))
 		const rows = 24
+		run := NewRunner(2)
+		defer run.Close()
+		run.MinParallel = 1
 		for _, cols := range []int{37, 200} {
-			w, _ := q8Inputs(r, rows*cols)
-			sc := make([]float32, rows)
-			for j := range sc {
-				sc[j] = float32(r.Float64() + 0.5)
-			}
-			i8, err := NewInt8(rows, cols, w, sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			idx := make([]uint8, rows*cols)
-			for j := range idx {
-				idx[j] = uint8(r.IntN(16))
-			}
-			lut, err := NewLUT("LUT4 per-tensor", rows, cols, 1, randVec(r, 16), idx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, b := &Linear{W: i8}, &Linear{W: lut}
-			run := NewRunner(2)
-			run.MinParallel = 1
-			apply := func(integer bool, x []float32, n int) [2][]float32 {
-				run.Integer = integer
-				out := [2][]float32{make([]float32, n*rows), make([]float32, n*rows)}
-				run.ApplyPair(a, b, out[0], out[1], x, n, nil)
-				return out
-			}
-			for _, n := range []int{2, 3, 4, 5, 8, 11} {
-				_, x, _ := q8RowsInputs(r, n, cols)
-				in, fl := apply(true, x, n), apply(false, x, n)
-				for tok := range n {
-					var q Q8
-					QuantizeQ8(&q, x[tok*cols:(tok+1)*cols])
-					for i := range rows {
-						want := int8Q8Dot(w[i*cols:(i+1)*cols], &q) * sc[i]
-						if got := in[0][tok*rows+i]; math.Float32bits(got) != math.Float32bits(want) {
-							t.Fatalf("cols=%d n=%d token %d row %d: %g, single-row integer %g", cols, n, tok, i, got, want)
+			for _, c := range integerCases(t, r, rows, cols) {
+				dense := Densify(c.m)
+				codes, sc := q8Weights(c.m)
+				step := float64(0) // INT8: the codes are the weights
+				if m, ok := c.m.(*LUT); ok {
+					step = float64(m.q8cb.scale)
+				}
+				for j, v := range dense {
+					rs := float64(sc[j/cols])
+					if step > 0 {
+						rs /= step // the row scale alone
+					}
+					if d := math.Abs(float64(v) - float64(codes[j])*float64(sc[j/cols])); d > step/2*math.Abs(rs)*(1+1e-5)+1e-6*math.Abs(float64(v)) {
+						t.Fatalf("%s cols=%d weight %d: %g as int8 %d × %g, |Δ| %.3g > codebook step/2", c.name, cols, j, v, codes[j], sc[j/cols], d)
+					}
+				}
+				for _, n := range []int{2, 3, 4, 5, 8, 11} {
+					_, x, _ := q8RowsInputs(r, n, cols)
+					for _, integer := range []bool{false, true} {
+						run.Integer = integer
+						y := make([]float32, n*rows)
+						run.Apply(&Linear{W: c.m}, y, x, n)
+						useInt := integer && c.m.(q8Matrix).q8Rows(n)
+						for tok := range n {
+							xt := x[tok*cols : (tok+1)*cols]
+							var q Q8
+							QuantizeQ8(&q, xt)
+							for i := range rows {
+								what := fmt.Sprintf("%s cols=%d n=%d integer=%v token %d row %d", c.name, cols, n, integer, tok, i)
+								got := y[tok*rows+i]
+								w, wq := dense[i*cols:(i+1)*cols], codes[i*cols:(i+1)*cols]
+								var exact, abs, bound float64
+								for j, v := range w {
+									exact += float64(v) * float64(xt[j])
+									abs += math.Abs(float64(v) * float64(xt[j]))
+									wh := float64(wq[j]) * float64(sc[i])
+									bound += math.Abs(float64(v)-wh)*math.Abs(float64(xt[j])) + float64(q.Scale[j/Q8Block])/2*math.Abs(wh)
+								}
+								if !useInt {
+									if d := math.Abs(float64(got) - exact); d > 1e-5*abs+1e-30 {
+										t.Fatalf("%s: float path %g, exact %g (|Δ| %.3g > 1e-5 × %.3g)", what, got, exact, d, abs)
+									}
+									continue
+								}
+								if want := int8Q8Dot(wq, &q) * sc[i]; math.Float32bits(got) != math.Float32bits(want) {
+									t.Fatalf("%s: %g, single-row integer product %g", what, got, want)
+								}
+								if d := math.Abs(float64(got) - exact); d > bound+2e-5*abs+1e-30 {
+									t.Fatalf("%s: integer path %g, exact %g (|Δ| %.3g > bound %.3g)", what, got, exact, d, bound)
+								}
+							}
 						}
 					}
 				}
-				for side, integer := range [2][]float32{fl[0], in[1]} {
-					want := apply(false, x, n)[side]
-					for i := range want {
-						if math.Float32bits(integer[i]) != math.Float32bits(want[i]) {
-							t.Fatalf("cols=%d n=%d side %d [%d]: %g, float path %g", cols, n, side, i, integer[i], want[i])
-						}
-					}
-				}
 			}
-			run.Close()
 		}
 	})
 }

@@ -267,42 +267,52 @@ func TestRunnerIntegerRows(t *testing.T) {
 	})
 }
 
-// BenchmarkInt8Q8Rows times one 1024×4096 INT8 product over 8 and 64
-// tokens through the Runner on one worker, float (Integer off: each row
-// decoded and dot4) and integer (the tokens quantized once, int8Q8Dot4)
-// alternating inside each iteration, at the best level here; it reports
-// the median ns per weight and token of both and their ratio.
-func BenchmarkInt8Q8Rows(b *testing.B) {
+// BenchmarkIntegerRows is the fast mode's matrix-matrix path against the
+// float one: one 1024×4096 product over 8 and 64 tokens through the Runner
+// on one worker, Integer off and on alternating inside each iteration, at
+// the best level here, for INT8 per-channel and vector 2x16 + pcs (integer
+// only where lutNibDot2x4 has no kernel). It reports the median ns per
+// stored weight and token of both and their ratio.
+//
+//	go test -run '^$' -bench IntegerRows -benchtime 20x ./ane/kernels
+func BenchmarkIntegerRows(b *testing.B) {
 	const rows, cols = 1024, 4096
 	r := rand.New(rand.NewPCG(21, 4))
 	w, _ := q8Inputs(r, rows*cols)
-	m, _ := NewInt8(rows, cols, w, randVec(r, rows))
-	lin := &Linear{W: m}
+	i8, _ := NewInt8(rows, cols, w, randVec(r, rows))
+	idx := make([]uint8, rows/2*cols)
+	for i := range idx {
+		idx[i] = uint8(r.IntN(16))
+	}
+	v2, _ := NewLUT("vector 2x16 + pcs", rows, cols, 2, randVec(r, 32), idx, randVec(r, rows))
 	run := NewRunner(1)
 	defer run.Close()
-	for _, n := range []int{8, 64} {
-		_, x, _ := q8RowsInputs(r, n, cols)
-		y := make([]float32, n*rows)
-		b.Run(fmt.Sprintf("tokens=%d", n), func(b *testing.B) {
-			var tf, ti []float64
-			for b.Loop() {
-				for _, integer := range []bool{false, true} {
-					run.Integer = integer
-					start := time.Now()
-					run.Apply(lin, y, x, n)
-					d := float64(time.Since(start)) / float64(rows*cols*n)
-					if integer {
-						ti = append(ti, d)
-					} else {
-						tf = append(tf, d)
+	for _, c := range []integerCase{{"INT8", i8}, {"vec2x16", v2}} {
+		lin := &Linear{W: c.m}
+		for _, n := range []int{8, 64} {
+			_, x, _ := q8RowsInputs(r, n, cols)
+			y := make([]float32, n*rows)
+			b.Run(fmt.Sprintf("%s/tokens=%d", c.name, n), func(b *testing.B) {
+				var tf, ti []float64
+				for b.Loop() {
+					for _, integer := range []bool{false, true} {
+						run.Integer = integer
+						start := time.Now()
+						run.Apply(lin, y, x, n)
+						d := float64(time.Since(start)) / float64(rows*cols*n)
+						if integer {
+							ti = append(ti, d)
+						} else {
+							tf = append(tf, d)
+						}
 					}
 				}
-			}
-			f, i := median(tf), median(ti)
-			b.ReportMetric(f, "ns/weight/token_float")
-			b.ReportMetric(i, "ns/weight/token_int8")
-			b.ReportMetric(f/i, "speedup")
-		})
+				f, i := median(tf), median(ti)
+				b.ReportMetric(f, "ns/weight/token_float")
+				b.ReportMetric(i, "ns/weight/token_int")
+				b.ReportMetric(f/i, "speedup")
+			})
+		}
 	}
 }
 

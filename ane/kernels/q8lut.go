@@ -83,6 +83,8 @@ func (m *LUT) decodeGroupQ8(g int, dst []int8) {
 			continue
 		}
 		p := m.nibRow(g)
+		done := decodeNibQ8Prefix(code, p, out)
+		p, out = p[done/2:], out[done:]
 		for len(out) > 0 {
 			lo := out[:min(16, len(out))]
 			for j := range lo {

@@ -58,9 +58,10 @@ type Runner struct {
 	// small models' products.
 	MinParallel int
 	// Integer is the fast numeric mode's integer path: a product by an
-	// INT8 matrix runs against the activations quantized once to Q8
-	// (q8.go; n rows: q8batch.go), within the quantization bound of the
-	// float kernel instead of bit-exact.
+	// INT8 matrix, or of n > 1 rows by a codebook matrix where
+	// lutNibDot2x4 has no kernel, runs against the activations quantized
+	// once to Q8 (q8.go; n rows: q8batch.go, q8lut.go), within the
+	// quantization bound of the float kernel instead of bit-exact.
 	Integer bool
 
 	q8      Q8 // the quantized activation rows of the current product

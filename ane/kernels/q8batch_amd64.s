@@ -2,40 +2,27 @@
 
 #include "textflag.h"
 #include "hsum_amd64.h"
-
-// Q8ROW adds row t's share of the block whose |w| is in Y9 and whose w is
-// in Y8: the codes at off(qp) with w's signs, VPMADDUBSW against |w|,
-// VPMADDWD by the ones in Y12, to float, times the block scale at
-// soff(sp), into acc (tmp, bc clobbered). The same instructions, in the
-// same order per row, as Q8BLOCK of q8_amd64.s.
-#define Q8ROW(off, qp, soff, sp, tmp, bc, acc) \
-	VMOVDQU      off(qp), tmp; \
-	VPSIGNB      Y8, tmp, tmp; \
-	VPMADDUBSW   tmp, Y9, tmp; \
-	VPMADDWD     Y12, tmp, tmp; \
-	VCVTDQ2PS    tmp, tmp; \
-	VBROADCASTSS soff(sp), bc; \
-	VFMADD231PS  bc, tmp, acc
+#include "q8_amd64.h"
 
 // Q8BLOCK4 loads the weight block at off(SI) once and adds its product
 // with the four activation rows into a0…a3.
 #define Q8BLOCK4(off, soff, a0, a1, a2, a3) \
 	VMOVDQU off(SI), Y8; \
 	VPSIGNB Y8, Y8, Y9; \
-	Q8ROW(off, DI, soff, BX, Y10, Y11, a0); \
-	Q8ROW(off, R9, soff, DX, Y13, Y14, a1); \
-	Q8ROW(off, R10, soff, R12, Y10, Y11, a2); \
-	Q8ROW(off, R11, soff, R13, Y13, Y14, a3)
+	Q8ROW(off, DI, soff, BX, Y8, Y9, Y12, Y10, Y11, a0); \
+	Q8ROW(off, R9, soff, DX, Y8, Y9, Y12, Y13, Y14, a1); \
+	Q8ROW(off, R10, soff, R12, Y8, Y9, Y12, Y10, Y11, a2); \
+	Q8ROW(off, R11, soff, R13, Y8, Y9, Y12, Y13, Y14, a3)
 
-// func int8Q8Dot4AVX2(w *int8, q *int8, qstride int, scale *float32, sstride int, blocks int, out *[4]float32)
+// func int8Q8Dot4AVX2(w *int8, q *int8, qstride int, scale *float32, sstride int, blocks int) (s0, s1, s2, s3 float32)
 //
 // int8Q8DotAVX2 for one weight row against four quantized activation rows
 // (codes q + t·qstride bytes, scales scale + t·sstride bytes): each weight
 // block is loaded and made unsigned once for the four rows. Every row keeps
-// the single-row kernel's two accumulators (even blocks, odd blocks) and
-// its horizontal sum, so each out[t] is bit-identical to
+// the single-row kernel's Q8ROW, two accumulators (even blocks, odd
+// blocks) and horizontal sum, so each s_t is bit-identical to
 // int8Q8DotAVX2 of that row.
-TEXT ·int8Q8Dot4AVX2(SB), NOSPLIT, $0-56
+TEXT ·int8Q8Dot4AVX2(SB), NOSPLIT, $0-64
 	MOVQ     w+0(FP), SI
 	MOVQ     q+8(FP), DI
 	MOVQ     qstride+16(FP), AX
@@ -48,14 +35,7 @@ TEXT ·int8Q8Dot4AVX2(SB), NOSPLIT, $0-56
 	LEAQ     (BX)(R8*1), DX
 	LEAQ     (DX)(R8*1), R12
 	LEAQ     (R12)(R8*1), R13
-	VXORPS   Y0, Y0, Y0
-	VXORPS   Y1, Y1, Y1
-	VXORPS   Y2, Y2, Y2
-	VXORPS   Y3, Y3, Y3
-	VXORPS   Y4, Y4, Y4
-	VXORPS   Y5, Y5, Y5
-	VXORPS   Y6, Y6, Y6
-	VXORPS   Y7, Y7, Y7
+	ZERO8
 	VPCMPEQW Y12, Y12, Y12
 	VPSRLW   $15, Y12, Y12
 
@@ -82,24 +62,6 @@ b1:
 	Q8BLOCK4(0, 0, Y0, Y1, Y2, Y3)
 
 done:
-	MOVQ    out+48(FP), AX
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VMOVUPS Y1, Y12
-	VMOVUPS Y2, Y13
-	VMOVUPS Y3, Y14
-	HSUM
-	MOVSS   X0, 0(AX)
-	VMOVUPS Y12, Y0
-	HSUM
-	MOVSS   X0, 4(AX)
-	VMOVUPS Y13, Y0
-	HSUM
-	MOVSS   X0, 8(AX)
-	VMOVUPS Y14, Y0
-	HSUM
-	MOVSS   X0, 12(AX)
+	HSUM4(s0+48(FP), s1+52(FP), s2+56(FP), s3+60(FP))
 	VZEROUPPER
 	RET

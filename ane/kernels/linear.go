@@ -58,11 +58,15 @@ type Runner struct {
 	// small models' products.
 	MinParallel int
 	// Integer is the fast numeric mode's integer path: a product by an
-	// INT8 matrix, or of n > 1 rows by a codebook matrix where
-	// lutNibDot2x4 has no kernel, runs against the activations quantized
-	// once to Q8 (q8.go; n rows: q8batch.go, q8lut.go), within the
-	// quantization bound of the float kernel instead of bit-exact.
+	// INT8 matrix runs against the activations quantized once to Q8
+	// (q8.go; n rows: q8batch.go), within the quantization bound of the
+	// float kernel instead of bit-exact.
 	Integer bool
+	// IntegerCodebooks adds, with Integer, the codebook formats'
+	// products of n > 1 rows where lutNibDot2x4 has no kernel (q8lut.go).
+	// Off in the engine: it misses the fast mode's KL bound on the small
+	// preset (docs/KERNELS.md).
+	IntegerCodebooks bool
 
 	q8      Q8 // the quantized activation rows of the current product
 	pool    *Pool
@@ -147,7 +151,7 @@ func (r *Runner) useQ8(t *pairTask, x []float32, n int) {
 	}
 	quantized := false
 	for i := range t.parts {
-		if m, ok := t.parts[i].m.(q8Matrix); ok && m.q8Rows(n) {
+		if m, ok := t.parts[i].m.(q8Matrix); ok && m.q8Rows(n, r.IntegerCodebooks) {
 			if !quantized {
 				quantizeQ8Rows(&r.q8, x, n, t.parts[i].m.Cols())
 				quantized = true

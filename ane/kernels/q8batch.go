@@ -77,15 +77,16 @@ func int8Q8Dot4Go(w []int8, rows *[4]Q8, out *[4]float32) int {
 // q8Matrix is a Matrix with an integer product against quantized
 // activation rows (Runner.Integer).
 type q8Matrix interface {
-	// q8Rows reports whether a product of n rows runs in integers.
-	q8Rows(n int) bool
+	// q8Rows reports whether a product of n rows runs in integers
+	// (codebooks: Runner.IntegerCodebooks).
+	q8Rows(n int, codebooks bool) bool
 	// mulQ8 sets y[t·Rows + r] = W[r,:]·x_t for rows [r0, r1) and the n
 	// rows x_t quantized in q (quantizeQ8Rows); buf is the worker's int8
 	// scratch.
 	mulQ8(y []float32, q *Q8, n, r0, r1 int, buf *[]int8)
 }
 
-func (m *Int8) q8Rows(int) bool { return true }
+func (m *Int8) q8Rows(int, bool) bool { return true }
 
 func (m *Int8) mulQ8(y []float32, q *Q8, n, r0, r1 int, _ *[]int8) {
 	for r := r0; r < r1; r++ {

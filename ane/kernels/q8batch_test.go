@@ -226,17 +226,18 @@ func TestRunnerIntegerRows(t *testing.T) {
 				}
 				for _, n := range []int{2, 3, 4, 5, 8, 11} {
 					_, x, _ := q8RowsInputs(r, n, cols)
-					for _, integer := range []bool{false, true} {
-						run.Integer = integer
+					for _, mode := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+						integer := mode[0]
+						run.Integer, run.IntegerCodebooks = mode[0], mode[1]
 						y := make([]float32, n*rows)
 						run.Apply(&Linear{W: c.m}, y, x, n)
-						useInt := integer && c.m.(q8Matrix).q8Rows(n)
+						useInt := integer && c.m.(q8Matrix).q8Rows(n, mode[1])
 						for tok := range n {
 							xt := x[tok*cols : (tok+1)*cols]
 							var q Q8
 							QuantizeQ8(&q, xt)
 							for i := range rows {
-								what := fmt.Sprintf("%s cols=%d n=%d integer=%v token %d row %d", c.name, cols, n, integer, tok, i)
+								what := fmt.Sprintf("%s cols=%d n=%d integer=%v codebooks=%v token %d row %d", c.name, cols, n, integer, mode[1], tok, i)
 								got := y[tok*rows+i]
 								w, wq := dense[i*cols:(i+1)*cols], codes[i*cols:(i+1)*cols]
 								var exact, abs, bound float64
@@ -270,8 +271,8 @@ func TestRunnerIntegerRows(t *testing.T) {
 // BenchmarkIntegerRows is the fast mode's matrix-matrix path against the
 // float one: one 1024×4096 product over 8 and 64 tokens through the Runner
 // on one worker, Integer off and on alternating inside each iteration, at
-// the best level here, for INT8 per-channel and vector 2x16 + pcs (integer
-// only where lutNibDot2x4 has no kernel). It reports the median ns per
+// the best level here, for INT8 per-channel and vector 2x16 + pcs
+// (IntegerCodebooks; integer only where lutNibDot2x4 has no kernel). It reports the median ns per
 // stored weight and token of both and their ratio.
 //
 //	go test -run '^$' -bench IntegerRows -benchtime 20x ./ane/kernels
@@ -296,7 +297,7 @@ func BenchmarkIntegerRows(b *testing.B) {
 				var tf, ti []float64
 				for b.Loop() {
 					for _, integer := range []bool{false, true} {
-						run.Integer = integer
+						run.Integer, run.IntegerCodebooks = integer, integer
 						start := time.Now()
 						run.Apply(lin, y, x, n)
 						d := float64(time.Since(start)) / float64(rows*cols*n)

@@ -7,7 +7,9 @@ import "math"
 // as int8 codes with one float scale per matrix (q8Codebook), each row
 // group is decoded once into int8 rows, and those run the INT8 4-row
 // integer kernel (q8batch.go) against the quantized activation rows.
-// Single-row products do not use it.
+// Single-row products do not use it, and it is off unless
+// Runner.IntegerCodebooks is set: on the small preset it misses the fast
+// mode's KL bound (docs/KERNELS.md).
 
 // q8Codebook is a LUT's codebook as int8: entry e, component t, is
 // scale·code[t][e], scale = max|entry|/127 over the matrix and codes
@@ -49,9 +51,10 @@ func newQ8Codebook(m *LUT) *q8Codebook {
 	return c
 }
 
-// q8Rows: a product of n > 1 rows runs in integers where lutNibDot2x4 has
-// no kernel (below AVX-512); there the float path decodes to float32.
-func (m *LUT) q8Rows(n int) bool { return n > 1 && !haveNibBatch() }
+// q8Rows: with Runner.IntegerCodebooks a product of n > 1 rows runs in
+// integers where lutNibDot2x4 has no kernel (below AVX-512); there the
+// float path decodes to float32.
+func (m *LUT) q8Rows(n int, codebooks bool) bool { return codebooks && n > 1 && !haveNibBatch() }
 
 // mulQ8 is the integer product of rows [r0, r1) against the n activation
 // rows quantized in q, each row group decoded once into buf.

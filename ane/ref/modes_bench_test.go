@@ -1,6 +1,7 @@
 package ref
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -65,23 +66,30 @@ func modeAgreementVerify(b *testing.B, ref, fast *Model, ids []int) (meanKL, top
 func BenchmarkFastNumericsKLVerify(b *testing.B) {
 	for _, p := range []string{"small", "medium"} {
 		b.Run(p, func(b *testing.B) {
-			bm := loadBench(b, p)
-			exact, fast := exactAndFast(b, bm)
-			ids := heldOutIDs(b, bm.dir, 2048)
-			b.ResetTimer()
-			var kl, top1 float64
-			for range b.N {
-				kl, top1 = modeAgreementVerify(b, exact, fast, ids)
-			}
-			b.ReportMetric(kl, "meanKL_nats")
-			b.ReportMetric(100*top1, "top1_%")
-			b.ReportMetric(float64(len(ids)), "positions")
-			b.Logf("%s, %d positions in Verify blocks of %d, fast vs exact: mean KL %.3g nats, top-1 agreement %.2f%%",
-				p, len(ids), ane.VerifyRows, kl, 100*top1)
-			if kl > 1e-3 || top1 < 0.99 {
-				b.Errorf("fast vs exact: mean KL %.3g nats, top-1 %.2f%%: outside the bound (KL ≤ 1e-3, top-1 ≥ 99%%)", kl, 100*top1)
-			}
+			benchAgreement(b, p, modeAgreementVerify, fmt.Sprintf("in Verify blocks of %d", ane.VerifyRows))
 		})
+	}
+}
+
+// benchAgreement measures agree (modeAgreement or modeAgreementVerify) of
+// the fast mode against the exact one on preset's quick export over 2,048
+// held-out positions, reports mean KL and top-1, and fails outside the
+// bound of docs/KERNELS.md (KL ≤ 1e-3 nats, top-1 ≥ 99%).
+func benchAgreement(b *testing.B, preset string, agree func(*testing.B, *Model, *Model, []int) (float64, float64), how string) {
+	bm := loadBench(b, preset)
+	exact, fast := exactAndFast(b, bm)
+	ids := heldOutIDs(b, bm.dir, 2048)
+	b.ResetTimer()
+	var kl, top1 float64
+	for range b.N {
+		kl, top1 = agree(b, exact, fast, ids)
+	}
+	b.ReportMetric(kl, "meanKL_nats")
+	b.ReportMetric(100*top1, "top1_%")
+	b.ReportMetric(float64(len(ids)), "positions")
+	b.Logf("%s, %d positions %s, fast vs exact: mean KL %.3g nats, top-1 agreement %.2f%%", preset, len(ids), how, kl, 100*top1)
+	if kl > 1e-3 || top1 < 0.99 {
+		b.Errorf("fast vs exact: mean KL %.3g nats, top-1 %.2f%%: outside the bound (KL ≤ 1e-3, top-1 ≥ 99%%)", kl, 100*top1)
 	}
 }
 

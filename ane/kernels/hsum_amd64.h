@@ -14,3 +14,37 @@
 	VEXTRACTF64X4 $1, Z0, Y1; \
 	VADDPS        Y1, Y0, Y0; \
 	HSUM
+
+// ZERO8 clears Y0–Y7, the accumulators of the 4-row kernels.
+#define ZERO8 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
+
+// HSUM4 stores the sums of the four rows' accumulator pairs (Y0+Y4,
+// Y1+Y5, Y2+Y6, Y3+Y7), each summed by HSUM, to d0…d3 (clobbers Y0–Y3,
+// Y12–Y14).
+#define HSUM4(d0, d1, d2, d3) \
+	VADDPS  Y4, Y0, Y0; \
+	VADDPS  Y5, Y1, Y1; \
+	VADDPS  Y6, Y2, Y2; \
+	VADDPS  Y7, Y3, Y3; \
+	VMOVUPS Y1, Y12; \
+	VMOVUPS Y2, Y13; \
+	VMOVUPS Y3, Y14; \
+	HSUM; \
+	MOVSS   X0, d0; \
+	VMOVUPS Y12, Y0; \
+	HSUM; \
+	MOVSS   X0, d1; \
+	VMOVUPS Y13, Y0; \
+	HSUM; \
+	MOVSS   X0, d2; \
+	VMOVUPS Y14, Y0; \
+	HSUM; \
+	MOVSS   X0, d3

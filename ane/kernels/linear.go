@@ -57,26 +57,32 @@ type Runner struct {
 	// the calling goroutine (0: parallelThreshold); tests lower it to split
 	// small models' products.
 	MinParallel int
-	// Integer is the fast numeric mode's integer path: a single-row
-	// product by an INT8 matrix runs against the activations quantized
-	// once to Q8 (q8.go), one by a packed ≤ 16-entry codebook against
-	// them quantized to Q16 (q4.go), within the quantization bound of the
-	// float kernel instead of bit-exact. Matrix-matrix products stay float.
+	// Integer is the fast numeric mode's integer path: a product by an
+	// INT8 matrix runs against the activations quantized once to Q8
+	// (q8.go; n rows: q8batch.go), and a single-row product by a packed
+	// ≤ 16-entry codebook against them quantized to Q16 (q4.go), within
+	// the quantization bound of the float kernel instead of bit-exact.
 	Integer bool
+	// IntegerCodebooks adds, with Integer, the codebook formats'
+	// products of n > 1 rows where lutNibDot2x4 has no kernel (q8lut.go).
+	// Off in the engine: it misses the fast mode's KL bound on the small
+	// preset (docs/KERNELS.md).
+	IntegerCodebooks bool
 
-	q8      Q8  // the quantized activations of the current product
+	q8      Q8  // the quantized activation rows of the current product
 	q16     Q16 // the same for the codebook sides (useQ16)
 	pool    *Pool
 	task    pairTask
 	lrTask  pairTask // a low-rank branch's B·x, run while task is being set up
 	scratch [][]float32
+	scr8    [][]int8 // the integer matrix-matrix path's decoded rows (q8lut.go)
 	lrTmp   [2][]float32
 }
 
 // NewRunner returns a runner with a pool of threads workers (≤ 0: GOMAXPROCS).
 func NewRunner(threads int) *Runner {
 	p := NewPool(threads)
-	r := &Runner{pool: p, scratch: make([][]float32, p.Workers())}
+	r := &Runner{pool: p, scratch: make([][]float32, p.Workers()), scr8: make([][]int8, p.Workers())}
 	r.task.r = r
 	return r
 }
@@ -140,17 +146,17 @@ func (r *Runner) product(side int, l *Linear, dst, x []float32, n int) product {
 	return product{m: l.W, a: l.A, lrT: lrT, dst: dst}
 }
 
-// useQ8 quantizes x once for the INT8 sides of t when the integer path
-// applies.
+// useQ8 quantizes the n rows of x once for the sides of t that have an
+// integer product (q8Matrix) when the integer path applies.
 func (r *Runner) useQ8(t *pairTask, x []float32, n int) {
-	if !r.Integer || n != 1 {
+	if !r.Integer {
 		return
 	}
 	quantized := false
 	for i := range t.parts {
-		if _, ok := t.parts[i].m.(*Int8); ok {
+		if m, ok := t.parts[i].m.(q8Matrix); ok && m.q8Rows(n, r.IntegerCodebooks) {
 			if !quantized {
-				QuantizeQ8(&r.q8, x[:t.parts[i].m.Cols()])
+				quantizeQ8Rows(&r.q8, x, n, t.parts[i].m.Cols())
 				quantized = true
 			}
 			t.parts[i].q8 = &r.q8
@@ -184,7 +190,7 @@ type product struct {
 	a   *F32
 	lrT []float32
 	dst []float32
-	q8  *Q8  // set: m is *Int8 and x is quantized here (Runner.Integer)
+	q8  *Q8  // set: m is a q8Matrix and x is quantized here (Runner.Integer)
 	q16 *Q16 // set: m is a *LUT and x is quantized here (useQ16)
 }
 
@@ -210,8 +216,8 @@ func (t *pairTask) RunRange(w, lo, hi int) {
 // mulRange computes rows [lo, hi) of p for the n tokens of x.
 func (r *Runner) mulRange(w int, p *product, x []float32, n, lo, hi int) {
 	m, rows, cols := p.m, p.m.Rows(), p.m.Cols()
-	if n == 1 && p.q8 != nil {
-		m.(*Int8).mulVecQ8(p.dst, p.q8, lo, hi)
+	if p.q8 != nil {
+		m.(q8Matrix).mulQ8(p.dst, p.q8, n, lo, hi, &r.scr8[w])
 	} else if n == 1 && p.q16 != nil {
 		m.(*LUT).mulVecQ16(p.dst, p.q16, lo, hi)
 	} else if n == 1 {

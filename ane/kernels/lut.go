@@ -27,6 +27,7 @@ type LUT struct {
 	scale    []float32
 	name     string
 	icb      *intCodebook // the codebook as integers (q4.go), when nib is set
+	q8cb     *q8Codebook  // the int8 codebook of the opt-in matrix-matrix path (q8lut.go)
 }
 
 // NewLUT wraps idx ((rows/cd) × cols) and scale (rows, or nil) without
@@ -88,6 +89,7 @@ func NewLUT(format string, rows, cols, cd int, lut []float32, idx []uint8, scale
 			}
 		}
 	}
+	m.q8cb = newQ8Codebook(m)
 	return m, nil
 }
 

@@ -201,13 +201,6 @@ func (m *Int8) mulVec(y, x []float32, r0, r1 int) {
 	}
 }
 
-// mulVecQ8 is mulVec with x quantized to q (Runner.Integer).
-func (m *Int8) mulVecQ8(y []float32, q *Q8, r0, r1 int) {
-	for r := r0; r < r1; r++ {
-		y[r] = int8Q8Dot(m.q[r*m.cols:(r+1)*m.cols], q) * m.scale[r]
-	}
-}
-
 // int8DotGo is Σ row[j]·x[j], the fallback of int8Dot.
 func int8DotGo(row []int8, x []float32) float32 {
 	xs := x[:len(row)]

@@ -61,8 +61,10 @@ func quantizeBlocks[T int8 | int16](q *[]T, scale *[]float32, x []float32, level
 
 // int8Q8Dot is Σ_j w[j]·x[j] with x as q: per block of 32, the exact
 // int32 sum of products times the block's scale. len(w) ≤ len(q.Q).
-func int8Q8Dot(w []int8, q *Q8) float32 {
-	n := q8Prefix(w, q)
+func int8Q8Dot(w []int8, q *Q8) float32 { return q8Tail(w, q, q8Prefix(w, q)) }
+
+// q8Tail adds the blocks of w past n.blocks (in Go, in order) to n.sum.
+func q8Tail(w []int8, q *Q8, n q8Done) float32 {
 	s := n.sum
 	for b := n.blocks; b*Q8Block < len(w); b++ {
 		ws := w[b*Q8Block : min((b+1)*Q8Block, len(w))]

@@ -2,28 +2,19 @@
 
 #include "textflag.h"
 #include "hsum_amd64.h"
+#include "q8_amd64.h"
 
 // Q8BLOCK adds the block at off(SI) (weights), off(DI) (codes) times the
-// scale at soff(BX) into acc (clobbers Y1–Y6; Y7 holds int16 ones).
+// scale at soff(BX) into acc (clobbers Y1, Y3, Y4, Y6; Y7 holds int16 ones).
 #define Q8BLOCK(off, soff, acc) \
-	VMOVDQU      off(SI), Y1; \
-	VMOVDQU      off(DI), Y2; \
-	VPSIGNB      Y1, Y1, Y3; \
-	VPSIGNB      Y1, Y2, Y4; \
-	VPMADDUBSW   Y4, Y3, Y5; \
-	VPMADDWD     Y7, Y5, Y5; \
-	VCVTDQ2PS    Y5, Y5; \
-	VBROADCASTSS soff(BX), Y6; \
-	VFMADD231PS  Y6, Y5, acc
+	VMOVDQU off(SI), Y1; \
+	VPSIGNB Y1, Y1, Y3; \
+	Q8ROW(off, DI, soff, BX, Y1, Y3, Y7, Y4, Y6, acc)
 
 // func int8Q8DotAVX2(w *int8, q *int8, scale *float32, blocks int) float32
 //
-// Per 32-value block: VPMADDUBSW multiplies unsigned by signed bytes, so
-// the weights' signs move onto the activations (VPSIGNB: |w| and q·sign w;
-// |−128| reads as unsigned 128) and pairs add to int16 (|sum| ≤ 2·128·127,
-// no saturation); VPMADDWD by ones adds those to 8 int32, exact. The block
-// sum, converted to float, meets the block's scale in one FMA; two
-// accumulators alternate blocks.
+// Per 32-value block Q8ROW (q8_amd64.h): integer products, exact, then one
+// FMA by the block's scale; two accumulators alternate blocks.
 TEXT ·int8Q8DotAVX2(SB), NOSPLIT, $0-36
 	MOVQ     w+0(FP), SI
 	MOVQ     q+8(FP), DI

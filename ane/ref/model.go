@@ -56,7 +56,8 @@ type Options struct {
 	// Fast selects the serving numeric mode: SiLU, sigmoid, softplus and the
 	// softmax exp run as ane/kernels' vectorised functions (within 2 ulp of
 	// the exact forms), not the scalar float64 math of the reference mode,
-	// and single-row INT8 and packed codebook products run in integers
+	// and INT8 products (single-row and matrix-matrix) and single-row
+	// packed codebook products run in integers
 	// (kernels.Runner.Integer).
 	// The zero value is the exact reference mode (bit-identical, what the
 	// tests and the numerical comparisons pin); Numerics' function forms

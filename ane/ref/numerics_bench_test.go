@@ -102,30 +102,7 @@ func klTop1(p, q []float32) (float64, bool) {
 //	go test -run '^$' -bench FastNumericsKL/small -benchtime 1x ./ane/ref
 func BenchmarkFastNumericsKL(b *testing.B) {
 	for _, p := range []string{"small", "medium"} {
-		b.Run(p, func(b *testing.B) {
-			bm := loadBench(b, p)
-			exact, err := NewModel(bm.cfg, bm.export, Options{Ladder: []int{4096}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			fast, err := NewModel(bm.cfg, bm.export, Options{Ladder: []int{4096}, Fast: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ids := heldOutIDs(b, bm.dir, 2048)
-			b.ResetTimer()
-			var kl, top1 float64
-			for range b.N {
-				kl, top1 = modeAgreement(b, exact, fast, ids)
-			}
-			b.ReportMetric(kl, "meanKL_nats")
-			b.ReportMetric(100*top1, "top1_%")
-			b.ReportMetric(float64(len(ids)), "positions")
-			b.Logf("%s, %d positions, fast vs exact: mean KL %.3g nats, top-1 agreement %.2f%%", p, len(ids), kl, 100*top1)
-			if kl > 1e-3 || top1 < 0.99 {
-				b.Errorf("fast vs exact: mean KL %.3g nats, top-1 %.2f%%: outside the bound (KL ≤ 1e-3, top-1 ≥ 99%%)", kl, 100*top1)
-			}
-		})
+		b.Run(p, func(b *testing.B) { benchAgreement(b, p, modeAgreement, "one at a time") })
 	}
 }
 

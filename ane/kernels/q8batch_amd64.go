@@ -1,0 +1,23 @@
+//go:build amd64 && !purego
+
+package kernels
+
+// int8Q8Dot4AVX2 (q8batch_amd64.s) sums blocks whole 32-value blocks of
+// one weight row against four activation rows.
+//
+//go:noescape
+func int8Q8Dot4AVX2(w *int8, q *int8, qstride int, scale *float32, sstride int, blocks int) (s0, s1, s2, s3 float32)
+
+// q8Prefix4 runs the AVX2 kernel over the whole blocks of w against rows
+// t…t+3 of q (nb blocks a row) and returns how many blocks it did (0:
+// none, out untouched).
+func q8Prefix4(w []int8, q *Q8, t, nb int, out *[4]float32) int {
+	blocks := len(w) / Q8Block
+	if !simd || blocks == 0 {
+		return 0
+	}
+	_ = q.Q[(t+3)*nb*Q8Block+blocks*Q8Block-1]
+	_ = q.Scale[(t+3)*nb+blocks-1]
+	out[0], out[1], out[2], out[3] = int8Q8Dot4AVX2(&w[0], &q.Q[t*nb*Q8Block], nb*Q8Block, &q.Scale[t*nb], nb*4, blocks)
+	return blocks
+}

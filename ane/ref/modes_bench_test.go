@@ -1,0 +1,138 @@
+package ref
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/forgedaemon/forged/ane"
+)
+
+// exactAndFast is bm's quick export as an exact-mode and a fast-mode model.
+func exactAndFast(b *testing.B, bm *benchModel) (exact, fast *Model) {
+	var m [2]*Model
+	for i, f := range []bool{false, true} {
+		var err error
+		if m[i], err = NewModel(bm.cfg, bm.export, Options{Ladder: []int{4096}, Fast: f}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return m[0], m[1]
+}
+
+// modeAgreementVerify is modeAgreement with ids fed as Verify blocks of
+// ane.VerifyRows rows (each accepted whole), so every product is
+// matrix-matrix: the prefill and Verify path, where the fast mode's
+// codebook products run in integers without AVX-512. Every row's
+// next-token distribution is compared.
+func modeAgreementVerify(b *testing.B, ref, fast *Model, ids []int) (meanKL, top1 float64) {
+	sr, sf := ref.NewSession(), fast.NewSession()
+	defer sr.Close()
+	defer sf.Close()
+	agree := 0
+	for i := 0; i < len(ids); i += ane.VerifyRows {
+		block := ids[i:min(i+ane.VerifyRows, len(ids))]
+		lr, err := sr.Verify(block)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lf, err := sf.Verify(block)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for row := range lr.Rows {
+			kl, same := klTop1(lr.Data[row*lr.Vocab:(row+1)*lr.Vocab], lf.Data[row*lf.Vocab:(row+1)*lf.Vocab])
+			meanKL += kl
+			if same {
+				agree++
+			}
+		}
+		if err := sr.Accept(len(block)); err != nil {
+			b.Fatal(err)
+		}
+		if err := sf.Accept(len(block)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return meanKL / float64(len(ids)), float64(agree) / float64(len(ids))
+}
+
+// BenchmarkFastNumericsKLVerify is BenchmarkFastNumericsKL over the
+// matrix-matrix path (Verify blocks of 8): the same 2,048 held-out
+// positions, the same bound, and it fails when the bound is not met.
+// `-bench FastNumericsKL/small` runs both.
+//
+//	go test -run '^$' -bench FastNumericsKLVerify/small -benchtime 1x ./ane/ref
+func BenchmarkFastNumericsKLVerify(b *testing.B) {
+	for _, p := range []string{"small", "medium"} {
+		b.Run(p, func(b *testing.B) {
+			benchAgreement(b, p, modeAgreementVerify, fmt.Sprintf("in Verify blocks of %d", ane.VerifyRows))
+		})
+	}
+}
+
+// benchAgreement measures agree (modeAgreement or modeAgreementVerify) of
+// the fast mode against the exact one on preset's quick export over 2,048
+// held-out positions, reports mean KL and top-1, and fails outside the
+// bound of docs/KERNELS.md (KL ≤ 1e-3 nats, top-1 ≥ 99%).
+func benchAgreement(b *testing.B, preset string, agree func(*testing.B, *Model, *Model, []int) (float64, float64), how string) {
+	bm := loadBench(b, preset)
+	exact, fast := exactAndFast(b, bm)
+	ids := heldOutIDs(b, bm.dir, 2048)
+	b.ResetTimer()
+	var kl, top1 float64
+	for range b.N {
+		kl, top1 = agree(b, exact, fast, ids)
+	}
+	b.ReportMetric(kl, "meanKL_nats")
+	b.ReportMetric(100*top1, "top1_%")
+	b.ReportMetric(float64(len(ids)), "positions")
+	b.Logf("%s, %d positions %s, fast vs exact: mean KL %.3g nats, top-1 agreement %.2f%%", preset, len(ids), how, kl, 100*top1)
+	if kl > 1e-3 || top1 < 0.99 {
+		b.Errorf("fast vs exact: mean KL %.3g nats, top-1 %.2f%%: outside the bound (KL ≤ 1e-3, top-1 ≥ 99%%)", kl, 100*top1)
+	}
+}
+
+// BenchmarkPrefillModes prefills a 512-token prompt (ane.PrefillRows-row
+// blocks) on the quick export in the exact and the fast mode, alternating
+// within each iteration so a busy machine loads both alike, and reports
+// tok/s of each and the ratio.
+//
+//	go test -run '^$' -bench PrefillModes/small -benchtime 4x ./ane/ref
+func BenchmarkPrefillModes(b *testing.B) {
+	const tokens = 512
+	for _, p := range []string{"small", "medium"} {
+		b.Run(p, func(b *testing.B) {
+			bm := loadBench(b, p)
+			exact, fast := exactAndFast(b, bm)
+			ids := make([]int, tokens)
+			for i := range ids {
+				ids[i] = (i*37 + 11) % bm.cfg.Vocab
+			}
+			var sessions [2]*Session
+			for i, m := range []*Model{exact, fast} {
+				sessions[i] = m.NewSession()
+				defer sessions[i].Close()
+				if _, err := sessions[i].Feed(ids[:ane.PrefillRows]); err != nil { // warm up scratch
+					b.Fatal(err)
+				}
+			}
+			var spent [2]float64
+			b.ResetTimer()
+			for range b.N {
+				for i, s := range sessions {
+					s.Reset()
+					start := time.Now()
+					if _, err := s.Feed(ids); err != nil {
+						b.Fatal(err)
+					}
+					spent[i] += time.Since(start).Seconds()
+				}
+			}
+			n := float64(tokens * b.N)
+			b.ReportMetric(n/spent[0], "tok/s_exact")
+			b.ReportMetric(n/spent[1], "tok/s_fast")
+			b.ReportMetric(spent[0]/spent[1], "speedup")
+		})
+	}
+}

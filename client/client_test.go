@@ -25,7 +25,10 @@ func serve(t *testing.T, opts fakeengine.Options) (string, *daemon.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := daemon.New(fakeengine.New(opts), daemon.Config{Slots: 4})
+	// PerCaller above the streams TestClientConcurrentStreams opens at
+	// once: with the default (4) a stream admitted before an earlier one
+	// ended would be refused busy.
+	srv, err := daemon.New(fakeengine.New(opts), daemon.Config{Slots: 4, PerCaller: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

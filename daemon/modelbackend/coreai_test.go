@@ -138,7 +138,10 @@ var coreaiPrompts = []string{
 func TestCoreAIServesLikeTheReference(t *testing.T) {
 	bridgeOrSkip(t)
 	full := testbundle.TinyCoreAI(t, 5, testbundle.CoreAIOptions{Contexts: coreaiContexts})
-	ref, err := modelbackend.OpenRefBundle(full, modelbackend.Options{Ladder: coreaiContexts})
+	// The exact mode, which the stand-in bridge matches token for token;
+	// the serving default (fast: integer products) is within a measured KL
+	// bound of it, not token for token (ane/ref BenchmarkFastNumericsKL).
+	ref, err := modelbackend.OpenRefBundle(full, modelbackend.Options{Ladder: coreaiContexts, ExactNumerics: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +153,8 @@ func TestCoreAIServesLikeTheReference(t *testing.T) {
 	if h := cc.Hello(); h.Backend == nil || h.Backend.Name != wire.BackendCoreAI || !strings.Contains(h.Backend.BridgeRelease, "stand-in") || len(h.Backend.PackageMPSGraph) == 0 {
 		t.Errorf("hello backend %+v, want coreai naming the stand-in bridge and the packages", h.Backend)
 	}
-	if h := rc.Hello(); h.Backend == nil || h.Backend.Name != wire.BackendRef || h.Backend.Kernels == "" || h.Backend.Numerics != "fast" {
-		t.Errorf("hello backend %+v, want ref with its kernel level, serving the fast numerics", h.Backend)
+	if h := rc.Hello(); h.Backend == nil || h.Backend.Name != wire.BackendRef || h.Backend.Kernels == "" || h.Backend.Numerics != "exact" {
+		t.Errorf("hello backend %+v, want ref with its kernel level, in the exact numerics it was opened with", h.Backend)
 	}
 	crossed := false
 	for i, p := range coreaiPrompts {

@@ -163,18 +163,7 @@ func TestWhitespaceBound(t *testing.T) {
 func TestBlocksSeeOnlyDepthBytes(t *testing.T) {
 	b := NewBuilder(Limits{})
 	r := b.Rule("R")
-	start := b.State()
-	end := b.State()
-	s := start
-	for k := 0; k <= 5; k++ {
-		b.Byte(s, 'y', end)
-		if k < 5 {
-			n := b.State()
-			b.Byte(s, 'x', n)
-			s = n
-		}
-	}
-	b.Define(r, start, end)
+	defineCounter(b, r, 5)
 	g, err := b.Build(r)
 	if err != nil {
 		t.Fatal(err)
@@ -208,4 +197,20 @@ func completed(t *testing.T, g *Grammar, r int32) *rule {
 		t.Fatalf("rule %d did not complete", r)
 	}
 	return &ru
+}
+
+// defineCounter defines rule r as x{0,n} y: a chain of n+1 states, each
+// taking y to the end and x to the next.
+func defineCounter(b *Builder, r int32, n int) {
+	start, end := b.State(), b.State()
+	s := start
+	for k := 0; k <= n; k++ {
+		b.Byte(s, 'y', end)
+		if k < n {
+			next := b.State()
+			b.Byte(s, 'x', next)
+			s = next
+		}
+	}
+	b.Define(r, start, end)
 }

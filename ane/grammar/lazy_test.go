@@ -37,21 +37,8 @@ func valueGrammar(t *testing.T) *Grammar {
 		b.Byte(o, ']', end)
 		b.Define(list, s, end)
 	}
-	{ // counter: x{0,40} y
-		s := b.State()
-		end := b.State()
-		cur := s
-		for k := 0; k <= 40; k++ {
-			b.Byte(cur, 'y', end)
-			if k < 40 {
-				n := b.State()
-				b.Byte(cur, 'x', n)
-				cur = n
-			}
-		}
-		b.Define(cnt, s, end)
-	}
-	{ // alt: "1" [ab]* "2" | "1" string, through a call each
+	defineCounter(b, cnt, 40) // x{0,40} y
+	{                         // alt: "1" [ab]* "2" | "1" string, through a call each
 		s := b.State()
 		one := b.Lit(s, "1")
 		b.Bytes(one, 'a', 'b', one)

@@ -57,6 +57,7 @@ TEXT ·lutQ16DotAVX2(SB), NOSPLIT, $0-52
 	SETUP(16)
 
 s2:
+	PREFETCHT0 1024(SI)
 	CMPQ         CX, $2
 	JLT          s1
 	IDX
@@ -105,6 +106,7 @@ TEXT ·lutQ16Dot2AVX2(SB), NOSPLIT, $0-72
 	JEQ            pdone
 
 p1:
+	PREFETCHT0 1024(SI)
 	IDX
 	ROW(Y13, Y12, Y9)
 	ROW(Y11, Y10, Y14)

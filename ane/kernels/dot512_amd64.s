@@ -114,32 +114,55 @@ bdone:
 	VZEROUPPER
 	RET
 
-// OUT2(hi, lo, off): the sum of the 32 lanes of lo and hi stored at off(AX)
-// (clobbers Z0, Y1).
-#define OUT2(hi, lo, off) \
-	VADDPS hi, lo, Z0; \
+// OUT1(acc, off): the sum of acc's 16 lanes stored at off(AX) (clobbers
+// Z0, Y1).
+#define OUT1(acc, off) \
+	VMOVAPS acc, Z0; \
 	HSUM512; \
-	MOVSS  X0, off(AX)
+	MOVSS   X0, off(AX)
 
-// ROW4(xlo, xhi, alo, ahi, blo, bhi): one activation row's block (its low
-// and high 16 floats at xlo, xhi) against the looked-up values of rows A
-// (Z16, Z17) and B (Z18, Z19); clobbers Z20, Z21.
-#define ROW4(xlo, xhi, alo, ahi, blo, bhi) \
+// NIBLOOK(p, tab, lo, hi): the 32 looked-up values of the packed block at
+// (p) from the codebook tab, indices 0–15 into lo and 16–31 into hi.
+#define NIBLOOK(p, tab, lo, hi) \
+	VPMOVZXBD (p), lo; \
+	VPSRLD    $4, lo, hi; \
+	VPERMPS   tab, lo, lo; \
+	VPERMPS   tab, hi, hi
+
+// TOKEN(xlo, xhi, a, b): one activation row's block (its low and high 16
+// floats at xlo, xhi) against rows A (Z16, Z17) and B (Z18, Z19) into
+// their accumulators a and b, low half then high half; clobbers Z20, Z21.
+// Both matrix-matrix kernels accumulate every (row, token) output in this
+// order, so a row's result does not depend on which kernel computed it.
+#define TOKEN(xlo, xhi, a, b) \
 	VMOVUPS     xlo, Z20; \
 	VMOVUPS     xhi, Z21; \
-	VFMADD231PS Z20, Z16, alo; \
-	VFMADD231PS Z21, Z17, ahi; \
-	VFMADD231PS Z20, Z18, blo; \
-	VFMADD231PS Z21, Z19, bhi
+	VFMADD231PS Z20, Z16, a; \
+	VFMADD231PS Z20, Z18, b; \
+	VFMADD231PS Z21, Z17, a; \
+	VFMADD231PS Z21, Z19, b
+
+// TOKEN4(xlo, xhi, a, b, c, d): TOKEN for four rows, C (Z22, Z23) and D
+// (Z24, Z25) too.
+#define TOKEN4(xlo, xhi, a, b, c, d) \
+	VMOVUPS     xlo, Z20; \
+	VMOVUPS     xhi, Z21; \
+	VFMADD231PS Z20, Z16, a; \
+	VFMADD231PS Z20, Z18, b; \
+	VFMADD231PS Z20, Z22, c; \
+	VFMADD231PS Z20, Z24, d; \
+	VFMADD231PS Z21, Z17, a; \
+	VFMADD231PS Z21, Z19, b; \
+	VFMADD231PS Z21, Z23, c; \
+	VFMADD231PS Z21, Z25, d
 
 // func lutNibDot2x4AVX512(tabA, tabB *[16]float32, pA, pB *uint8, x *float32, xstride, blocks int, out *[8]float32)
 // The matrix-matrix form: two packed rows (A with tabA, B with tabB; the
 // two rows of a vector group share one index row) against four activation
 // rows at x + t·xstride bytes; out = A·x_0…3, B·x_0…3. Each block's
 // indices are widened and looked up once, and each activation vector,
-// loaded once, feeds four FMAs: the activations of four long rows do not
-// fit L1, so loads, not FMAs, set the pace. Sixteen accumulators (A and
-// B, four rows, low and high half) keep both FMA ports busy.
+// loaded once, feeds the FMAs of both rows. Eight accumulators, one per
+// output (Z2–Z9).
 TEXT ·lutNibDot2x4AVX512(SB), NOSPLIT, $0-64
 	MOVQ    tabA+0(FP), AX
 	MOVQ    tabB+8(FP), BX
@@ -149,59 +172,132 @@ TEXT ·lutNibDot2x4AVX512(SB), NOSPLIT, $0-64
 	MOVQ    xstride+40(FP), DX
 	MOVQ    blocks+48(FP), CX
 	LEAQ    (DI)(DX*2), R8
-	VMOVUPS (AX), Z8
-	VMOVUPS (BX), Z9
-	VPXORD  Z0, Z0, Z0
-	VPXORD  Z1, Z1, Z1
+	VMOVUPS (AX), Z26
+	VMOVUPS (BX), Z27
 	VPXORD  Z2, Z2, Z2
 	VPXORD  Z3, Z3, Z3
 	VPXORD  Z4, Z4, Z4
 	VPXORD  Z5, Z5, Z5
 	VPXORD  Z6, Z6, Z6
 	VPXORD  Z7, Z7, Z7
-	VPXORD  Z24, Z24, Z24
-	VPXORD  Z25, Z25, Z25
-	VPXORD  Z26, Z26, Z26
-	VPXORD  Z27, Z27, Z27
-	VPXORD  Z28, Z28, Z28
-	VPXORD  Z29, Z29, Z29
-	VPXORD  Z30, Z30, Z30
-	VPXORD  Z31, Z31, Z31
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
 	TESTQ   CX, CX
 	JEQ     cdone
 
 c1:
-	PREFETCHT0  1024(SI)
-	PREFETCHT0  1024(R9)
-	VPMOVZXBD   (SI), Z16
-	VPMOVZXBD   (R9), Z18
-	VPSRLD      $4, Z16, Z17
-	VPSRLD      $4, Z18, Z19
-	VPERMPS     Z8, Z16, Z16
-	VPERMPS     Z8, Z17, Z17
-	VPERMPS     Z9, Z18, Z18
-	VPERMPS     Z9, Z19, Z19
-	ROW4(0(DI), 64(DI), Z0, Z1, Z24, Z25)
-	ROW4(0(DI)(DX*1), 64(DI)(DX*1), Z2, Z3, Z26, Z27)
-	ROW4(0(R8), 64(R8), Z4, Z5, Z28, Z29)
-	ROW4(0(R8)(DX*1), 64(R8)(DX*1), Z6, Z7, Z30, Z31)
-	ADDQ        $16, SI
-	ADDQ        $16, R9
-	ADDQ        $128, DI
-	ADDQ        $128, R8
-	DECQ        CX
-	JNE         c1
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1024(R9)
+	NIBLOOK(SI, Z26, Z16, Z17)
+	NIBLOOK(R9, Z27, Z18, Z19)
+	TOKEN(0(DI), 64(DI), Z2, Z6)
+	TOKEN(0(DI)(DX*1), 64(DI)(DX*1), Z3, Z7)
+	TOKEN(0(R8), 64(R8), Z4, Z8)
+	TOKEN(0(R8)(DX*1), 64(R8)(DX*1), Z5, Z9)
+	ADDQ       $16, SI
+	ADDQ       $16, R9
+	ADDQ       $128, DI
+	ADDQ       $128, R8
+	DECQ       CX
+	JNE        c1
 
 cdone:
 	MOVQ out+56(FP), AX
-	OUT2(Z1, Z0, 0)
-	OUT2(Z3, Z2, 4)
-	OUT2(Z5, Z4, 8)
-	OUT2(Z7, Z6, 12)
-	OUT2(Z25, Z24, 16)
-	OUT2(Z27, Z26, 20)
-	OUT2(Z29, Z28, 24)
-	OUT2(Z31, Z30, 28)
+	OUT1(Z2, 0)
+	OUT1(Z3, 4)
+	OUT1(Z4, 8)
+	OUT1(Z5, 12)
+	OUT1(Z6, 16)
+	OUT1(Z7, 20)
+	OUT1(Z8, 24)
+	OUT1(Z9, 28)
+	VZEROUPPER
+	RET
+
+// func lutNibDot4x4AVX512(q *nibQuad, x *float32, xstride, blocks int, out *[16]float32)
+// Four packed rows (q.p[i] with q.tab[i]; pointers may repeat, as the rows
+// of a vector group share an index row) against four activation rows:
+// out[4i+t] = row i · x_t. Each activation vector, loaded once, feeds the
+// FMAs of four rows: half the loads per FMA of lutNibDot2x4AVX512, whose
+// per-output arithmetic it repeats exactly. Sixteen accumulators (Z2–Z15,
+// Z30, Z31).
+TEXT ·lutNibDot4x4AVX512(SB), NOSPLIT, $0-40
+	MOVQ    q+0(FP), AX
+	MOVQ    0(AX), BX
+	VMOVUPS (BX), Z26
+	MOVQ    8(AX), BX
+	VMOVUPS (BX), Z27
+	MOVQ    16(AX), BX
+	VMOVUPS (BX), Z28
+	MOVQ    24(AX), BX
+	VMOVUPS (BX), Z29
+	MOVQ    32(AX), SI
+	MOVQ    40(AX), R9
+	MOVQ    48(AX), R10
+	MOVQ    56(AX), R11
+	MOVQ    x+8(FP), DI
+	MOVQ    xstride+16(FP), DX
+	MOVQ    blocks+24(FP), CX
+	LEAQ    (DI)(DX*2), R8
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z30, Z30, Z30
+	VPXORD  Z31, Z31, Z31
+	TESTQ   CX, CX
+	JEQ     qdone
+
+q1:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1024(R9)
+	PREFETCHT0 1024(R10)
+	PREFETCHT0 1024(R11)
+	NIBLOOK(SI, Z26, Z16, Z17)
+	NIBLOOK(R9, Z27, Z18, Z19)
+	NIBLOOK(R10, Z28, Z22, Z23)
+	NIBLOOK(R11, Z29, Z24, Z25)
+	TOKEN4(0(DI), 64(DI), Z2, Z6, Z10, Z14)
+	TOKEN4(0(DI)(DX*1), 64(DI)(DX*1), Z3, Z7, Z11, Z15)
+	TOKEN4(0(R8), 64(R8), Z4, Z8, Z12, Z30)
+	TOKEN4(0(R8)(DX*1), 64(R8)(DX*1), Z5, Z9, Z13, Z31)
+	ADDQ       $16, SI
+	ADDQ       $16, R9
+	ADDQ       $16, R10
+	ADDQ       $16, R11
+	ADDQ       $128, DI
+	ADDQ       $128, R8
+	DECQ       CX
+	JNE        q1
+
+qdone:
+	MOVQ out+32(FP), AX
+	OUT1(Z2, 0)
+	OUT1(Z3, 4)
+	OUT1(Z4, 8)
+	OUT1(Z5, 12)
+	OUT1(Z6, 16)
+	OUT1(Z7, 20)
+	OUT1(Z8, 24)
+	OUT1(Z9, 28)
+	OUT1(Z10, 32)
+	OUT1(Z11, 36)
+	OUT1(Z12, 40)
+	OUT1(Z13, 44)
+	OUT1(Z14, 48)
+	OUT1(Z15, 52)
+	OUT1(Z30, 56)
+	OUT1(Z31, 60)
 	VZEROUPPER
 	RET
 

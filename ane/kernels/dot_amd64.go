@@ -75,6 +75,9 @@ func lutNibDot2AVX512(tab *[2][16]float32, p *uint8, x *float32, blocks int) (s0
 func lutNibDot2x4AVX512(tabA, tabB *[16]float32, pA, pB *uint8, x *float32, xstride, blocks int, out *[8]float32)
 
 //go:noescape
+func lutNibDot4x4AVX512(q *nibQuad, x *float32, xstride, blocks int, out *[16]float32)
+
+//go:noescape
 func lut64Dot2AVX512(tab *[2][64]float32, idx *uint8, x *float32, n int) (s0, s1 float32, over uint32)
 
 // dot is Σ a[i]·b[i] over len(a).
@@ -148,6 +151,28 @@ func lutNibDot2(tab *[2][16]float32, p []uint8, x []float32) (s0, s1 float32, ok
 // haveNibBatch reports whether lutNibDot2x4 has a kernel: otherwise the
 // matrix-matrix path decodes rows to float32 and uses dot4.
 func haveNibBatch() bool { return simd512 }
+
+// haveNibBatch4 reports whether lutNibDot4x4 has a kernel: otherwise
+// the matrix-matrix path takes rows two at a time (lutNibDot2x4).
+func haveNibBatch4() bool { return simd512 && nibBatch4 }
+
+// lutNibDot4x4 is lutNibDot2x4 for four packed rows: out[4i+t] = row i
+// (q.p[i] with q.tab[i], len(p[i]) ≥ cols/32·16 + the tail's bytes) · x_t.
+// Only with haveNibBatch4.
+func lutNibDot4x4(q *nibQuad, p *[4][]uint8, x []float32, stride, cols int, out *[16]float32) {
+	_ = x[3*stride+cols-1]
+	blocks := cols / 32
+	if blocks > 0 {
+		for i := range p {
+			_ = p[i][blocks*16-1]
+			q.p[i] = &p[i][0]
+		}
+		lutNibDot4x4AVX512(q, &x[0], 4*stride, blocks, out)
+	} else {
+		*out = [16]float32{}
+	}
+	nibBatchTail(q, p, x, stride, cols, blocks, out)
+}
 
 // lutNibDot2x4 is lutNibDot of two packed rows (pA with tabA, pB with
 // tabB) against four activation rows x[t·stride : t·stride+cols], t =

@@ -336,6 +336,29 @@ func (m *LUT) mulVec4(y, x []float32, r0, r1 int) {
 	}
 }
 
+// nibBatch4 lets the benchmark compare lutNibDot4x4 with two
+// lutNibDot2x4 calls; the two give bit-identical outputs.
+var nibBatch4 = true
+
+// nibQuad is the argument block of the four-row matrix-matrix kernel
+// (lutNibDot4x4): row i's codebook and packed indices.
+type nibQuad struct {
+	tab [4]*[16]float32
+	p   [4]*uint8
+}
+
+// nibBatchTail adds to out[4i+t] the products of the columns past the
+// kernel's whole blocks (rows p[i] with q.tab[i], activation rows x_t at
+// t·stride), in Go.
+func nibBatchTail(q *nibQuad, p *[4][]uint8, x []float32, stride, cols, blocks int, out *[16]float32) {
+	for t := range 4 {
+		xt := x[t*stride+blocks*32 : t*stride+cols]
+		for i := range p {
+			out[4*i+t] += lutNibDotGo(q.tab[i], p[i][blocks*16:], xt)
+		}
+	}
+}
+
 // mulBatch sets y[t·Rows + r] = W[r,:]·x_t for rows [r0, r1) and the n
 // rows x_t of x, two weight rows and four tokens per kernel call (each
 // packed index block looked up once for four tokens, each activation
@@ -347,8 +370,34 @@ func (m *LUT) mulBatch(y, x []float32, n, r0, r1 int) bool {
 		return false
 	}
 	cols := m.cols
+	r := r0
+	if haveNibBatch4() {
+		var q nibQuad
+		var p [4][]uint8
+		var out [16]float32
+		for ; r+4 <= r1; r += 4 {
+			for i := range 4 {
+				q.tab[i], p[i] = &m.tab16[(r+i)%m.cd], m.nibRow((r+i)/m.cd)
+			}
+			for t := 0; t+4 <= n; t += 4 {
+				lutNibDot4x4(&q, &p, x[t*cols:(t+4)*cols], cols, cols, &out)
+				for i := range 4 {
+					s := m.rowScale(r + i)
+					for k := range 4 {
+						y[(t+k)*m.rows+r+i] = out[4*i+k] * s
+					}
+				}
+			}
+			for t := n &^ 3; t < n; t++ {
+				xt := x[t*cols : (t+1)*cols]
+				for i := range 4 {
+					y[t*m.rows+r+i] = lutNibDot(q.tab[i], p[i], xt) * m.rowScale(r+i)
+				}
+			}
+		}
+	}
 	var out [8]float32
-	for r := r0; r < r1; r += 2 {
+	for ; r < r1; r += 2 {
 		// Rows r and r+1: one vector group's first two rows (CD 2, 4), or
 		// two scalar rows (CD 1; an odd last row is computed twice).
 		rb := min(r+1, r1-1)

@@ -187,5 +187,31 @@ func BenchmarkKernelBatch(b *testing.B) {
 				b.ReportMetric(times[k][len(times[k])/2]/float64(rows*cols*n), "ns/weight/token_"+l.name)
 			}
 		})
+		if !haveNibBatch4() {
+			continue
+		}
+		// The best level's four-row kernel against two-row calls, alternating.
+		b.Run("vec2x16/rows4/tokens="+strconv.Itoa(n), func(b *testing.B) {
+			var two, four []float64
+			for b.Loop() {
+				for _, on := range []bool{false, true} {
+					nibBatch4 = on
+					start := time.Now()
+					run.Apply(lin, y, x, n)
+					t := float64(time.Since(start)) / float64(rows*cols*n)
+					if on {
+						four = append(four, t)
+					} else {
+						two = append(two, t)
+					}
+				}
+			}
+			nibBatch4 = true
+			med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+			t2, t4 := med(two), med(four)
+			b.ReportMetric(t2, "ns/weight/token_2rows")
+			b.ReportMetric(t4, "ns/weight/token_4rows")
+			b.ReportMetric(t2/t4, "speedup")
+		})
 	}
 }

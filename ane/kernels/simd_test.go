@@ -158,6 +158,34 @@ func TestKernelsMatchNaive(t *testing.T) {
 					}
 					checkSum(t, fmt.Sprintf("lutNibDot2x4[%d] n=%d", k, n), got[k], w, wa)
 				}
+				// Four rows: A and B again, then a shuffled row twice (a
+				// vector group's shared index row) with both tables. Each
+				// output is the two-row kernel's bit for bit (a row's
+				// result must not depend on the kernel the row split chose).
+				shuf := slices.Clone(idx)
+				r.Shuffle(len(shuf), func(i, j int) { shuf[i], shuf[j] = shuf[j], shuf[i] })
+				pC, _, _ := packNibbles(shuf, 1, n)
+				rows := [4][]uint8{idx, rev, shuf, shuf}
+				q := nibQuad{tab: [4]*[16]float32{&tab[0], &tab[1], &tab[1], &tab[0]}}
+				p4 := [4][]uint8{p, pB, pC, pC}
+				var got4 [16]float32
+				lutNibDot4x4(&q, &p4, xs, n+3, n, &got4)
+				var pair [8]float32
+				lutNibDot2x4(&tab[1], &tab[0], pC, pC, xs, n+3, n, &pair)
+				for i := range 4 {
+					for k := range 4 {
+						var w, wa float64
+						for j := range n {
+							e := float64(q.tab[i][rows[i][j]]) * float64(xs[k*(n+3)+j])
+							w, wa = w+e, wa+math.Abs(e)
+						}
+						name := fmt.Sprintf("lutNibDot4x4[%d,%d] n=%d", i, k, n)
+						checkSum(t, name, got4[4*i+k], w, wa)
+						if two := [4]float32{got[k], got[4+k], pair[k], pair[4+k]}[i]; haveNibBatch4() && got4[4*i+k] != two {
+							t.Errorf("%s = %v, lutNibDot2x4 %v: not bit-identical", name, got4[4*i+k], two)
+						}
+					}
+				}
 			}
 			// 64 entries: the 16 above plus 48 more, indices over all 64.
 			var tab64 [2][64]float32

@@ -69,20 +69,23 @@ type Runner struct {
 	// preset (docs/KERNELS.md).
 	IntegerCodebooks bool
 
-	q8      Q8  // the quantized activation rows of the current product
-	q16     Q16 // the same for the codebook sides (useQ16)
-	pool    *Pool
-	task    pairTask
-	lrTask  pairTask // a low-rank branch's B·x, run while task is being set up
-	scratch [][]float32
-	scr8    [][]int8 // the integer matrix-matrix path's decoded rows (q8lut.go)
-	lrTmp   [2][]float32
+	q8       Q8     // the quantized activation rows of the current product
+	q16      Q16    // the same for the codebook sides (useQ16)
+	px       panelX // the same, transposed for the panel path (usePanels)
+	pool     *Pool
+	task     pairTask
+	lrTask   pairTask // a low-rank branch's B·x, run while task is being set up
+	scratch  [][]float32
+	scr8     [][]int8                             // the integer matrix-matrix path's decoded rows (q8lut.go)
+	panelOut [][][panelRows * panelTokens]float32 // per worker: the panel kernel's outputs, one per token group
+	lrTmp    [2][]float32
 }
 
 // NewRunner returns a runner with a pool of threads workers (≤ 0: GOMAXPROCS).
 func NewRunner(threads int) *Runner {
 	p := NewPool(threads)
-	r := &Runner{pool: p, scratch: make([][]float32, p.Workers()), scr8: make([][]int8, p.Workers())}
+	r := &Runner{pool: p, scratch: make([][]float32, p.Workers()), scr8: make([][]int8, p.Workers()),
+		panelOut: make([][][panelRows * panelTokens]float32, p.Workers())}
 	r.task.r = r
 	return r
 }
@@ -124,6 +127,7 @@ func (r *Runner) ApplyPair(a, b *Linear, da, db, x []float32, n int, then Task) 
 	}
 	r.useQ8(t, x, n)
 	r.useQ16(t, x, n)
+	r.usePanels(t, x, n)
 	r.pool.Run(t, a.Rows(), align, r.partsFor(work*n))
 	*t = pairTask{r: r}
 }
@@ -190,8 +194,9 @@ type product struct {
 	a   *F32
 	lrT []float32
 	dst []float32
-	q8  *Q8  // set: m is a q8Matrix and x is quantized here (Runner.Integer)
-	q16 *Q16 // set: m is a *LUT and x is quantized here (useQ16)
+	q8  *Q8     // set: m is a q8Matrix and x is quantized here (Runner.Integer)
+	q16 *Q16    // set: m is a *LUT and x is quantized here (useQ16)
+	px  *panelX // set: the panel path applies, x transposed here (usePanels)
 }
 
 type pairTask struct {
@@ -222,6 +227,8 @@ func (r *Runner) mulRange(w int, p *product, x []float32, n, lo, hi int) {
 		m.(*LUT).mulVecQ16(p.dst, p.q16, lo, hi)
 	} else if n == 1 {
 		m.mulVec(p.dst, x, lo, hi)
+	} else if p.px != nil {
+		r.mulPanels(w, p, lo, hi)
 	} else if b, ok := m.(batchMatrix); !ok || !b.mulBatch(p.dst, x, n, lo, hi) {
 		// Matrix-matrix: decode each row group once and use it for every
 		// token, so the stored weights are read once per block.

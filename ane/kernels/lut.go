@@ -421,6 +421,15 @@ func (m *LUT) mulBatch(y, x []float32, n, r0, r1 int) bool {
 	return true
 }
 
+// tiled: packed rows decode by column range (decodeTile).
+func (m *LUT) tiled() bool { return m.nib != nil }
+
+// decodeTile writes columns [c0, c1) of row r (c0 a multiple of 32) into
+// dst, the values decodeGroup writes: packed rows only.
+func (m *LUT) decodeTile(r, c0, c1 int, dst []float32) {
+	decodeNib(m.nibRow(r/m.cd)[c0/2:], &m.tab16[r%m.cd], m.rowScale(r), dst[:c1-c0])
+}
+
 func (m *LUT) decodeGroup(g int, dst []float32) {
 	for t := 0; t < m.cd; t++ {
 		r := g*m.cd + t
@@ -447,6 +456,8 @@ func (m *LUT) decodeGroup(g int, dst []float32) {
 
 // decodeNib writes tab[index j]·s for the packed row p into out.
 func decodeNib(p []uint8, tab *[16]float32, s float32, out []float32) {
+	done := decodeNibBlocks(p, tab, s, out)
+	p, out = p[done/2:], out[done:]
 	for len(out) > 0 {
 		lo := out[:min(16, len(out))]
 		for j := range lo {

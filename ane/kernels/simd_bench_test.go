@@ -187,31 +187,37 @@ func BenchmarkKernelBatch(b *testing.B) {
 				b.ReportMetric(times[k][len(times[k])/2]/float64(rows*cols*n), "ns/weight/token_"+l.name)
 			}
 		})
-		if !haveNibBatch4() {
+		// The best level's alternatives, alternating on the same product:
+		// four-row against two-row calls (Verify-sized blocks), the panel
+		// path against the four-row kernel (prefill-sized ones).
+		name, flag, base, alt := "rows4", &nibBatch4, "2rows", "4rows"
+		if n >= panelMinTokens {
+			name, flag, base, alt = "panel", &panelOn, "4rows", "panel"
+		}
+		if !haveNibBatch4() || n >= panelMinTokens && !havePanel() {
 			continue
 		}
-		// The best level's four-row kernel against two-row calls, alternating.
-		b.Run("vec2x16/rows4/tokens="+strconv.Itoa(n), func(b *testing.B) {
-			var two, four []float64
+		b.Run("vec2x16/"+name+"/tokens="+strconv.Itoa(n), func(b *testing.B) {
+			var off, on []float64
 			for b.Loop() {
-				for _, on := range []bool{false, true} {
-					nibBatch4 = on
+				for _, v := range []bool{false, true} {
+					*flag = v
 					start := time.Now()
 					run.Apply(lin, y, x, n)
 					t := float64(time.Since(start)) / float64(rows*cols*n)
-					if on {
-						four = append(four, t)
+					if v {
+						on = append(on, t)
 					} else {
-						two = append(two, t)
+						off = append(off, t)
 					}
 				}
 			}
-			nibBatch4 = true
+			*flag = true
 			med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
-			t2, t4 := med(two), med(four)
-			b.ReportMetric(t2, "ns/weight/token_2rows")
-			b.ReportMetric(t4, "ns/weight/token_4rows")
-			b.ReportMetric(t2/t4, "speedup")
+			t0, t1 := med(off), med(on)
+			b.ReportMetric(t0, "ns/weight/token_"+base)
+			b.ReportMetric(t1, "ns/weight/token_"+alt)
+			b.ReportMetric(t0/t1, "speedup")
 		})
 	}
 }

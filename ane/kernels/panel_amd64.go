@@ -1,0 +1,36 @@
+//go:build amd64 && !purego
+
+package kernels
+
+//go:noescape
+func panel12x32AVX512(w *float32, wstride int, xt *float32, cols int, out *[panelRows * panelTokens]float32)
+
+//go:noescape
+func decodeNibAVX512(tab *[16]float32, p *uint8, s float32, out *float32, blocks int)
+
+// havePanel reports whether the panel kernel exists at the selected level.
+func havePanel() bool { return simd512 && panelOn }
+
+// panel12x32 is panel12x32AVX512 over cols columns of 12 rows (w, row i
+// at i·stride) and one transposed group of 32 activation rows (xt),
+// added to out. Only with havePanel.
+func panel12x32(w []float32, stride, cols int, xt []float32, out *[panelRows * panelTokens]float32) {
+	if cols == 0 {
+		return
+	}
+	_, _ = w[(panelRows-1)*stride+cols-1], xt[cols*panelTokens-1]
+	panel12x32AVX512(&w[0], 4*stride, &xt[0], cols, out)
+}
+
+// decodeNibBlocks writes tab[index j]·s for the whole 32-index blocks of
+// the packed row p into out and returns how many values it wrote (the
+// rest is decodeNib's, in Go): the same single rounding as the Go loop.
+func decodeNibBlocks(p []uint8, tab *[16]float32, s float32, out []float32) int {
+	blocks := len(out) / 32
+	if !simd512 || blocks == 0 {
+		return 0
+	}
+	_, _ = p[blocks*16-1], out[blocks*32-1]
+	decodeNibAVX512(tab, &p[0], s, &out[0], blocks)
+	return blocks * 32
+}

@@ -427,7 +427,7 @@ func (m *LUT) tiled() bool { return m.nib != nil }
 // decodeTile writes columns [c0, c1) of row r (c0 a multiple of 32) into
 // dst, the values decodeGroup writes: packed rows only.
 func (m *LUT) decodeTile(r, c0, c1 int, dst []float32) {
-	decodeNib(m.nibRow(r/m.cd)[c0/2:], &m.tab16[r%m.cd], m.rowScale(r), dst[:c1-c0])
+	decodeNib(m.nibRow(r / m.cd)[c0/2:], &m.tab16[r%m.cd], m.rowScale(r), dst[:c1-c0])
 }
 
 func (m *LUT) decodeGroup(g int, dst []float32) {

@@ -3,8 +3,8 @@ package kernels
 // The panel path of the matrix-matrix products (prefill blocks, #21): for
 // n ≥ panelMinTokens activation rows the runner stores the activations
 // once per product column by column in groups of panelTokens
-// (transposePanels), each worker decodes panelRows weight rows at a time to
-// float32 (decodeGroup; the packed codebook rows with a SIMD lookup), and
+// (transposePanels), each worker decodes panelRows weight rows at a time,
+// a column tile at a time, to float32 (decodeTile, a SIMD lookup), and
 // the panel kernel multiplies them out with broadcast FMAs: 24 FMAs per 14
 // loads and no table lookups in the inner loop, where the row kernels
 // (lutNibDot4x4) spend one lookup per two FMAs. Each output (row, token)
@@ -74,8 +74,12 @@ func (px *panelX) RunRange(_, lo, hi int) {
 }
 
 // usePanels prepares the panel path for the sides of t it applies to: n
-// ≥ panelMinTokens, a panel kernel on this machine, and not the integer
-// path's Q8 products. One transposition serves both sides.
+// ≥ panelMinTokens, a panel kernel on this machine, and a matrix that
+// decodes by tiles (the packed codebook formats). The float formats keep
+// the row path (dot4), whose results do not depend on the machine's
+// vector width: the rebuild's calibration forward runs them, and its
+// golden export (ane/rebuild) must not depend on the CPU. One
+// transposition serves both sides.
 func (r *Runner) usePanels(t *pairTask, x []float32, n int) {
 	if n < panelMinTokens || !havePanel() {
 		return
@@ -83,6 +87,9 @@ func (r *Runner) usePanels(t *pairTask, x []float32, n int) {
 	done := false
 	for i := range t.parts {
 		if p := &t.parts[i]; p.m != nil && p.q8 == nil {
+			if td, ok := p.m.(tileDecoder); !ok || !td.tiled() {
+				continue
+			}
 			if !done {
 				r.transposePanels(&r.px, x, n, p.m.Cols())
 				done = true
@@ -97,31 +104,24 @@ func (r *Runner) usePanels(t *pairTask, x []float32, n int) {
 const panelCols = 256
 
 // tileDecoder is a Matrix that can decode a column range of one row
-// (when tiled), so the panel path decodes tile by tile into L1 instead of
-// whole row groups.
+// (when tiled): the matrices the panel path takes.
 type tileDecoder interface {
 	tiled() bool
 	decodeTile(row, c0, c1 int, dst []float32)
 }
 
-// mulPanels computes rows [lo, hi) of p (lo and hi multiples of the
-// matrix's Group) for every token, panelRows rows at a time.
+// mulPanels computes rows [lo, hi) of p (a tileDecoder) for every token,
+// panelRows rows at a time.
 func (r *Runner) mulPanels(w int, p *product, lo, hi int) {
 	m, px := p.m, p.px
-	rows, cols, cd := m.Rows(), m.Cols(), m.Group()
-	td, _ := m.(tileDecoder)
-	if td != nil && !td.tiled() {
-		td = nil
-	}
-	tile := cols // columns per tile: whole rows unless m decodes tiles
-	if td != nil && cols > panelCols {
-		tile = panelCols
-	}
+	td := m.(tileDecoder)
+	rows, cols := m.Rows(), m.Cols()
+	tile := min(cols, panelCols)
 	need := panelRows * tile
 	if cap(r.scratch[w]) < need {
 		r.scratch[w] = make([]float32, need)
 	}
-	buf := r.scratch[w][:need]
+	wt := r.scratch[w][:need]
 	if len(r.panelOut[w]) < px.groups {
 		r.panelOut[w] = make([][panelRows * panelTokens]float32, px.groups)
 	}
@@ -131,19 +131,12 @@ func (r *Runner) mulPanels(w int, p *product, lo, hi int) {
 		for g := range outs {
 			outs[g] = [panelRows * panelTokens]float32{}
 		}
+		clear(wt[nr*tile:]) // padding rows: their outputs are dropped
 		for c0 := 0; c0 < cols; c0 += tile {
 			c1 := min(cols, c0+tile)
-			wt := buf[:panelRows*tile]
-			if td == nil { // whole row groups, row-major at stride cols
-				for g := r0 / cd; g < (r0+nr)/cd; g++ {
-					m.decodeGroup(g, buf[(g*cd-r0)*cols:(g*cd-r0+cd)*cols])
-				}
-			} else {
-				for i := range nr {
-					td.decodeTile(r0+i, c0, c1, wt[i*tile:(i+1)*tile])
-				}
+			for i := range nr {
+				td.decodeTile(r0+i, c0, c1, wt[i*tile:(i+1)*tile])
 			}
-			clear(buf[nr*tile : panelRows*tile])
 			for g := range outs {
 				xt := px.x[(g*cols+c0)*panelTokens : (g*cols+c1)*panelTokens]
 				panel12x32(wt, tile, c1-c0, xt, &outs[g])
@@ -152,9 +145,9 @@ func (r *Runner) mulPanels(w int, p *product, lo, hi int) {
 		for g := range outs {
 			t0 := g * panelTokens
 			for t := t0; t < min(px.n, t0+panelTokens); t++ {
-				y := p.dst[t*rows+r0 : t*rows+r0+nr]
+				y, o := p.dst[t*rows+r0:t*rows+r0+nr], outs[g][t-t0:]
 				for i := range y {
-					y[i] = outs[g][i*panelTokens+t-t0]
+					y[i] = o[i*panelTokens]
 				}
 			}
 		}

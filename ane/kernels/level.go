@@ -6,18 +6,12 @@ import "runtime"
 // CPU has FEAT_DotProd (dot_arm64.go sets it); false everywhere else.
 var simdDot bool
 
-// simdVNNI adds, on amd64's AVX-512 level, the integer codebook kernels
-// with VPERMW and VPDPWSSD (AVX512_VNNI, AVX512BW, AVX512VL; q4_amd64.s).
-var simdVNNI bool
-
 // KernelLevel names the kernel set products run with on this machine:
 // "avx512" or "avx2" on amd64, "neon-dotprod" or "neon" on arm64, or "go"
 // (the pure-Go loops: other architectures and the purego build tag).
 // status reports it for the reference engine.
 func KernelLevel() string {
 	switch {
-	case simd512 && simdVNNI:
-		return "avx512-vnni"
 	case simd512:
 		return "avx512"
 	case simd && runtime.GOARCH == "arm64" && simdDot:

@@ -26,10 +26,7 @@ type intCodebook struct {
 	// lo and hi are the codes' low and high bytes, the two tables the
 	// AVX2 kernel looks the nibbles up in.
 	lo, hi [4][16]uint8
-	// w32 is each component's codes twice: the 32-word VPERMW table of
-	// the AVX-512 VNNI kernels, which look up 5-bit indices.
-	w32   [4][32]int16
-	scale [4]float32
+	scale  [4]float32
 	// relErr[t] is component t's weighted RMS error relative to its
 	// weighted RMS value, each entry weighted by how many indices select it:
 	// the relative error the codes add to the matrix's weights.
@@ -57,7 +54,6 @@ func (cb *intCodebook) setCodes(t int, code *[16]int16) {
 	cb.code[t] = *code
 	for e, k := range code {
 		cb.lo[t][e], cb.hi[t][e] = uint8(k), uint8(uint16(k)>>8)
-		cb.w32[t][e], cb.w32[t][e+16] = k, k
 	}
 }
 
@@ -119,24 +115,17 @@ func quantizeCodebook(c *[16]float32, count *[16]float64, code *[16]int16) (scal
 const Q16Block = Q8Block
 
 // Q16 is a vector quantized to int16 blocks of Q16Block values with one
-// float scale each, padded with zeros to a whole number of blocks. The
-// codes are stored in the order the kernels of this machine read them
-// (at): within each block in the AVX2 kernel's order (q16Pos), or, for the
-// AVX-512 VNNI kernels, by pairs of blocks (pairs).
+// float scale each. Within a block the codes are stored in the order the
+// AVX2 kernel unpacks the codebook codes (q16Pos), padded with zeros to a
+// whole number of blocks.
 type Q16 struct {
 	Q     []int16
 	Scale []float32
-	// pairs: each pair of blocks b, b+1 (b even) stores b's values 0–15,
-	// b+1's 0–15, b's 16–31, b+1's 16–31; a lone last block is in order.
-	pairs bool
-	// scaleX (with pairs) is each block's scale 8 times, the VNNI kernel's
-	// lanes of that block.
-	scaleX []float32
 }
 
-// q16Pos is where element j of a block is stored in the AVX2 order: the
-// codes of a block's indices come out of that kernel's byte unpacking as
-// 0–7, 16–23, 8–15, 24–31.
+// q16Pos is where element j of a block is stored: the codes of a block's
+// indices come out of the kernel's byte unpacking as 0–7, 16–23, 8–15,
+// 24–31.
 func q16Pos(j int) int {
 	switch j / 8 {
 	case 1:
@@ -147,65 +136,18 @@ func q16Pos(j int) int {
 	return j
 }
 
-// at is the index in q.Q of element j of the quantized vector.
-func (q *Q16) at(j int) int {
-	b, i := j/Q16Block, j%Q16Block
-	switch {
-	case !q.pairs:
-		return b*Q16Block + q16Pos(i)
-	case b|1 >= len(q.Scale): // the lone last block
-		return j
-	}
-	return (b&^1)*Q16Block + i/16*Q16Block + (b&1)*16 + i%16
-}
-
 // QuantizeQ16 quantizes x into q, reusing q's storage: per block scale =
 // max|x|/32767, code = round(x/scale) (an all-zero block has scale 0 and
-// codes 0), in the layout of this machine's kernels (q16Pairs). Each
-// value is reconstructed within scale/2.
-func QuantizeQ16(q *Q16, x []float32) {
-	q.pairs = q16Pairs()
-	if !q.pairs {
-		quantizeBlocks(&q.Q, &q.Scale, x, 32767, q16Pos)
-		return
-	}
-	quantizeBlocks(&q.Q, &q.Scale, x, 32767, func(j int) int { return j })
-	nb := len(q.Scale)
-	var pair [2 * Q16Block]int16
-	for b := 0; b+1 < nb; b += 2 {
-		blk := q.Q[b*Q16Block : (b+2)*Q16Block]
-		copy(pair[0:16], blk[0:16])
-		copy(pair[16:32], blk[32:48])
-		copy(pair[32:48], blk[16:32])
-		copy(pair[48:64], blk[48:64])
-		copy(blk, pair[:])
-	}
-	if cap(q.scaleX) < 8*nb {
-		q.scaleX = make([]float32, 8*nb)
-	}
-	q.scaleX = q.scaleX[:8*nb]
-	for b, s := range q.Scale {
-		for i := range 8 {
-			q.scaleX[8*b+i] = s
-		}
-	}
-}
+// codes 0). Each value is reconstructed within scale/2.
+func QuantizeQ16(q *Q16, x []float32) { quantizeBlocks(&q.Q, &q.Scale, x, 32767, q16Pos) }
 
 // lutQ16DotGo is Σ_b scale_b·Σ_{j∈b} code[index j]·q[j] over the packed
 // row p from block b0 on, added to s: the fallback of lutQ16Dot. The
 // padding of a short last block meets zero codes in q.
 func lutQ16DotGo(code *[16]int16, p []uint8, q *Q16, b0 int, s float32) float32 {
 	for b := b0; b < len(q.Scale); b++ {
-		blk := p[b*16 : b*16+16 : b*16+16]
+		blk, qs := p[b*16:b*16+16:b*16+16], q.Q[b*32:b*32+32:b*32+32]
 		var acc int32
-		if q.pairs {
-			for j, v := range blk {
-				acc += int32(code[v&15])*int32(q.Q[q.at(b*32+j)]) + int32(code[v>>4])*int32(q.Q[q.at(b*32+16+j)])
-			}
-			s += float32(acc) * q.Scale[b]
-			continue
-		}
-		qs := q.Q[b*32 : b*32+32 : b*32+32]
 		for h := range 2 { // bytes 8h…8h+7: q16Pos puts their low nibbles' codes at 16h, high at 16h+8
 			bs, lo, hi := blk[8*h:8*h+8:8*h+8], qs[16*h:16*h+8:16*h+8], qs[16*h+8:16*h+16:16*h+16]
 			for j, v := range bs {

@@ -12,55 +12,23 @@ func lutQ16DotAVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks
 //go:noescape
 func lutQ16Dot2AVX2(lo0, hi0, lo1, hi1 *[16]uint8, p *uint8, q *int16, scale *float32, blocks int) (s0, s1 float32)
 
-//go:noescape
-func lutQ16DotVNNI(tab *[32]int16, p *uint8, q *int16, scalex, scale *float32, blocks int) float32
-
-//go:noescape
-func lutQ16Dot2VNNI(tab0, tab1 *[32]int16, p *uint8, q *int16, scalex, scale *float32, blocks int) (s0, s1 float32)
-
-// q16Pairs reports whether QuantizeQ16 lays blocks out in pairs, for the
-// VNNI kernels.
-func q16Pairs() bool { return simdVNNI }
-
-// q16Kernel reports which kernel reads q here: the VNNI one for the pair
-// layout, the AVX2 one for the other (a layout the selected level does
-// not read is left to the Go loop).
-func q16Kernel(q *Q16) (vnni, avx2 bool) {
-	if len(q.Scale) == 0 {
-		return false, false
-	}
-	return q.pairs && simdVNNI, !q.pairs && simd
-}
-
-// lutQ16Prefix runs the SIMD kernel over every block of the row.
+// lutQ16Prefix runs the AVX2 kernel over every block of the row.
 func lutQ16Prefix(cb *intCodebook, t int, p []uint8, q *Q16) q8Done {
 	nb := len(q.Scale)
-	vnni, avx2 := q16Kernel(q)
-	switch {
-	case vnni:
-		_ = p[nb*16-1]
-		return q8Done{nb, lutQ16DotVNNI(&cb.w32[t], &p[0], &q.Q[0], &q.scaleX[0], &q.Scale[0], nb)}
-	case avx2:
-		_ = p[nb*16-1]
-		return q8Done{nb, lutQ16DotAVX2(&cb.lo[t], &cb.hi[t], &p[0], &q.Q[0], &q.Scale[0], nb)}
+	if !simd || nb == 0 {
+		return q8Done{}
 	}
-	return q8Done{}
+	_ = p[nb*16-1]
+	return q8Done{nb, lutQ16DotAVX2(&cb.lo[t], &cb.hi[t], &p[0], &q.Q[0], &q.Scale[0], nb)}
 }
 
 func lutQ16Prefix2(cb *intCodebook, t int, p []uint8, q *Q16) (q8Done, q8Done) {
 	nb := len(q.Scale)
-	vnni, avx2 := q16Kernel(q)
-	var s0, s1 float32
-	switch {
-	case vnni:
-		_ = p[nb*16-1]
-		s0, s1 = lutQ16Dot2VNNI(&cb.w32[t], &cb.w32[t+1], &p[0], &q.Q[0], &q.scaleX[0], &q.Scale[0], nb)
-	case avx2:
-		_ = p[nb*16-1]
-		s0, s1 = lutQ16Dot2AVX2(&cb.lo[t], &cb.hi[t], &cb.lo[t+1], &cb.hi[t+1], &p[0], &q.Q[0], &q.Scale[0], nb)
-	default:
+	if !simd || nb == 0 {
 		return q8Done{}, q8Done{}
 	}
+	_ = p[nb*16-1]
+	s0, s1 := lutQ16Dot2AVX2(&cb.lo[t], &cb.hi[t], &cb.lo[t+1], &cb.hi[t+1], &p[0], &q.Q[0], &q.Scale[0], nb)
 	return q8Done{nb, s0}, q8Done{nb, s1}
 }
 

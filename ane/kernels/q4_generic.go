@@ -4,8 +4,6 @@ package kernels
 
 // No integer codebook kernel on this architecture yet (arm64 TBL and SDOT
 // would go here): the Go loops do every block.
-func q16Pairs() bool { return false }
-
 func lutQ16Prefix(*intCodebook, int, []uint8, *Q16) q8Done { return q8Done{} }
 
 func lutQ16Prefix2(*intCodebook, int, []uint8, *Q16) (q8Done, q8Done) { return q8Done{}, q8Done{} }

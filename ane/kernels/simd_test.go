@@ -20,7 +20,6 @@ type kernelLevel struct {
 	name          string
 	simd, simd512 bool
 	dotprod       bool
-	vnni          bool
 }
 
 // kernelLevels lists the levels available here, lowest first.
@@ -41,17 +40,14 @@ func kernelLevels() []kernelLevel {
 	if simd512 {
 		levels = append(levels, kernelLevel{name: "avx512", simd: true, simd512: true})
 	}
-	if simdVNNI {
-		levels = append(levels, kernelLevel{name: "avx512-vnni", simd: true, simd512: true, vnni: true})
-	}
 	return levels
 }
 
 // useLevel selects l and returns a function restoring the previous level.
 func useLevel(l kernelLevel) (restore func()) {
-	s, s512, s16, sdot, svnni := simd, simd512, simdF16, simdDot, simdVNNI
-	simd, simd512, simdF16, simdDot, simdVNNI = l.simd, l.simd512, l.simd && s16, l.dotprod, l.vnni
-	return func() { simd, simd512, simdF16, simdDot, simdVNNI = s, s512, s16, sdot, svnni }
+	s, s512, s16, sdot := simd, simd512, simdF16, simdDot
+	simd, simd512, simdF16, simdDot = l.simd, l.simd512, l.simd && s16, l.dotprod
+	return func() { simd, simd512, simdF16, simdDot = s, s512, s16, sdot }
 }
 
 // haveLUT64 reports whether lut64Dot2 has a kernel at the selected level:

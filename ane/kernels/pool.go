@@ -24,6 +24,19 @@ type Task interface {
 // instead of holding up the whole product. A worker that finishes spins
 // briefly for the next Run before parking, because a decode step issues
 // products microseconds apart and waking a parked thread costs more.
+//
+// A worker the OS deschedules in the middle of a chunk holds up the Run
+// until it is scheduled again: a time slice, milliseconds, where a product
+// takes microseconds. When another process keeps a core busy this happens
+// every few slices, and the workers, spinning between Runs, also take CPU
+// time from the caller: two workers become slower than one. So a shared
+// Run whose caller, out of chunks, waited more than stallMin and more
+// than stallRatio times its own work is a stall, and a second stall within
+// stallWindow of the last sends the Runs of the next spell (soloMin,
+// doubling while stalls keep coming, up to soloMax) to the caller alone,
+// the workers parked; then the workers are tried again. A lone stall (the
+// VM took the core once) changes nothing. Run is for one goroutine at a
+// time (the session's).
 type Pool struct {
 	workers int
 	jobs    []chan *batch
@@ -31,7 +44,22 @@ type Pool struct {
 	mu      sync.Mutex
 	free    []*batch
 	once    sync.Once
+
+	lastStall time.Time     // the last stall
+	soloUntil time.Time     // Runs before this run on the caller alone
+	spell     time.Duration // the last solo spell (0: none lately)
+	stalls    int           // stalls seen (tests)
 }
+
+const (
+	stallMin    = 250 * time.Microsecond
+	stallRatio  = 2
+	stallWindow = 100 * time.Millisecond
+	soloMin     = 50 * time.Millisecond
+	soloMax     = 2 * time.Second
+	// soloReset without a stall brings the next spell back to soloMin.
+	soloReset = 10 * time.Second
+)
 
 // chunksPerWorker is how finely a Run is cut: enough that a late worker
 // costs little, few enough that handing out chunks stays negligible.
@@ -147,6 +175,11 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 		t.RunRange(0, 0, total)
 		return
 	}
+	start := time.Now()
+	if start.Before(p.soloUntil) {
+		t.RunRange(0, 0, total)
+		return
+	}
 	chunks := min(units, parts*chunksPerWorker)
 	b := p.batch()
 	b.t, b.total = t, total
@@ -157,12 +190,39 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 	b.holders.Store(int32(parts))
 	b.parked.Store(0)
 	for i := 1; i < parts; i++ {
-		p.jobs[i-1] <- b
+		select {
+		case p.jobs[i-1] <- b:
+		default:
+			// The worker has not taken its last Runs yet (the OS has
+			// not scheduled it): waiting to hand it this one would
+			// stall the caller for a time slice, so it does without.
+			b.release()
+		}
 	}
 	if !b.work(0) {
+		worked := time.Now()
 		b.wait()
+		if now := time.Now(); now.Sub(worked) > max(stallMin, stallRatio*worked.Sub(start)) {
+			p.stalled(now)
+		}
 	}
 	b.release()
+}
+
+// stalled records a stall at now and starts a solo spell when it follows
+// another closely.
+func (p *Pool) stalled(now time.Time) {
+	p.stalls++
+	since := now.Sub(p.lastStall)
+	p.lastStall = now
+	if since > soloReset {
+		p.spell = 0
+	}
+	if since > stallWindow {
+		return
+	}
+	p.spell = min(max(2*p.spell, soloMin), soloMax)
+	p.soloUntil = now.Add(p.spell)
 }
 
 // wait returns once the workers have finished the chunks they took: it

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // coverTask counts, for every index, how often a RunRange covered it, and
@@ -90,7 +91,8 @@ func TestPoolSharesWork(t *testing.T) {
 	}
 	p := NewPool(2)
 	defer p.Close()
-	for range 200 {
+	for range 2000 { // a loaded machine may send a few Runs solo (stalls)
+		p.soloUntil = time.Time{}
 		c := newCover(1<<12, 1, 2)
 		slow := &slowTask{c}
 		p.Run(slow, 1<<12, 1, 2)
@@ -99,7 +101,7 @@ func TestPoolSharesWork(t *testing.T) {
 			return
 		}
 	}
-	t.Fatal("worker 1 never ran a chunk in 200 Runs")
+	t.Fatal("worker 1 never ran a chunk in 2000 Runs")
 }
 
 // slowTask makes each chunk long enough for a woken worker to join in.
@@ -128,4 +130,77 @@ func TestPoolRunAllocatesNothing(t *testing.T) {
 	if allocs > 0.05 {
 		t.Fatalf("Run allocates %.2f times per call", allocs)
 	}
+}
+
+// stallTask holds worker 1 in its first chunk for hold, as a worker the
+// OS descheduled mid-chunk would; the caller's first chunk waits until
+// worker 1 has one, so the Run is shared.
+type stallTask struct {
+	c       *coverTask
+	hold    time.Duration
+	started atomic.Bool
+}
+
+func (s *stallTask) RunRange(w, lo, hi int) {
+	if w == 1 && s.started.CompareAndSwap(false, true) {
+		time.Sleep(s.hold)
+	}
+	for deadline := time.Now().Add(time.Second); w == 0 && !s.started.Load() && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	s.c.RunRange(w, lo, hi)
+}
+
+// A Run held up by a worker alone changes nothing; a second one soon
+// after sends the Runs of the next soloMin to the caller alone (the worker
+// takes no chunk of them), a third in a row doubles the spell, and after
+// it the workers share Runs again.
+func TestPoolStallRunsSolo(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs two Ps")
+	}
+	p := NewPool(2)
+	defer p.Close()
+	stall := func() {
+		t.Helper()
+		p.soloUntil = time.Time{} // end a spell early: the test need not wait for it
+		before := p.stalls
+		c := newCover(64, 1, 2)
+		p.Run(&stallTask{c: c, hold: 20 * time.Millisecond}, 64, 1, 2)
+		c.check(t, "stalled run")
+		if p.stalls != before+1 {
+			t.Fatalf("a Run held up 20 ms by a worker was not counted as a stall (%d stalls)", p.stalls)
+		}
+	}
+	shared := func() int32 {
+		c := newCover(1<<12, 1, 2)
+		p.Run(&slowTask{c}, 1<<12, 1, 2)
+		c.check(t, "run")
+		return c.byWorker[1].Load()
+	}
+	stall()
+	if !p.soloUntil.IsZero() {
+		t.Fatal("one stall started a solo spell")
+	}
+	stall()
+	if p.spell != soloMin || time.Until(p.soloUntil) <= 0 {
+		t.Fatalf("two stalls in a row: spell %v until %v, want %v from now", p.spell, p.soloUntil, soloMin)
+	}
+	for i := range 5 {
+		if k := shared(); k > 0 && time.Now().Before(p.soloUntil) {
+			t.Fatalf("Run %d of a solo spell: worker 1 ran %d chunks", i+1, k)
+		}
+	}
+	stall()
+	if p.spell != 2*soloMin {
+		t.Fatalf("a third stall in a row: spell %v, want %v", p.spell, 2*soloMin)
+	}
+	p.soloUntil = time.Time{}
+	for range 2000 { // a loaded machine may stall a few of these into spells too
+		if shared() > 0 {
+			return
+		}
+		p.soloUntil = time.Time{}
+	}
+	t.Fatal("after the solo spells, worker 1 never ran a chunk in 2000 Runs")
 }

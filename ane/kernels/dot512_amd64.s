@@ -129,6 +129,17 @@ bdone:
 	VPERMPS   tab, lo, lo; \
 	VPERMPS   tab, hi, hi
 
+// ZERO2TO9 clears Z2–Z9, accumulators of the matrix-matrix kernels.
+#define ZERO2TO9 \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7; \
+	VPXORD Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9
+
 // TOKEN(xlo, xhi, a, b): one activation row's block (its low and high 16
 // floats at xlo, xhi) against rows A (Z16, Z17) and B (Z18, Z19) into
 // their accumulators a and b, low half then high half; clobbers Z20, Z21.
@@ -174,14 +185,7 @@ TEXT ·lutNibDot2x4AVX512(SB), NOSPLIT, $0-64
 	LEAQ    (DI)(DX*2), R8
 	VMOVUPS (AX), Z26
 	VMOVUPS (BX), Z27
-	VPXORD  Z2, Z2, Z2
-	VPXORD  Z3, Z3, Z3
-	VPXORD  Z4, Z4, Z4
-	VPXORD  Z5, Z5, Z5
-	VPXORD  Z6, Z6, Z6
-	VPXORD  Z7, Z7, Z7
-	VPXORD  Z8, Z8, Z8
-	VPXORD  Z9, Z9, Z9
+	ZERO2TO9
 	TESTQ   CX, CX
 	JEQ     cdone
 
@@ -239,14 +243,7 @@ TEXT ·lutNibDot4x4AVX512(SB), NOSPLIT, $0-40
 	MOVQ    xstride+16(FP), DX
 	MOVQ    blocks+24(FP), CX
 	LEAQ    (DI)(DX*2), R8
-	VPXORD  Z2, Z2, Z2
-	VPXORD  Z3, Z3, Z3
-	VPXORD  Z4, Z4, Z4
-	VPXORD  Z5, Z5, Z5
-	VPXORD  Z6, Z6, Z6
-	VPXORD  Z7, Z7, Z7
-	VPXORD  Z8, Z8, Z8
-	VPXORD  Z9, Z9, Z9
+	ZERO2TO9
 	VPXORD  Z10, Z10, Z10
 	VPXORD  Z11, Z11, Z11
 	VPXORD  Z12, Z12, Z12

@@ -294,20 +294,9 @@ func BenchmarkIntegerRows(b *testing.B) {
 			_, x, _ := q8RowsInputs(r, n, cols)
 			y := make([]float32, n*rows)
 			b.Run(fmt.Sprintf("%s/tokens=%d", c.name, n), func(b *testing.B) {
-				var tf, ti []float64
-				for b.Loop() {
-					for _, integer := range []bool{false, true} {
-						run.Integer, run.IntegerCodebooks = integer, integer
-						start := time.Now()
-						run.Apply(lin, y, x, n)
-						d := float64(time.Since(start)) / float64(rows*cols*n)
-						if integer {
-							ti = append(ti, d)
-						} else {
-							tf = append(tf, d)
-						}
-					}
-				}
+				tf, ti := timeOffOn(b, float64(rows*cols*n),
+					func(on bool) { run.Integer, run.IntegerCodebooks = on, on },
+					func() { run.Apply(lin, y, x, n) })
 				f, i := median(tf), median(ti)
 				b.ReportMetric(f, "ns/weight/token_float")
 				b.ReportMetric(i, "ns/weight/token_int")
@@ -315,6 +304,26 @@ func BenchmarkIntegerRows(b *testing.B) {
 			})
 		}
 	}
+}
+
+// timeOffOn runs f with set(false), then with set(true), in each
+// iteration of b's loop (so a busy machine loads both alike) and returns
+// the times of each divided by per.
+func timeOffOn(b *testing.B, per float64, set func(bool), f func()) (off, on []float64) {
+	for b.Loop() {
+		for _, v := range []bool{false, true} {
+			set(v)
+			start := time.Now()
+			f()
+			d := float64(time.Since(start)) / per
+			if v {
+				on = append(on, d)
+			} else {
+				off = append(off, d)
+			}
+		}
+	}
+	return off, on
 }
 
 // median is the middle value of v (sorted in place).

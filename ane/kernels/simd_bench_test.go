@@ -198,23 +198,9 @@ func BenchmarkKernelBatch(b *testing.B) {
 			continue
 		}
 		b.Run("vec2x16/"+name+"/tokens="+strconv.Itoa(n), func(b *testing.B) {
-			var off, on []float64
-			for b.Loop() {
-				for _, v := range []bool{false, true} {
-					*flag = v
-					start := time.Now()
-					run.Apply(lin, y, x, n)
-					t := float64(time.Since(start)) / float64(rows*cols*n)
-					if v {
-						on = append(on, t)
-					} else {
-						off = append(off, t)
-					}
-				}
-			}
+			off, on := timeOffOn(b, float64(rows*cols*n), func(v bool) { *flag = v }, func() { run.Apply(lin, y, x, n) })
 			*flag = true
-			med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
-			t0, t1 := med(off), med(on)
+			t0, t1 := median(off), median(on)
 			b.ReportMetric(t0, "ns/weight/token_"+base)
 			b.ReportMetric(t1, "ns/weight/token_"+alt)
 			b.ReportMetric(t0/t1, "speedup")

@@ -31,8 +31,8 @@ type Task interface {
 // every few slices, and the workers, spinning between Runs, also take CPU
 // time from the caller: two workers become slower than one. So a shared
 // Run whose caller, out of chunks, waited more than stallMin and more
-// than stallRatio times its own work is a stall, and a second stall within
-// stallWindow of the last sends the Runs of the next spell (soloMin,
+// than stallRatio times its own work is a stall, and a second stall
+// beginning within stallWindow of the last one's end sends the Runs of the next spell (soloMin,
 // doubling while stalls keep coming, up to soloMax) to the caller alone,
 // the workers parked; then the workers are tried again. A lone stall (the
 // VM took the core once) changes nothing. Run is for one goroutine at a
@@ -203,17 +203,17 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 		worked := time.Now()
 		b.wait()
 		if now := time.Now(); now.Sub(worked) > max(stallMin, stallRatio*worked.Sub(start)) {
-			p.stalled(now)
+			p.stalled(worked, now)
 		}
 	}
 	b.release()
 }
 
-// stalled records a stall at now and starts a solo spell when it follows
-// another closely.
-func (p *Pool) stalled(now time.Time) {
+// stalled records a stall, a wait from began to now, and starts a solo
+// spell when it began within stallWindow of the last one's end.
+func (p *Pool) stalled(began, now time.Time) {
 	p.stalls++
-	since := now.Sub(p.lastStall)
+	since := began.Sub(p.lastStall)
 	p.lastStall = now
 	if since > soloReset {
 		p.spell = 0

@@ -164,12 +164,14 @@ func TestPoolStallRunsSolo(t *testing.T) {
 	stall := func() {
 		t.Helper()
 		p.soloUntil = time.Time{} // end a spell early: the test need not wait for it
+		// (100 ms: the worker may take tens of ms to start on a loaded
+		// machine, and that counts as the caller's work)
 		before := p.stalls
 		c := newCover(64, 1, 2)
-		p.Run(&stallTask{c: c, hold: 20 * time.Millisecond}, 64, 1, 2)
+		p.Run(&stallTask{c: c, hold: 100 * time.Millisecond}, 64, 1, 2)
 		c.check(t, "stalled run")
 		if p.stalls != before+1 {
-			t.Fatalf("a Run held up 20 ms by a worker was not counted as a stall (%d stalls)", p.stalls)
+			t.Fatalf("a Run held up 100 ms by a worker was not counted as a stall (%d stalls)", p.stalls)
 		}
 	}
 	shared := func() int32 {

@@ -121,6 +121,17 @@ bdone:
 	HSUM512; \
 	MOVSS   X0, off(AX)
 
+// OUT2TO9 stores the sums of Z2–Z9 at 0(AX)…28(AX).
+#define OUT2TO9 \
+	OUT1(Z2, 0); \
+	OUT1(Z3, 4); \
+	OUT1(Z4, 8); \
+	OUT1(Z5, 12); \
+	OUT1(Z6, 16); \
+	OUT1(Z7, 20); \
+	OUT1(Z8, 24); \
+	OUT1(Z9, 28)
+
 // NIBLOOK(p, tab, lo, hi): the 32 looked-up values of the packed block at
 // (p) from the codebook tab, indices 0–15 into lo and 16–31 into hi.
 #define NIBLOOK(p, tab, lo, hi) \
@@ -207,14 +218,7 @@ c1:
 
 cdone:
 	MOVQ out+56(FP), AX
-	OUT1(Z2, 0)
-	OUT1(Z3, 4)
-	OUT1(Z4, 8)
-	OUT1(Z5, 12)
-	OUT1(Z6, 16)
-	OUT1(Z7, 20)
-	OUT1(Z8, 24)
-	OUT1(Z9, 28)
+	OUT2TO9
 	VZEROUPPER
 	RET
 
@@ -279,14 +283,7 @@ q1:
 
 qdone:
 	MOVQ out+32(FP), AX
-	OUT1(Z2, 0)
-	OUT1(Z3, 4)
-	OUT1(Z4, 8)
-	OUT1(Z5, 12)
-	OUT1(Z6, 16)
-	OUT1(Z7, 20)
-	OUT1(Z8, 24)
-	OUT1(Z9, 28)
+	OUT2TO9
 	OUT1(Z10, 32)
 	OUT1(Z11, 36)
 	OUT1(Z12, 40)

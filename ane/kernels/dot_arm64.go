@@ -117,15 +117,6 @@ func lutNibDot2x4NEON(tabA, tabB *[16]float32, pA, pB *uint8, x *float32, xstrid
 // matrix-matrix path decodes rows to float32 and uses dot4.
 func haveNibBatch() bool { return simd }
 
-// haveNibBatch4: no four-row matrix-matrix kernel on this build
-// (lutNibDot4x4 is its contract in Go, for the tests).
-func haveNibBatch4() bool { return false }
-
-func lutNibDot4x4(q *nibQuad, p *[4][]uint8, x []float32, stride, cols int, out *[16]float32) {
-	*out = [16]float32{}
-	nibBatchTail(q, p, x, stride, cols, 0, out)
-}
-
 // lutNibDot2x4 is lutNibDot of two packed rows (pA with tabA, pB with
 // tabB) against four activation rows x[t·stride : t·stride+cols], t =
 // 0…3: out[t] for A, out[4+t] for B. Only with haveNibBatch.

@@ -17,15 +17,6 @@ func lutNibDot(tab *[16]float32, p []uint8, x []float32) float32 { return lutNib
 
 func haveNibBatch() bool { return false }
 
-// haveNibBatch4: no four-row matrix-matrix kernel on this build
-// (lutNibDot4x4 is its contract in Go, for the tests).
-func haveNibBatch4() bool { return false }
-
-func lutNibDot4x4(q *nibQuad, p *[4][]uint8, x []float32, stride, cols int, out *[16]float32) {
-	*out = [16]float32{}
-	nibBatchTail(q, p, x, stride, cols, 0, out)
-}
-
 // lutNibDot2x4 is the batch kernel's contract (dot_amd64.go) in Go, for
 // the tests; products use it only where haveNibBatch.
 func lutNibDot2x4(tabA, tabB *[16]float32, pA, pB []uint8, x []float32, stride, cols int, out *[8]float32) {

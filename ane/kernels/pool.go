@@ -32,9 +32,10 @@ type Task interface {
 // time from the caller: two workers become slower than one. So a shared
 // Run whose caller, out of chunks, waited more than stallMin and more
 // than stallRatio times its own work is a stall, and a second stall
-// beginning within stallWindow of the last one's end sends the Runs of the next spell (soloMin,
-// doubling while stalls keep coming, up to soloMax) to the caller alone,
-// the workers parked; then the workers are tried again. A lone stall (the
+// beginning within stallWindow of the last one's end sends the Runs of
+// the next spell (soloMin, doubling while stalls keep coming, up to
+// soloMax) to the caller alone, the workers parked; then the workers are
+// tried again. A lone stall (the
 // VM took the core once) changes nothing. Run is for one goroutine at a
 // time (the session's).
 type Pool struct {

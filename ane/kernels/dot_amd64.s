@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "hsum_amd64.h"
+#include "lookup_amd64.h"
 
 // Kernels over n elements, n a multiple of 8 (the Go wrappers add the tail).
 // Each keeps independent accumulators and reduces them in a fixed order, so
@@ -154,15 +155,6 @@ idone:
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
-
-// One 16-entry table lookup of the 8 indices in Y4 (zero-extended to int32)
-// from the table halves lo/hi: VPERMPS uses the low 3 bits of each index,
-// bit 3, shifted into the sign bit of Y5 by the caller, picks the half.
-// Result in dst; Y6 is clobbered.
-#define LOOKUP16(lo, hi, dst) \
-	VPERMPS   lo, Y4, Y6; \
-	VPERMPS   hi, Y4, dst; \
-	VBLENDVPS Y5, dst, Y6, dst
 
 // The nibble kernels read packed 4-bit indices (see LUT.nib and
 // dot512_amd64.s): per 16-byte block, bytes 0–7 widen to indices 0–7 (low

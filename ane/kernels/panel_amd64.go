@@ -6,20 +6,36 @@ package kernels
 func panel12x32AVX512(w *float32, wstride int, xt *float32, cols int, out *[panelRows * panelTokens]float32)
 
 //go:noescape
+func panel6x16AVX2(w *float32, wstride int, xt *float32, cols int, out *float32)
+
+//go:noescape
 func decodeNibAVX512(tab *[16]float32, p *uint8, s float32, out *float32, blocks int)
 
-// havePanel reports whether the panel kernel exists at the selected level.
-func havePanel() bool { return simd512 && panelOn }
+//go:noescape
+func decodeNibAVX2(tab *[16]float32, p *uint8, s float32, out *float32, blocks int)
 
-// panel12x32 is panel12x32AVX512 over cols columns of 12 rows (w, row i
+// havePanel reports whether the panel kernel exists at the selected level.
+func havePanel() bool { return simd && panelOn }
+
+// panel12x32 is the panel kernel over cols columns of 12 rows (w, row i
 // at i·stride) and one transposed group of 32 activation rows (xt),
-// added to out. Only with havePanel.
+// added to out. Only with havePanel. With AVX2 it is four 6-row ×
+// 16-token blocks, the same chains as the AVX-512 kernel's.
 func panel12x32(w []float32, stride, cols int, xt []float32, out *[panelRows * panelTokens]float32) {
 	if cols == 0 {
 		return
 	}
 	_, _ = w[(panelRows-1)*stride+cols-1], xt[cols*panelTokens-1]
-	panel12x32AVX512(&w[0], 4*stride, &xt[0], cols, out)
+	if simd512 {
+		panel12x32AVX512(&w[0], 4*stride, &xt[0], cols, out)
+		return
+	}
+	const half = panelTokens / 2
+	for h := 0; h < panelTokens; h += half {
+		for r0 := 0; r0 < panelRows; r0 += panelRows / 2 {
+			panel6x16AVX2(&w[r0*stride], 4*stride, &xt[h], cols, &out[r0*panelTokens+h])
+		}
+	}
 }
 
 // decodeNibBlocks writes tab[index j]·s for the whole 32-index blocks of
@@ -27,10 +43,14 @@ func panel12x32(w []float32, stride, cols int, xt []float32, out *[panelRows * p
 // rest is decodeNib's, in Go): the same single rounding as the Go loop.
 func decodeNibBlocks(p []uint8, tab *[16]float32, s float32, out []float32) int {
 	blocks := len(out) / 32
-	if !simd512 || blocks == 0 {
+	if !simd || blocks == 0 {
 		return 0
 	}
 	_, _ = p[blocks*16-1], out[blocks*32-1]
-	decodeNibAVX512(tab, &p[0], s, &out[0], blocks)
+	if simd512 {
+		decodeNibAVX512(tab, &p[0], s, &out[0], blocks)
+	} else {
+		decodeNibAVX2(tab, &p[0], s, &out[0], blocks)
+	}
 	return blocks * 32
 }

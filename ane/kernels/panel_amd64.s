@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "lookup_amd64.h"
 
 // The panel kernel of the matrix-matrix path (panel.go): twelve weight
 // rows, decoded to float32, against 32 activation rows stored column by
@@ -134,5 +135,118 @@ dblk:
 	JNE       dblk
 
 ddone:
+	VZEROUPPER
+	RET
+
+// The AVX2 form of the panel kernel: 16 YMM registers hold a 6-row ×
+// 16-token block (12 accumulators, two activation vectors, a broadcast),
+// so panel12x32 calls it four times per 12 × 32 block. Per column: two
+// loads, six broadcasts, twelve FMAs. Each output is the same FMA chain
+// as panel12x32AVX512's (same order, same start), so both kernels give
+// the same bits.
+
+// ROWFMA8(addr, a, b): row weight at addr (broadcast) times the column's
+// activations Y12 (tokens 0–7 of the half) and Y13 (8–15) into a and b.
+#define ROWFMA8(addr, a, b) \
+	VBROADCASTSS addr, Y14; \
+	VFMADD231PS  Y12, Y14, a; \
+	VFMADD231PS  Y13, Y14, b
+
+// func panel6x16AVX2(w *float32, wstride int, xt *float32, cols int, out *float32)
+// Row i's weights at w + i·wstride bytes; column c's 16 activations at
+// xt + 128·c (one half of a 32-token column). out[32i + t] += Σ_c
+// w_i[c]·x_t[c] for i < 6, t < 16, continued from out's value.
+TEXT ·panel6x16AVX2(SB), NOSPLIT, $0-40
+	MOVQ    w+0(FP), SI
+	MOVQ    wstride+8(FP), DX
+	MOVQ    xt+16(FP), DI
+	MOVQ    cols+24(FP), CX
+	MOVQ    out+32(FP), AX
+	LEAQ    (DX)(DX*2), BX
+	LEAQ    (SI)(DX*4), R8
+	VMOVUPS 0(AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS 128(AX), Y2
+	VMOVUPS 160(AX), Y3
+	VMOVUPS 256(AX), Y4
+	VMOVUPS 288(AX), Y5
+	VMOVUPS 384(AX), Y6
+	VMOVUPS 416(AX), Y7
+	VMOVUPS 512(AX), Y8
+	VMOVUPS 544(AX), Y9
+	VMOVUPS 640(AX), Y10
+	VMOVUPS 672(AX), Y11
+	TESTQ   CX, CX
+	JEQ     hdone
+
+hcol:
+	VMOVUPS (DI), Y12
+	VMOVUPS 32(DI), Y13
+	ROWFMA8((SI), Y0, Y1)
+	ROWFMA8((SI)(DX*1), Y2, Y3)
+	ROWFMA8((SI)(DX*2), Y4, Y5)
+	ROWFMA8((SI)(BX*1), Y6, Y7)
+	ROWFMA8((R8), Y8, Y9)
+	ROWFMA8((R8)(DX*1), Y10, Y11)
+	ADDQ    $4, SI
+	ADDQ    $4, R8
+	ADDQ    $128, DI
+	DECQ    CX
+	JNE     hcol
+
+hdone:
+	VMOVUPS Y0, 0(AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 128(AX)
+	VMOVUPS Y3, 160(AX)
+	VMOVUPS Y4, 256(AX)
+	VMOVUPS Y5, 288(AX)
+	VMOVUPS Y6, 384(AX)
+	VMOVUPS Y7, 416(AX)
+	VMOVUPS Y8, 512(AX)
+	VMOVUPS Y9, 544(AX)
+	VMOVUPS Y10, 640(AX)
+	VMOVUPS Y11, 672(AX)
+	VZEROUPPER
+	RET
+
+// DECODE8(dst): the 8 indices in Y4 looked up in Y8:Y9 (LOOKUP16), times
+// the scale Y3, stored at dst.
+#define DECODE8(dst) \
+	VPSLLD  $28, Y4, Y5; \
+	LOOKUP16(Y8, Y9, Y7); \
+	VMULPS  Y3, Y7, Y7; \
+	VMOVUPS Y7, dst
+
+// func decodeNibAVX2(tab *[16]float32, p *uint8, s float32, out *float32, blocks int)
+// decodeNibAVX512's contract with 8 lanes: bytes 0–7 of a block give
+// values 0–7 (low nibbles) and 16–23 (high), bytes 8–15 values 8–15
+// and 24–31.
+TEXT ·decodeNibAVX2(SB), NOSPLIT, $0-40
+	MOVQ         tab+0(FP), AX
+	MOVQ         p+8(FP), SI
+	VBROADCASTSS s+16(FP), Y3
+	MOVQ         out+24(FP), DI
+	MOVQ         blocks+32(FP), CX
+	VMOVUPS      (AX), Y8
+	VMOVUPS      32(AX), Y9
+	TESTQ        CX, CX
+	JEQ          d2done
+
+d2blk:
+	VPMOVZXBD (SI), Y4
+	DECODE8(0(DI))
+	VPSRLD    $4, Y4, Y4
+	DECODE8(64(DI))
+	VPMOVZXBD 8(SI), Y4
+	DECODE8(32(DI))
+	VPSRLD    $4, Y4, Y4
+	DECODE8(96(DI))
+	ADDQ      $16, SI
+	ADDQ      $128, DI
+	DECQ      CX
+	JNE       d2blk
+
+d2done:
 	VZEROUPPER
 	RET

@@ -80,27 +80,62 @@ func TestPanelKernel(t *testing.T) {
 	})
 }
 
+// The panel kernels of every level give the same bits: each output is the
+// same FMA chain in the AVX-512 kernel and in the AVX2 one's four blocks.
+// (It compares only on a machine with both.)
+func TestPanelKernelLevels(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 48))
+	const cols, stride = 301, 305
+	w, xt := randVec(r, panelRows*stride), randVec(r, cols*panelTokens)
+	start := randVec(r, panelRows*panelTokens)
+	var first *[panelRows * panelTokens]float32
+	var firstLevel string
+	compared := 0
+	for _, l := range kernelLevels() {
+		restore := useLevel(l)
+		if havePanel() {
+			out := new([panelRows * panelTokens]float32)
+			copy(out[:], start)
+			panel12x32(w, stride, cols, xt, out)
+			if first == nil {
+				first, firstLevel = out, l.name
+			} else {
+				compared++
+				if *out != *first {
+					t.Errorf("the panel kernel at level %s differs from level %s", l.name, firstLevel)
+				}
+			}
+		}
+		restore()
+	}
+	if compared == 0 {
+		t.Skip("fewer than two panel kernels on this machine")
+	}
+}
+
 // The SIMD decode of packed rows is the Go loop's bit for bit (one
 // multiply each), for every length.
 func TestDecodeNibBlocks(t *testing.T) {
-	r := rand.New(rand.NewPCG(45, 46))
-	var tab [16]float32
-	copy(tab[:], randVec(r, 16))
-	for _, n := range []int{1, 31, 32, 33, 64, 100, 1029} {
-		idx := make([]uint8, n)
-		for i := range idx {
-			idx[i] = uint8(r.IntN(16))
-		}
-		p, _, _ := packNibbles(idx, 1, n)
-		s := 0.3 + r.Float32()
-		got := make([]float32, n)
-		decodeNib(p, &tab, s, got)
-		for j, i := range idx {
-			if want := tab[i] * s; got[j] != want {
-				t.Fatalf("n=%d value %d = %v, want tab[%d]·s = %v", n, j, got[j], i, want)
+	withSIMD(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(45, 46))
+		var tab [16]float32
+		copy(tab[:], randVec(r, 16))
+		for _, n := range []int{1, 31, 32, 33, 64, 100, 1029} {
+			idx := make([]uint8, n)
+			for i := range idx {
+				idx[i] = uint8(r.IntN(16))
+			}
+			p, _, _ := packNibbles(idx, 1, n)
+			s := 0.3 + r.Float32()
+			got := make([]float32, n)
+			decodeNib(p, &tab, s, got)
+			for j, i := range idx {
+				if want := tab[i] * s; got[j] != want {
+					t.Fatalf("n=%d value %d = %v, want tab[%d]·s = %v", n, j, got[j], i, want)
+				}
 			}
 		}
-	}
+	})
 }
 
 // The packed codebook matrices take the tiled decode.

@@ -190,11 +190,16 @@ func BenchmarkKernelBatch(b *testing.B) {
 		// The best level's alternatives, alternating on the same product:
 		// four-row against two-row calls (Verify-sized blocks), the panel
 		// path against the four-row kernel (prefill-sized ones).
+		// Without AVX-512 the panel path's alternative is the decode of
+		// each row group and dot4.
 		name, flag, base, alt := "rows4", &nibBatch4, "2rows", "4rows"
 		if n >= panelMinTokens {
 			name, flag, base, alt = "panel", &panelOn, "4rows", "panel"
+			if !haveNibBatch4() {
+				base = "dot4"
+			}
 		}
-		if !haveNibBatch4() || n >= panelMinTokens && !havePanel() {
+		if n < panelMinTokens && !haveNibBatch4() || n >= panelMinTokens && !havePanel() {
 			continue
 		}
 		b.Run("vec2x16/"+name+"/tokens="+strconv.Itoa(n), func(b *testing.B) {

@@ -63,7 +63,7 @@ adone:
 	VADDPS Z3, Z2, Z2
 	VADDPS Z2, Z0, Z0
 	HSUM512
-	MOVSS  X0, ret+32(FP)
+	VMOVSS  X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
@@ -107,10 +107,10 @@ bdone:
 	VADDPS  Z3, Z1, Z1
 	VMOVAPS Z1, Z14
 	HSUM512
-	MOVSS   X0, s0+32(FP)
+	VMOVSS   X0, s0+32(FP)
 	VMOVAPS Z14, Z0
 	HSUM512
-	MOVSS   X0, s1+36(FP)
+	VMOVSS   X0, s1+36(FP)
 	VZEROUPPER
 	RET
 
@@ -119,7 +119,7 @@ bdone:
 #define OUT1(acc, off) \
 	VMOVAPS acc, Z0; \
 	HSUM512; \
-	MOVSS   X0, off(AX)
+	VMOVSS   X0, off(AX)
 
 // OUT2TO9 stores the sums of Z2–Z9 at 0(AX)…28(AX).
 #define OUT2TO9 \
@@ -342,7 +342,7 @@ cdone:
 	VADDPS Z3, Z2, Z2
 	VADDPS Z2, Z0, Z0
 	HSUM512
-	MOVSS  X0, ret+24(FP)
+	VMOVSS  X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -399,10 +399,10 @@ d16:
 ddone:
 	VMOVAPS   Z1, Z14
 	HSUM512
-	MOVSS     X0, s0+32(FP)
+	VMOVSS     X0, s0+32(FP)
 	VMOVAPS   Z14, Z0
 	HSUM512
-	MOVSS     X0, s1+36(FP)
+	VMOVSS     X0, s1+36(FP)
 	VPSRLD    $6, Z10, Z10
 	VPTESTMD  Z10, Z10, K1
 	KMOVW     K1, AX

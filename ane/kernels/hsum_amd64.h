@@ -1,4 +1,10 @@
 // Horizontal sums shared by the amd64 kernels (included by the .s files).
+//
+// Every instruction on X registers in these kernels is VEX-encoded
+// (VMOVSS, VMOVQ, never MOVSS or MOVL to an X register): a legacy SSE
+// instruction while the upper halves of the YMM registers are dirty cost
+// the AVX2 Q16 kernel ~180 ns a call on the AMD EPYC VM, 1.6× its time on
+// 4096-column rows (docs/KERNELS.md, "Legacy SSE").
 
 // HSUM adds the 8 lanes of Y0 into X0's low lane (clobbers X1).
 #define HSUM \
@@ -38,13 +44,13 @@
 	VMOVUPS Y2, Y13; \
 	VMOVUPS Y3, Y14; \
 	HSUM; \
-	MOVSS   X0, d0; \
+	VMOVSS   X0, d0; \
 	VMOVUPS Y12, Y0; \
 	HSUM; \
-	MOVSS   X0, d1; \
+	VMOVSS   X0, d1; \
 	VMOVUPS Y13, Y0; \
 	HSUM; \
-	MOVSS   X0, d2; \
+	VMOVSS   X0, d2; \
 	VMOVUPS Y14, Y0; \
 	HSUM; \
-	MOVSS   X0, d3
+	VMOVSS   X0, d3

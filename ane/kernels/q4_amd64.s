@@ -33,9 +33,9 @@
 	MOVQ         q+off+8(FP), DI; \
 	MOVQ         scale+off+16(FP), BX; \
 	MOVQ         blocks+off+24(FP), CX; \
-	MOVL         $0x0f0f0f0f, DX; \
-	MOVL         DX, X15; \
-	VPBROADCASTD X15, Y15; \
+	MOVQ         $0x0f0f0f0f0f0f0f0f, DX; \
+	VMOVQ        DX, X15; \
+	VPBROADCASTQ X15, Y15; \
 	VXORPS       Y0, Y0, Y0; \
 	VXORPS       Y8, Y8, Y8
 
@@ -85,7 +85,7 @@ sdone:
 	VADDPS Y8, Y0, Y0
 	HSUM
 	VZEROUPPER
-	MOVSS  X0, ret+48(FP)
+	VMOVSS  X0, ret+48(FP)
 	RET
 
 // func lutQ16Dot2AVX2(lo0, hi0, lo1, hi1 *[16]uint8, p *uint8, q *int16, scale *float32, blocks int) (s0, s1 float32)
@@ -119,9 +119,9 @@ p1:
 
 pdone:
 	HSUM
-	MOVSS   X0, s0+64(FP)
+	VMOVSS   X0, s0+64(FP)
 	VMOVAPS Y8, Y0
 	HSUM
-	MOVSS   X0, s1+68(FP)
+	VMOVSS   X0, s1+68(FP)
 	VZEROUPPER
 	RET

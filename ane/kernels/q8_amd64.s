@@ -46,5 +46,5 @@ done:
 	VADDPS Y8, Y0, Y0
 	HSUM
 	VZEROUPPER
-	MOVSS  X0, ret+32(FP)
+	VMOVSS  X0, ret+32(FP)
 	RET

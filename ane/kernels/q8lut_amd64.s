@@ -14,7 +14,7 @@ TEXT ·decodeNibQ8AVX2(SB), NOSPLIT, $0-32
 	MOVQ         blocks+24(FP), CX
 	VMOVDQU      (AX), X0
 	MOVL         $0x0f0f0f0f, DX
-	MOVQ         DX, X1
+	VMOVQ         DX, X1
 	VPBROADCASTD X1, X1
 
 loop:

@@ -48,7 +48,7 @@ hdone:
 	VADDPS       Y3, Y2, Y2
 	VADDPS       Y2, Y0, Y0
 	HSUM
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	VZEROUPPER
 	RET
 

@@ -17,7 +17,7 @@
 // 1-worker figure without: the pool should degrade gracefully, not fall
 // below one worker alone.
 //
-//	go run ./bench/cpu [-presets small,medium] [-threads 1,2] [-rounds 5] [-mode fast,exact] [-json] [-load]
+//	go run ./bench/cpu [-presets small,medium] [-threads 1,2] [-rounds 5] [-mode fast,exact] [-json] [-load] [-cpuprofile file]
 //
 // docs/KERNELS.md ("Peer-comparable figures") has the results and the run times.
 package main
@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"syscall"
 	"time"
@@ -66,10 +67,32 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
+	if err := profiled(o.cpuProfile, func() error { return run(ctx, o, os.Stdout, os.Stderr) }); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/cpu:", err)
 		os.Exit(1)
 	}
+}
+
+// profiled runs f under a CPU profile written to path (none when path is
+// empty); the profile is complete when f returns, error or not.
+func profiled(path string, f func() error) error {
+	if path == "" {
+		return f()
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(file); err != nil {
+		file.Close()
+		return fmt.Errorf("-cpuprofile: %w", err)
+	}
+	err = f()
+	pprof.StopCPUProfile()
+	if cerr := file.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("-cpuprofile: %w", cerr)
+	}
+	return err
 }
 
 // machine describes where the figures come from.

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"compress/gzip"
+	"errors"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -96,12 +100,12 @@ func TestCompareUnderLoad(t *testing.T) {
 }
 
 func TestParseOptions(t *testing.T) {
-	o, err := parseOptions([]string{"-presets", "tiny, small", "-threads", "2,1", "-mode", "exact,fast", "-rounds", "7", "-load", "-json"}, io.Discard)
+	o, err := parseOptions([]string{"-presets", "tiny, small", "-threads", "2,1", "-mode", "exact,fast", "-rounds", "7", "-load", "-json", "-cpuprofile", "p.out"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(o.presets, []string{"tiny", "small"}) || !slices.Equal(o.threads, []int{2, 1}) ||
-		!slices.Equal(o.modes, []string{"exact", "fast"}) || o.rounds != 7 || !o.load || !o.json {
+		!slices.Equal(o.modes, []string{"exact", "fast"}) || o.rounds != 7 || !o.load || !o.json || o.cpuProfile != "p.out" {
 		t.Errorf("%+v", o)
 	}
 	d, err := parseOptions(nil, io.Discard)
@@ -109,7 +113,7 @@ func TestParseOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(d.presets, []string{"small", "medium"}) || !slices.Equal(d.threads, []int{1, 2}) ||
-		!slices.Equal(d.modes, []string{"fast"}) || d.rounds != 5 || d.load || d.json {
+		!slices.Equal(d.modes, []string{"fast"}) || d.rounds != 5 || d.load || d.json || d.cpuProfile != "" {
 		t.Errorf("defaults %+v", d)
 	}
 	for _, c := range []struct {
@@ -150,5 +154,33 @@ func TestSummarizeBandwidth(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+// A profiled run writes a profile (pprof's format is gzipped protobuf),
+// passes f's error on,
+// and an unwritable path is an error before f runs.
+func TestProfiled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.out")
+	boom := errors.New("boom")
+	if err := profiled(path, func() error { return boom }); err != boom {
+		t.Fatalf("error %v, want f's", err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("the profile is not gzipped: %v", err)
+	}
+	if b, err := io.ReadAll(z); err != nil || len(b) == 0 {
+		t.Errorf("the profile holds %d bytes (%v)", len(b), err)
+	}
+	ran := false
+	err = profiled(filepath.Join(t.TempDir(), "missing", "cpu.out"), func() error { ran = true; return nil })
+	if err == nil || !strings.Contains(err.Error(), "-cpuprofile") || ran {
+		t.Errorf("unwritable path: error %v, f ran %v", err, ran)
 	}
 }

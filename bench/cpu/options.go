@@ -21,6 +21,9 @@ type options struct {
 	rounds  int
 	json    bool
 	load    bool
+	// cpuProfile is a file for a CPU profile of the whole run (checkpoint
+	// and export included: pprof's -focus picks the measured parts).
+	cpuProfile string
 }
 
 // maxThreads bounds -threads: more workers than this is a typo, not a run.
@@ -38,6 +41,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 5, "interleaved rounds (each configuration once per round; medians over rounds)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of the table")
 	fs.BoolVar(&o.load, "load", false, "also measure every configuration while a second process loads one core")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}

@@ -121,7 +121,8 @@ TEXT ·decodeNibAVX512(SB), NOSPLIT, $0-40
 	JEQ          ddone
 
 dblk:
-	VPMOVZXBD (SI), Z0
+	PREFETCHT0 256(SI)
+	VPMOVZXBD  (SI), Z0
 	VPSRLD    $4, Z0, Z1
 	VPERMPS   Z4, Z0, Z0
 	VPERMPS   Z4, Z1, Z1
@@ -234,7 +235,8 @@ TEXT ·decodeNibAVX2(SB), NOSPLIT, $0-40
 	JEQ          d2done
 
 d2blk:
-	VPMOVZXBD (SI), Y4
+	PREFETCHT0 256(SI)
+	VPMOVZXBD  (SI), Y4
 	DECODE8(0(DI))
 	VPSRLD    $4, Y4, Y4
 	DECODE8(64(DI))

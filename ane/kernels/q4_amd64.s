@@ -4,13 +4,13 @@
 #include "hsum_amd64.h"
 
 // IDX: the 32 indices of the packed block at (SI) as bytes, lane 0 the low
-// nibbles (indices 0–15), lane 1 the high ones (16–31), into Y1. Y15 holds
-// 0x0F bytes; clobbers X2.
+// nibbles (indices 0–15), lane 1 the high ones (16–31), into Y1: the block
+// in both lanes, lane 1 shifted right by 4 (Y2's counts), masked by Y15's
+// 0x0F bytes.
 #define IDX \
-	VMOVDQU     (SI), X1; \
-	VPSRLW      $4, X1, X2; \
-	VINSERTI128 $1, X2, Y1, Y1; \
-	VPAND       Y15, Y1, Y1
+	VBROADCASTI128 (SI), Y1; \
+	VPSRLVD        Y2, Y1, Y1; \
+	VPAND          Y15, Y1, Y1
 
 // ROW(lo, hi, dst): the block's 32 codes (low bytes from table lo, high
 // bytes from hi, VPSHUFB of the indices Y1) unpacked to int16, in the
@@ -36,6 +36,10 @@
 	MOVQ         $0x0f0f0f0f0f0f0f0f, DX; \
 	VMOVQ        DX, X15; \
 	VPBROADCASTQ X15, Y15; \
+	MOVQ         $4, DX; \
+	VMOVQ        DX, X2; \
+	VPBROADCASTD X2, X2; \
+	VPERMQ       $0x4e, Y2, Y2; \
 	VXORPS       Y0, Y0, Y0; \
 	VXORPS       Y8, Y8, Y8
 

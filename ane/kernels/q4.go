@@ -114,10 +114,17 @@ func quantizeCodebook(c *[16]float32, count *[16]float64, code *[16]int16) (scal
 // Q16Block is the activation block length of a Q16 vector, Q8's.
 const Q16Block = Q8Block
 
+// Q16Group is how many consecutive Q16 blocks share one scale: the AVX2
+// kernels sum a run's products in int32 lanes and convert once per run.
+// Each lane adds 4 products a block, so a run of 8 adds the 32 that
+// codeMax keeps exact.
+const Q16Group = 8
+
 // Q16 is a vector quantized to int16 blocks of Q16Block values with one
-// float scale each. Within a block the codes are stored in the order the
-// AVX2 kernel unpacks the codebook codes (q16Pos), padded with zeros to a
-// whole number of blocks.
+// float scale each, the same for each run of Q16Group blocks (the last
+// run may be shorter). Within a block the codes are stored in the order
+// the AVX2 kernel unpacks the codebook codes (q16Pos), padded with zeros
+// to a whole number of blocks.
 type Q16 struct {
 	Q     []int16
 	Scale []float32
@@ -136,10 +143,13 @@ func q16Pos(j int) int {
 	return j
 }
 
-// QuantizeQ16 quantizes x into q, reusing q's storage: per block scale =
-// max|x|/32767, code = round(x/scale) (an all-zero block has scale 0 and
-// codes 0). Each value is reconstructed within scale/2.
-func QuantizeQ16(q *Q16, x []float32) { quantizeBlocks(&q.Q, &q.Scale, x, 32767, q16Pos) }
+// QuantizeQ16 quantizes x into q, reusing q's storage: per run of
+// Q16Group blocks scale = max|x|/32767, code = round(x/scale) (an all-zero
+// run has scale 0 and codes 0). Each value is reconstructed within
+// scale/2.
+func QuantizeQ16(q *Q16, x []float32) {
+	quantizeBlocks(&q.Q, &q.Scale, x, 32767, Q16Group, q16Pos)
+}
 
 // lutQ16DotGo is Σ_b scale_b·Σ_{j∈b} code[index j]·q[j] over the packed
 // row p from block b0 on, added to s: the fallback of lutQ16Dot. The

@@ -12,13 +12,14 @@
 	VPSRLVD        Y2, Y1, Y1; \
 	VPAND          Y15, Y1, Y1
 
-// ROW(lo, hi, dst): the block's 32 codes (low bytes from table lo, high
+// ROW(lo, hi, acc): the block's 32 codes (low bytes from table lo, high
 // bytes from hi, VPSHUFB of the indices Y1) unpacked to int16, in the
 // order 0–7, 16–23 (Y3) and 8–15, 24–31 (Y4) that Q16 stores the
 // activations in; VPMADDWD multiplies them by the Q16 block at (DI) and
-// adds pairs to int32 (|code| ≤ 2047, |q| ≤ 32767: exact), VPADDD adds the
-// two halves, and dst gets the 8 lane sums as float. Clobbers Y3–Y6.
-#define ROW(lo, hi, dst) \
+// adds pairs to int32 (|code| ≤ 2047, |q| ≤ 32767: exact), and both
+// halves are added to the int32 lanes of acc (a run of Q16Group blocks
+// stays exact: q4.go). Clobbers Y3–Y6.
+#define ROW(lo, hi, acc) \
 	VPSHUFB    Y1, lo, Y5; \
 	VPSHUFB    Y1, hi, Y6; \
 	VPUNPCKLBW Y6, Y5, Y3; \
@@ -26,7 +27,7 @@
 	VPMADDWD   (DI), Y3, Y3; \
 	VPMADDWD   32(DI), Y4, Y4; \
 	VPADDD     Y4, Y3, Y3; \
-	VCVTDQ2PS  Y3, dst
+	VPADDD     Y3, acc, acc
 
 #define SETUP(off) \
 	MOVQ         p+off(FP), SI; \
@@ -45,14 +46,24 @@
 
 #define NEXT \
 	ADDQ $16, SI; \
-	ADDQ $64, DI; \
-	ADDQ $4, BX
+	ADDQ $64, DI
+
+// RUN: R8 = the blocks of the next run (min(CX, 8), taken off CX), its
+// scale (the run's first block's; Q16 repeats it through the run)
+// broadcast into Y7, and BX moved to the next run's.
+#define RUN \
+	MOVQ         $8, R8; \
+	CMPQ         CX, R8; \
+	CMOVQLT      CX, R8; \
+	SUBQ         R8, CX; \
+	VBROADCASTSS (BX), Y7; \
+	LEAQ         (BX)(R8*4), BX
 
 // func lutQ16DotAVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int) float32
 //
-// Per 32-weight block: two VPSHUFB look the nibbles up, the exact int32
-// dot product with the Q16 codes, one FMA by the block's scale; two
-// accumulators alternate blocks.
+// Per run of Q16Group blocks: per block, two VPSHUFB look the nibbles up
+// and the exact int32 products with the Q16 codes are added to the run's
+// int32 lanes; then one conversion and one FMA by the run's scale.
 TEXT ·lutQ16DotAVX2(SB), NOSPLIT, $0-52
 	MOVQ           lo+0(FP), AX
 	VBROADCASTI128 (AX), Y13
@@ -60,42 +71,34 @@ TEXT ·lutQ16DotAVX2(SB), NOSPLIT, $0-52
 	VBROADCASTI128 (AX), Y12
 	SETUP(16)
 
-s2:
-	PREFETCHT0 1024(SI)
-	CMPQ         CX, $2
-	JLT          s1
-	IDX
-	ROW(Y13, Y12, Y9)
-	VBROADCASTSS (BX), Y7
-	VFMADD231PS  Y7, Y9, Y0
-	NEXT
-	IDX
-	ROW(Y13, Y12, Y9)
-	VBROADCASTSS (BX), Y7
-	VFMADD231PS  Y7, Y9, Y8
-	NEXT
-	SUBQ         $2, CX
-	JMP          s2
+srun:
+	TESTQ CX, CX
+	JEQ   sdone
+	RUN
+	VPXOR Y9, Y9, Y9
 
-s1:
-	CMPQ         CX, $1
-	JLT          sdone
+sblk:
+	PREFETCHT0 1024(SI)
 	IDX
 	ROW(Y13, Y12, Y9)
-	VBROADCASTSS (BX), Y7
-	VFMADD231PS  Y7, Y9, Y0
+	NEXT
+	DECQ       R8
+	JNE        sblk
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y7, Y9, Y0
+	JMP         srun
 
 sdone:
-	VADDPS Y8, Y0, Y0
 	HSUM
 	VZEROUPPER
-	VMOVSS  X0, ret+48(FP)
+	VMOVSS X0, ret+48(FP)
 	RET
 
 // func lutQ16Dot2AVX2(lo0, hi0, lo1, hi1 *[16]uint8, p *uint8, q *int16, scale *float32, blocks int) (s0, s1 float32)
 //
 // Two rows sharing the indices: each block's indices are widened once and
-// looked up in both rows' tables; one accumulator per row.
+// looked up in both rows' tables; one int32 and one float accumulator per
+// row.
 TEXT ·lutQ16Dot2AVX2(SB), NOSPLIT, $0-72
 	MOVQ           lo0+0(FP), AX
 	VBROADCASTI128 (AX), Y13
@@ -106,26 +109,33 @@ TEXT ·lutQ16Dot2AVX2(SB), NOSPLIT, $0-72
 	MOVQ           hi1+24(FP), AX
 	VBROADCASTI128 (AX), Y10
 	SETUP(32)
-	TESTQ          CX, CX
-	JEQ            pdone
 
-p1:
+prun:
+	TESTQ CX, CX
+	JEQ   pdone
+	RUN
+	VPXOR Y9, Y9, Y9
+	VPXOR Y14, Y14, Y14
+
+pblk:
 	PREFETCHT0 1024(SI)
 	IDX
 	ROW(Y13, Y12, Y9)
 	ROW(Y11, Y10, Y14)
-	VBROADCASTSS (BX), Y7
-	VFMADD231PS  Y7, Y9, Y0
-	VFMADD231PS  Y7, Y14, Y8
 	NEXT
-	DECQ         CX
-	JNE          p1
+	DECQ       R8
+	JNE        pblk
+	VCVTDQ2PS   Y9, Y9
+	VCVTDQ2PS   Y14, Y14
+	VFMADD231PS Y7, Y9, Y0
+	VFMADD231PS Y7, Y14, Y8
+	JMP         prun
 
 pdone:
 	HSUM
-	VMOVSS   X0, s0+64(FP)
+	VMOVSS  X0, s0+64(FP)
 	VMOVAPS Y8, Y0
 	HSUM
-	VMOVSS   X0, s1+68(FP)
+	VMOVSS  X0, s1+68(FP)
 	VZEROUPPER
 	RET

@@ -115,7 +115,7 @@ func TestIntCodebook(t *testing.T) {
 // pos(j)): their number, every value within scale/2 of scale·code, no
 // code equal to never (the negative code outside the symmetric range),
 // and the padding zero.
-func checkQuantized[T int8 | int16](t *testing.T, x []float32, codes []T, scales []float32, never T, pos func(int) int) {
+func checkQuantized[T int8 | int16](t *testing.T, x []float32, codes []T, scales []float32, levels T, group int, pos func(int) int) {
 	t.Helper()
 	n, nb := len(x), (len(x)+Q8Block-1)/Q8Block
 	if len(codes) != nb*Q8Block || len(scales) != nb {
@@ -125,13 +125,30 @@ func checkQuantized[T int8 | int16](t *testing.T, x []float32, codes []T, scales
 	for j, v := range x {
 		p, s := pos(j), scales[j/Q8Block]
 		seen[p] = true
-		if d := math.Abs(float64(v) - float64(s)*float64(codes[p])); d > float64(s)/2*(1+1e-6) || codes[p] == never {
+		if d := math.Abs(float64(v) - float64(s)*float64(codes[p])); d > float64(s)/2*(1+1e-6) || codes[p] < -levels {
 			t.Fatalf("n=%d x[%d]=%g: code %d scale %g, error %g > scale/2", n, j, v, codes[p], s, d)
 		}
 	}
 	for j := range codes {
 		if !seen[j] && codes[j] != 0 {
 			t.Fatalf("n=%d: padding code %d = %d", n, j, codes[j])
+		}
+	}
+	// Each run of group blocks shares its scale, and its largest magnitude
+	// is exactly ±levels (unless the run is all zero).
+	for b0 := 0; b0 < nb; b0 += group {
+		b1 := min(nb, b0+group)
+		var top T
+		for b := b0; b < b1; b++ {
+			if scales[b] != scales[b0] {
+				t.Fatalf("n=%d: block %d's scale %g, its run's %g", n, b, scales[b], scales[b0])
+			}
+			for _, c := range codes[b*Q8Block : (b+1)*Q8Block] {
+				top = max(top, c, -c)
+			}
+		}
+		if top != levels && scales[b0] != 0 {
+			t.Fatalf("n=%d: the run at block %d peaks at |code| %d, want %d", n, b0, top, levels)
 		}
 	}
 }
@@ -215,7 +232,7 @@ func TestLUTQ16Dot(t *testing.T) {
 // float rounding of the exact sum.
 func TestLUTQ16DotExtremes(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {
-		const n = 5 * Q16Block
+		const n = (2*Q16Group + 5) * Q16Block // two whole runs and a short one
 		cb := new(intCodebook)
 		var pos, neg [16]int16
 		for e := range 16 {

@@ -23,14 +23,14 @@ type Q8 struct {
 // scale = max|x|/127 and code = round(x/scale) (an all-zero block has
 // scale 0 and codes 0). Each value is reconstructed within scale/2.
 func QuantizeQ8(q *Q8, x []float32) {
-	quantizeBlocks(&q.Q, &q.Scale, x, 127, func(j int) int { return j })
+	quantizeBlocks(&q.Q, &q.Scale, x, 127, 1, func(j int) int { return j })
 }
 
-// quantizeBlocks is QuantizeQ8 and QuantizeQ16: blocks of 32 values, per
-// block scale = max|x|/levels and code = round(x/scale) stored at index
-// pos(j) of the block (both reuse the storage; a short last block is
-// padded with zero codes).
-func quantizeBlocks[T int8 | int16](q *[]T, scale *[]float32, x []float32, levels float32, pos func(int) int) {
+// quantizeBlocks is QuantizeQ8 and QuantizeQ16: blocks of 32 values, each
+// run of group blocks sharing scale = max|x| over the run / levels, and
+// code = round(x/scale) stored at index pos(j) of the block (both reuse
+// the storage; a short last block is padded with zero codes).
+func quantizeBlocks[T int8 | int16](q *[]T, scale *[]float32, x []float32, levels float32, group int, pos func(int) int) {
 	const block = Q8Block // = Q16Block
 	nb := (len(x) + block - 1) / block
 	if cap(*q) < nb*block {
@@ -40,21 +40,25 @@ func quantizeBlocks[T int8 | int16](q *[]T, scale *[]float32, x []float32, level
 		*scale = make([]float32, nb)
 	}
 	*q, *scale = (*q)[:nb*block], (*scale)[:nb]
-	for b := range nb {
-		xs := x[b*block : min((b+1)*block, len(x))]
-		codes := (*q)[b*block : (b+1)*block]
+	for b0 := 0; b0 < nb; b0 += group {
+		b1 := min(nb, b0+group)
 		var amax float32
-		for _, v := range xs {
+		for _, v := range x[b0*block : min(b1*block, len(x))] {
 			amax = max(amax, abs32(v))
 		}
-		clear(codes)
-		(*scale)[b] = amax / levels
-		if amax == 0 {
-			continue
-		}
-		inv := 1 / float64((*scale)[b]) // the stored scale: within half its step
-		for j, v := range xs {
-			codes[pos(j)] = T(math.RoundToEven(float64(v) * inv))
+		s := amax / levels
+		for b := b0; b < b1; b++ {
+			xs := x[b*block : min((b+1)*block, len(x))]
+			codes := (*q)[b*block : (b+1)*block]
+			clear(codes)
+			(*scale)[b] = s
+			if amax == 0 {
+				continue
+			}
+			inv := 1 / float64(s) // the stored scale: within half its step
+			for j, v := range xs {
+				codes[pos(j)] = T(math.RoundToEven(float64(v) * inv))
+			}
 		}
 	}
 }

@@ -164,6 +164,11 @@ func tally(codes []string) map[string]int {
 // (65534, kernel credentials) still gets its requests through, not busy,
 // and each is served in its uid's turn. Before, the queue was one pool
 // keyed by uid + name: the second uid got busy.
+//
+// The engine's gate holds the one running generation until the second
+// uid's four requests are queued: otherwise every step yields the slot to
+// a waiting request, the queue drains from the moment the flood ends, and
+// the second uid would often find it no longer full.
 func TestFairSharePerUIDRealUID(t *testing.T) {
 	if os.Getenv("FORGED_TEST_FAIR_SOCKET") != "" {
 		return // the child side runs in TestFairChild
@@ -171,7 +176,8 @@ func TestFairSharePerUIDRealUID(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to start a process as another uid")
 	}
-	ts := startServer(t, daemon.Config{MaxQueue: 64, PerCaller: 4, PerUID: 1000}, fakeengine.Options{TokenDelay: 2 * time.Millisecond})
+	gate := make(chan struct{})
+	ts := startServer(t, daemon.Config{MaxQueue: 64, PerCaller: 4, PerUID: 1000}, fakeengine.Options{TokenDelay: 2 * time.Millisecond, Gate: gate})
 	var flood []*rawConn
 	for i := range 100 {
 		r := dialRaw(t, ts.path)
@@ -182,13 +188,47 @@ func TestFairSharePerUIDRealUID(t *testing.T) {
 		flood = append(flood, r)
 	}
 	waitFor(t, func() bool { return asUint(status(t, ts.path)["queued"]) == 64 })
+	childDone := make(chan struct{})
+	opened := make(chan bool, 1)
+	go func() { // open the gate once the second uid's requests all wait
+		ok := false
+		defer func() { opened <- ok }() // also when status fails this goroutine
+		for {
+			select {
+			case <-childDone:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if requestsOfUID(t, ts.path, 65534) == 4 {
+				close(gate)
+				ok = true
+				return
+			}
+		}
+	}()
 	out := runAsNobody(t, "TestFairChild", "FORGED_TEST_FAIR_SOCKET="+ts.path)
+	close(childDone)
+	if !<-opened {
+		t.Fatalf("the second uid's 4 requests were never all queued behind the full queue:\n%s", out)
+	}
 	if !strings.Contains(out, "FAIR-CHECKED") {
 		t.Fatalf("child did not run its checks:\n%s", out)
 	}
 	for _, r := range flood {
 		r.nc.Close()
 	}
+}
+
+// requestsOfUID counts the requests status lists for uid.
+func requestsOfUID(t *testing.T, path string, uid uint64) int {
+	n := 0
+	reqs, _ := status(t, path)["requests"].([]any)
+	for _, r := range reqs {
+		if m, ok := r.(map[string]any); ok && asUint(m["uid"]) == uid {
+			n++
+		}
+	}
+	return n
 }
 
 // TestFairChild is the second uid of TestFairSharePerUIDRealUID.

@@ -32,6 +32,10 @@ type Options struct {
 	Revision    string
 	ContextSize []int  // the context ladder (default 8192, 16384, 32768, 65536)
 	PanicText   string // Tokenize panics on exactly this text (to test the daemon's recovery)
+	// Gate, when set, holds every generation before its first token until
+	// it is closed: a test freezes the scheduler's queue (no step ends, so
+	// no slot is yielded) while it arranges who waits.
+	Gate <-chan struct{}
 }
 
 // Engine implements daemon.Backend.
@@ -142,6 +146,13 @@ func (e *Engine) Generate(ctx context.Context, req daemon.GenerateRequest, emit 
 	if req.Speculative {
 		step = 3
 		out.Acceptance = make([]uint64, 3)
+	}
+	if e.opts.Gate != nil {
+		select {
+		case <-e.opts.Gate:
+		case <-ctx.Done():
+			return out, ctx.Err()
+		}
 	}
 	reply := []byte(Reply)
 	generated := make([]int, 0, req.MaxTokens)

@@ -59,9 +59,10 @@ type Runner struct {
 	MinParallel int
 	// Integer is the fast numeric mode's integer path: a product by an
 	// INT8 matrix runs against the activations quantized once to Q8
-	// (q8.go; n rows: q8batch.go), and a single-row product by a packed
-	// ≤ 16-entry codebook against them quantized to Q16 (q4.go), within
-	// the quantization bound of the float kernel instead of bit-exact.
+	// (q8.go; n rows: q8batch.go), and a product by a packed ≤ 16-entry
+	// codebook against them quantized to Q16 (q4.go for one row,
+	// panelq.go for prefill blocks), within the quantization bound of the
+	// float kernel instead of bit-exact.
 	Integer bool
 	// IntegerCodebooks adds, with Integer, the codebook formats'
 	// products of n > 1 rows where lutNibDot2x4 has no kernel (q8lut.go).
@@ -69,14 +70,16 @@ type Runner struct {
 	// preset (docs/KERNELS.md).
 	IntegerCodebooks bool
 
-	q8       Q8     // the quantized activation rows of the current product
-	q16      Q16    // the same for the codebook sides (useQ16)
-	px       panelX // the same, transposed for the panel path (usePanels)
+	q8       Q8      // the quantized activation rows of the current product
+	q16      Q16     // the same for the codebook sides (useQ16)
+	px       panelX  // the same, transposed for the panel path (usePanels)
+	pq       panelQX // the same, quantized for the integer panel path
 	pool     *Pool
 	task     pairTask
 	lrTask   pairTask // a low-rank branch's B·x, run while task is being set up
 	scratch  [][]float32
 	scr8     [][]int8                             // the integer matrix-matrix path's decoded rows (q8lut.go)
+	scr16    [][]int16                            // the integer panel path's decoded code tiles (panelq.go)
 	panelOut [][][panelRows * panelTokens]float32 // per worker: the panel kernel's outputs, one per token group
 	lrTmp    [2][]float32
 }
@@ -84,7 +87,7 @@ type Runner struct {
 // NewRunner returns a runner with a pool of threads workers (≤ 0: GOMAXPROCS).
 func NewRunner(threads int) *Runner {
 	p := NewPool(threads)
-	r := &Runner{pool: p, scratch: make([][]float32, p.Workers()), scr8: make([][]int8, p.Workers()),
+	r := &Runner{pool: p, scratch: make([][]float32, p.Workers()), scr8: make([][]int8, p.Workers()), scr16: make([][]int16, p.Workers()),
 		panelOut: make([][][panelRows * panelTokens]float32, p.Workers())}
 	r.task.r = r
 	return r
@@ -194,9 +197,10 @@ type product struct {
 	a   *F32
 	lrT []float32
 	dst []float32
-	q8  *Q8     // set: m is a q8Matrix and x is quantized here (Runner.Integer)
-	q16 *Q16    // set: m is a *LUT and x is quantized here (useQ16)
-	px  *panelX // set: the panel path applies, x transposed here (usePanels)
+	q8  *Q8      // set: m is a q8Matrix and x is quantized here (Runner.Integer)
+	q16 *Q16     // set: m is a *LUT and x is quantized here (useQ16)
+	px  *panelX  // set: the panel path applies, x transposed here (usePanels)
+	pq  *panelQX // set: the integer panel path applies, x quantized here (usePanels)
 }
 
 type pairTask struct {
@@ -227,6 +231,8 @@ func (r *Runner) mulRange(w int, p *product, x []float32, n, lo, hi int) {
 		m.(*LUT).mulVecQ16(p.dst, p.q16, lo, hi)
 	} else if n == 1 {
 		m.mulVec(p.dst, x, lo, hi)
+	} else if p.pq != nil {
+		r.mulPanelsQ16(w, p, lo, hi)
 	} else if p.px != nil {
 		r.mulPanels(w, p, lo, hi)
 	} else if b, ok := m.(batchMatrix); !ok || !b.mulBatch(p.dst, x, n, lo, hi) {

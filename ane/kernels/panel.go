@@ -84,9 +84,17 @@ func (r *Runner) usePanels(t *pairTask, x []float32, n int) {
 	if n < panelMinTokens || !havePanel() {
 		return
 	}
-	done := false
+	done, quantized := false, false
 	for i := range t.parts {
 		if p := &t.parts[i]; p.m != nil && p.q8 == nil {
+			if r.usePanelQ16(p.m, n) {
+				if !quantized {
+					r.quantizePanelsQ16(&r.pq, x, n, p.m.Cols())
+					quantized = true
+				}
+				p.pq = &r.pq
+				continue
+			}
 			if td, ok := p.m.(tileDecoder); !ok || !td.tiled() {
 				continue
 			}
@@ -122,15 +130,9 @@ func (r *Runner) mulPanels(w int, p *product, lo, hi int) {
 		r.scratch[w] = make([]float32, need)
 	}
 	wt := r.scratch[w][:need]
-	if len(r.panelOut[w]) < px.groups {
-		r.panelOut[w] = make([][panelRows * panelTokens]float32, px.groups)
-	}
-	outs := r.panelOut[w][:px.groups]
 	for r0 := lo; r0 < hi; r0 += panelRows {
 		nr := min(panelRows, hi-r0)
-		for g := range outs {
-			outs[g] = [panelRows * panelTokens]float32{}
-		}
+		outs := r.panelOuts(w, px.groups)
 		clear(wt[nr*tile:]) // padding rows: their outputs are dropped
 		for c0 := 0; c0 < cols; c0 += tile {
 			c1 := min(cols, c0+tile)
@@ -142,13 +144,36 @@ func (r *Runner) mulPanels(w int, p *product, lo, hi int) {
 				panel12x32(wt, tile, c1-c0, xt, &outs[g])
 			}
 		}
-		for g := range outs {
-			t0 := g * panelTokens
-			for t := t0; t < min(px.n, t0+panelTokens); t++ {
-				y, o := p.dst[t*rows+r0:t*rows+r0+nr], outs[g][t-t0:]
+		scatterPanels(p.dst[r0:], rows, nr, px.n, outs, nil)
+	}
+}
+
+// panelOuts is worker w's zeroed output blocks for groups token groups.
+func (r *Runner) panelOuts(w, groups int) [][panelRows * panelTokens]float32 {
+	if len(r.panelOut[w]) < groups {
+		r.panelOut[w] = make([][panelRows * panelTokens]float32, groups)
+	}
+	outs := r.panelOut[w][:groups]
+	clear(outs)
+	return outs
+}
+
+// scatterPanels stores the first nr rows of the output blocks outs (one
+// per 32-token group) for tokens [0, n) into dst (token t's row i at
+// dst[t·rows + i]), times factor[i] when factor is not nil.
+func scatterPanels(dst []float32, rows, nr, n int, outs [][panelRows * panelTokens]float32, factor *[panelRows]float32) {
+	for g := range outs {
+		t0 := g * panelTokens
+		for t := t0; t < min(n, t0+panelTokens); t++ {
+			y, o := dst[t*rows:t*rows+nr], outs[g][t-t0:]
+			if factor == nil {
 				for i := range y {
 					y[i] = o[i*panelTokens]
 				}
+				continue
+			}
+			for i := range y {
+				y[i] = o[i*panelTokens] * factor[i]
 			}
 		}
 	}

@@ -54,3 +54,42 @@ func decodeNibBlocks(p []uint8, tab *[16]float32, s float32, out []float32) int 
 	}
 	return blocks * 32
 }
+
+//go:noescape
+func panelQ6x16AVX2(w *int16, wstride int, xq *int32, xs *float32, blocks int, out *float32)
+
+//go:noescape
+func decodeNibQ16AVX2(lo, hi *[16]uint8, p *uint8, out *int16, blocks int)
+
+// panelQ12x32 is the integer panel kernel over blocks 32-column blocks of
+// 12 rows of codes (w, row i at i·stride) and one 32-token group of
+// column pairs (xq) and block scales (xs), added to out: four 6-row ×
+// 16-token calls.
+func panelQ12x32(w []int16, stride, blocks int, xq []int32, xs []float32, out *[panelRows * panelTokens]float32) {
+	if blocks == 0 {
+		return
+	}
+	_, _, _ = w[(panelRows-1)*stride+blocks*Q16Block-1], xq[blocks*Q16Block/2*panelTokens-1], xs[blocks*panelTokens-1]
+	if !simd {
+		panelQ12x32Go(w, stride, blocks, xq, xs, out)
+		return
+	}
+	const half = panelTokens / 2
+	for h := 0; h < panelTokens; h += half {
+		for r0 := 0; r0 < panelRows; r0 += panelRows / 2 {
+			panelQ6x16AVX2(&w[r0*stride], 2*stride, &xq[h], &xs[h], blocks, &out[r0*panelTokens+h])
+		}
+	}
+}
+
+// decodeNibQ16Blocks writes the codes of the whole blocks of the packed
+// row p (lo and hi: the codes' byte tables) into out and returns how many
+// blocks it wrote (the rest is decodeTileQ16's, in Go).
+func decodeNibQ16Blocks(lo, hi *[16]uint8, p []uint8, out []int16) int {
+	blocks := min(len(p)/16, len(out)/32)
+	if !simd || blocks == 0 {
+		return 0
+	}
+	decodeNibQ16AVX2(lo, hi, &p[0], &out[0], blocks)
+	return blocks
+}

@@ -252,3 +252,142 @@ d2blk:
 d2done:
 	VZEROUPPER
 	RET
+
+// The integer panel kernel (panelq.go): six rows of int16 codes against
+// 16 tokens' int16 activation codes stored as column pairs. Per pair,
+// two loads bring the 16 tokens' pairs; each row's pair, broadcast, meets
+// them in two VPMADDWD (16 multiply-adds each) added to int32 lanes. A
+// block of 16 pairs (32 columns) sums exactly (codeMax); then each lane
+// is converted and added to out by one FMA with its token's block scale.
+
+// ROWMADD(addr, a, b): row pair at addr (broadcast) times the pairs Y12
+// (tokens 0–7) and Y13 (8–15), added to a and b.
+#define ROWMADD(addr, a, b) \
+	VPBROADCASTD addr, Y14; \
+	VPMADDWD     Y12, Y14, Y15; \
+	VPADDD       Y15, a, a; \
+	VPMADDWD     Y13, Y14, Y15; \
+	VPADDD       Y15, b, b
+
+// KPAIR: one column pair of the six rows (addresses r0…r5) at token pair
+// offset xo.
+#define KPAIR(r0, r1, r2, r3, r4, r5, xo) \
+	VMOVDQU xo(DI), Y12; \
+	VMOVDQU xo+32(DI), Y13; \
+	ROWMADD(r0, Y0, Y1); \
+	ROWMADD(r1, Y2, Y3); \
+	ROWMADD(r2, Y4, Y5); \
+	ROWMADD(r3, Y6, Y7); \
+	ROWMADD(r4, Y8, Y9); \
+	ROWMADD(r5, Y10, Y11)
+
+// FLUSH(acc, o, so, tmp): out[o] += float(acc)·scale[so], one rounding.
+#define FLUSH(acc, o, so, tmp) \
+	VCVTDQ2PS   acc, acc; \
+	VMOVUPS     o(AX), tmp; \
+	VFMADD231PS so(R9), acc, tmp; \
+	VMOVUPS     tmp, o(AX)
+
+// func panelQ6x16AVX2(w *int16, wstride int, xq *int32, xs *float32, blocks int, out *float32)
+// Row i's codes at w + i·wstride bytes; column pair p's 16 tokens at
+// xq + 128p bytes (32-token groups), block b's 16 scales at xs + 128b;
+// row i's 16 outputs at out + 128i.
+TEXT ·panelQ6x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ  w+0(FP), SI
+	MOVQ  wstride+8(FP), DX
+	MOVQ  xq+16(FP), DI
+	MOVQ  xs+24(FP), R9
+	MOVQ  blocks+32(FP), CX
+	MOVQ  out+40(FP), AX
+	LEAQ  (DX)(DX*2), BX
+	LEAQ  (SI)(DX*4), R8
+	TESTQ CX, CX
+	JEQ   qdone
+
+qblk:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	MOVQ  $4, R10
+
+qpair:
+	KPAIR((SI), (SI)(DX*1), (SI)(DX*2), (SI)(BX*1), (R8), (R8)(DX*1), 0)
+	KPAIR(4(SI), 4(SI)(DX*1), 4(SI)(DX*2), 4(SI)(BX*1), 4(R8), 4(R8)(DX*1), 128)
+	KPAIR(8(SI), 8(SI)(DX*1), 8(SI)(DX*2), 8(SI)(BX*1), 8(R8), 8(R8)(DX*1), 256)
+	KPAIR(12(SI), 12(SI)(DX*1), 12(SI)(DX*2), 12(SI)(BX*1), 12(R8), 12(R8)(DX*1), 384)
+	ADDQ $16, SI
+	ADDQ $16, R8
+	ADDQ $512, DI
+	DECQ R10
+	JNE  qpair
+
+	FLUSH(Y0, 0, 0, Y12)
+	FLUSH(Y1, 32, 32, Y13)
+	FLUSH(Y2, 128, 0, Y12)
+	FLUSH(Y3, 160, 32, Y13)
+	FLUSH(Y4, 256, 0, Y12)
+	FLUSH(Y5, 288, 32, Y13)
+	FLUSH(Y6, 384, 0, Y12)
+	FLUSH(Y7, 416, 32, Y13)
+	FLUSH(Y8, 512, 0, Y12)
+	FLUSH(Y9, 544, 32, Y13)
+	FLUSH(Y10, 640, 0, Y12)
+	FLUSH(Y11, 672, 32, Y13)
+	ADDQ $128, R9
+	DECQ CX
+	JNE  qblk
+
+qdone:
+	VZEROUPPER
+	RET
+
+// DECODEQ16(nib, dst): the 16 indices in nib looked up in the code byte
+// tables X8 (low bytes) and X9 (high), the 16 int16 codes stored at dst.
+#define DECODEQ16(nib, dst) \
+	VPSHUFB    nib, X8, X3; \
+	VPSHUFB    nib, X9, X4; \
+	VPUNPCKLBW X4, X3, X5; \
+	VPUNPCKHBW X4, X3, X6; \
+	VMOVDQU    X5, dst; \
+	VMOVDQU    X6, 16+dst
+
+// func decodeNibQ16AVX2(lo, hi *[16]uint8, p *uint8, out *int16, blocks int)
+// The packed layout: byte j of a block holds index j (low nibble) and
+// 16+j (high).
+TEXT ·decodeNibQ16AVX2(SB), NOSPLIT, $0-40
+	MOVQ         lo+0(FP), AX
+	MOVQ         hi+8(FP), BX
+	MOVQ         p+16(FP), SI
+	MOVQ         out+24(FP), DI
+	MOVQ         blocks+32(FP), CX
+	VMOVDQU      (AX), X8
+	VMOVDQU      (BX), X9
+	MOVL         $0x0f0f0f0f, DX
+	VMOVD        DX, X7
+	VPBROADCASTD X7, X7
+	TESTQ        CX, CX
+	JEQ          q16done
+
+q16blk:
+	VMOVDQU (SI), X0
+	VPAND   X7, X0, X1
+	VPSRLW  $4, X0, X2
+	VPAND   X7, X2, X2
+	DECODEQ16(X1, 0(DI))
+	DECODEQ16(X2, 32(DI))
+	ADDQ    $16, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNE     q16blk
+
+q16done:
+	RET

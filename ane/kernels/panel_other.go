@@ -12,3 +12,9 @@ func panel12x32(w []float32, stride, cols int, xt []float32, out *[panelRows * p
 }
 
 func decodeNibBlocks(p []uint8, tab *[16]float32, s float32, out []float32) int { return 0 }
+
+func panelQ12x32(w []int16, stride, blocks int, xq []int32, xs []float32, out *[panelRows * panelTokens]float32) {
+	panelQ12x32Go(w, stride, blocks, xq, xs, out)
+}
+
+func decodeNibQ16Blocks(lo, hi *[16]uint8, p []uint8, out []int16) int { return 0 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/forgedaemon/forged/ane/format/qformat"
 )
 
 // codebookCases are float codebooks of 16 entries: Gaussian, one sign
@@ -265,6 +263,10 @@ func TestLUTQ16DotExtremes(t *testing.T) {
 // the float product (times the row scale); without it, the float path
 // bit-identically; a two-row product is bit-identical either way; and a
 // matrix with an index ≥ 16 (left unpacked) stays on the float path.
+// codebookFormats16 are the packed ≤ 16-entry formats with an integer
+// codebook.
+var codebookFormats16 = []string{"LUT4 per-tensor", "LUT4 per-tensor + pcs", "vector 2x16", "vector 2x16 + pcs", "vector 4x16 + pcs"}
+
 func TestRunnerIntegerLUT(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(21, 3))
@@ -272,29 +274,10 @@ func TestRunnerIntegerLUT(t *testing.T) {
 		defer run.Close()
 		run.MinParallel = 1
 		const rows = 24
-		for _, name := range []string{"LUT4 per-tensor", "LUT4 per-tensor + pcs", "vector 2x16", "vector 2x16 + pcs", "vector 4x16 + pcs"} {
-			f, err := qformat.Lookup(name)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, name := range codebookFormats16 {
 			for _, cols := range []int{1, 7, 33, 203} {
 				for _, malformed := range []bool{false, true} {
-					lut := randVec(r, f.Entries*f.CD)
-					idx := make([]uint8, rows/f.CD*cols)
-					for i := range idx {
-						idx[i] = uint8(r.IntN(f.Entries))
-					}
-					if malformed {
-						idx[len(idx)-1] = 16
-					}
-					var scale []float32
-					if f.Scaled {
-						scale = randVec(r, rows)
-					}
-					m, err := NewLUT(name, rows, cols, f.CD, lut, idx, scale)
-					if err != nil {
-						t.Fatal(err)
-					}
+					m, f, lut, idx, _ := randLUT(t, r, name, rows, cols, malformed)
 					l := &Linear{W: m}
 					_, x := q8Inputs(r, 2*cols)
 					apply := func(integer bool, n int) []float32 {

@@ -42,10 +42,7 @@ func quantizeBlocks[T int8 | int16](q *[]T, scale *[]float32, x []float32, level
 	*q, *scale = (*q)[:nb*block], (*scale)[:nb]
 	for b0 := 0; b0 < nb; b0 += group {
 		b1 := min(nb, b0+group)
-		var amax float32
-		for _, v := range x[b0*block : min(b1*block, len(x))] {
-			amax = max(amax, abs32(v))
-		}
+		amax := absMax(x[b0*block : min(b1*block, len(x))])
 		s := amax / levels
 		for b := b0; b < b1; b++ {
 			xs := x[b*block : min((b+1)*block, len(x))]
@@ -61,6 +58,24 @@ func quantizeBlocks[T int8 | int16](q *[]T, scale *[]float32, x []float32, level
 			}
 		}
 	}
+}
+
+// absMax is max |x[j]| (0 for none; NaN if any is NaN, whose bits
+// compare above every number's): on the bits, as unsigned integers, which
+// order the non-negative floats as their values and compile to a
+// conditional move where the max of floats needs NaN and signed-zero
+// branches.
+func absMax(x []float32) float32 {
+	var m0, m1 uint32
+	for len(x) >= 2 {
+		m0 = max(m0, math.Float32bits(x[0])&^(1<<31))
+		m1 = max(m1, math.Float32bits(x[1])&^(1<<31))
+		x = x[2:]
+	}
+	for _, v := range x {
+		m0 = max(m0, math.Float32bits(v)&^(1<<31))
+	}
+	return math.Float32frombits(max(m0, m1))
 }
 
 // int8Q8Dot is Σ_j w[j]·x[j] with x as q: per block of 32, the exact

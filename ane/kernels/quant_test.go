@@ -66,31 +66,41 @@ type fixture struct {
 	ref  []float64 // dense weights from the spec, independent of Densify
 }
 
+// randLUT is a random rows × cols matrix of the codebook format name:
+// its codebook, indices (the last one 16, out of range, when malformed)
+// and per-channel scales in [0.01, 1.01) when the format has them.
+func randLUT(t *testing.T, r *rand.Rand, name string, rows, cols int, malformed bool) (m *LUT, f qformat.Format, lut []float32, idx []uint8, scale []float32) {
+	t.Helper()
+	f, err := qformat.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lut = randVec(r, f.Entries*f.CD)
+	idx = make([]uint8, rows/f.CD*cols)
+	for i := range idx {
+		idx[i] = uint8(r.IntN(f.Entries))
+	}
+	if malformed {
+		idx[len(idx)-1] = 16
+	}
+	if f.Scaled {
+		scale = make([]float32, rows)
+		for i := range scale {
+			scale[i] = 0.01 + r.Float32()
+		}
+	}
+	if m, err = NewLUT(name, rows, cols, f.CD, lut, idx, scale); err != nil {
+		t.Fatal(err)
+	}
+	return m, f, lut, idx, scale
+}
+
 func fixtures(t *testing.T, r *rand.Rand, rows, cols int) []fixture {
 	t.Helper()
 	var out []fixture
 	for _, name := range []string{"LUT4 per-tensor", "LUT4 per-tensor + pcs", "vector 2x16 + pcs", "vector 2x64 + pcs",
 		"vector 4x16 + pcs", "vector 4x64 + pcs", "vector 2x16"} {
-		f, err := qformat.Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lut := randVec(r, f.Entries*f.CD)
-		idx := make([]uint8, rows/f.CD*cols)
-		for i := range idx {
-			idx[i] = uint8(r.IntN(f.Entries))
-		}
-		var scale []float32
-		if f.Scaled {
-			scale = make([]float32, rows)
-			for i := range scale {
-				scale[i] = 0.01 + r.Float32()
-			}
-		}
-		m, err := NewLUT(name, rows, cols, f.CD, lut, idx, scale)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, f, lut, idx, scale := randLUT(t, r, name, rows, cols, false)
 		out = append(out, fixture{name, m, dequantRef(rows, cols, f.CD, lut, idx, scale)})
 	}
 	q := make([]int8, rows*cols)

@@ -57,6 +57,49 @@ func modeAgreementVerify(b *testing.B, ref, fast *Model, ids []int) (meanKL, top
 	return meanKL / float64(len(ids)), float64(agree) / float64(len(ids))
 }
 
+// modeAgreementPrefill is modeAgreement with ids fed as prefill blocks
+// of ane.PrefillRows rows, every row's next-token distribution compared:
+// the products of 64 rows, where the fast mode's codebook products take
+// the integer panel path without AVX-512 (ane/kernels/panelq.go).
+func modeAgreementPrefill(b *testing.B, ref, fast *Model, ids []int) (meanKL, top1 float64) {
+	sr, sf := ref.NewSession(), fast.NewSession()
+	defer sr.Close()
+	defer sf.Close()
+	agree := 0
+	for i := 0; i < len(ids); i += ane.PrefillRows {
+		block := ids[i:min(i+ane.PrefillRows, len(ids))]
+		var logits [2][]float32
+		for k, s := range []*Session{sr, sf} {
+			if err := s.Fit(s.pos + len(block)); err != nil {
+				b.Fatal(err)
+			}
+			s.prefill(block, len(block))
+			logits[k] = s.s.logits[:len(block)*s.m.cfg.Vocab]
+		}
+		V := ref.cfg.Vocab
+		for row := range block {
+			kl, same := klTop1(logits[0][row*V:(row+1)*V], logits[1][row*V:(row+1)*V])
+			meanKL += kl
+			if same {
+				agree++
+			}
+		}
+	}
+	return meanKL / float64(len(ids)), float64(agree) / float64(len(ids))
+}
+
+// BenchmarkFastNumericsKLPrefill is BenchmarkFastNumericsKL over prefill
+// blocks of 64: the same 2,048 held-out positions and bound.
+//
+//	go test -run '^$' -bench FastNumericsKLPrefill/small -benchtime 1x ./ane/ref
+func BenchmarkFastNumericsKLPrefill(b *testing.B) {
+	for _, p := range []string{"small", "medium"} {
+		b.Run(p, func(b *testing.B) {
+			benchAgreement(b, p, modeAgreementPrefill, fmt.Sprintf("in prefill blocks of %d", ane.PrefillRows))
+		})
+	}
+}
+
 // BenchmarkFastNumericsKLVerify is BenchmarkFastNumericsKL over the
 // matrix-matrix path (Verify blocks of 8): the same 2,048 held-out
 // positions, the same bound, and it fails when the bound is not met.

@@ -176,12 +176,22 @@ func (s *Session) Feed(ids []int) ([]float32, error) {
 		if n == len(ids) {
 			logitRows = 1
 		}
-		s.forward(ids[:n], false, logitRows)
-		s.pos += n
-		s.hi = max(s.hi, s.pos)
+		s.prefill(ids[:n], logitRows)
 		ids = ids[n:]
 	}
 	return s.s.logits[:s.m.cfg.Vocab], nil
+}
+
+// prefill runs one block of at most ane.PrefillRows ids (the context
+// fitted), keeping the logits of its last logitRows rows (the scratch
+// holds a Verify's; the fast mode's benchmark asks for a whole block's).
+func (s *Session) prefill(ids []int, logitRows int) {
+	if need := logitRows * s.m.cfg.Vocab; len(s.s.logits) < need {
+		s.s.logits = make([]float32, need)
+	}
+	s.forward(ids, false, logitRows)
+	s.pos += len(ids)
+	s.hi = max(s.hi, s.pos)
 }
 
 // Verify implements ane.Engine.

@@ -74,12 +74,7 @@ func (px *panelQX) RunRange(w, lo, hi int) {
 		s := px.s[t/panelTokens*nb*panelTokens:]
 		for b0 := 0; b0 < nb; b0 += Q16Group {
 			b1 := min(nb, b0+Q16Group)
-			amax := absMax(row[b0*Q16Block : min(b1*Q16Block, cols)])
-			sc := amax / 32767
-			var iv float64
-			if amax != 0 {
-				iv = 1 / float64(sc) // the stored scale: within half its step
-			}
+			sc, iv := runScale(row[b0*Q16Block:min(b1*Q16Block, cols)], 32767)
 			for b := b0; b < b1; b++ {
 				s[b*panelTokens+tt], inv[(t-lo)*nb+b] = sc, iv
 			}
@@ -108,13 +103,9 @@ func (px *panelQX) RunRange(w, lo, hi int) {
 }
 
 // packPair is the pair of codes round(a·inv), round(b·inv), a in the low
-// half: math.RoundToEven's codes (|a·inv| ≤ 32767), by adding and
-// subtracting 1.5·2⁵², which leaves the nearest integer, ties to even,
-// in one addition's rounding (RoundToEven itself checks the CPU on each
-// call and spills the loop's registers around it).
+// half.
 func packPair(a, b float32, inv float64) int32 {
-	const round = 1.5 * (1 << 52)
-	ca, cb := int16(float64(a)*inv+round-round), int16(float64(b)*inv+round-round)
+	ca, cb := int16(roundCode(a, inv)), int16(roundCode(b, inv))
 	return int32(uint32(uint16(ca)) | uint32(uint16(cb))<<16)
 }
 

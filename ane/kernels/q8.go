@@ -40,24 +40,46 @@ func quantizeBlocks[T int8 | int16](q *[]T, scale *[]float32, x []float32, level
 		*scale = make([]float32, nb)
 	}
 	*q, *scale = (*q)[:nb*block], (*scale)[:nb]
+	var perm [block]int // pos, looked up once: the loop below runs per value
+	for j := range perm {
+		perm[j] = pos(j)
+	}
 	for b0 := 0; b0 < nb; b0 += group {
 		b1 := min(nb, b0+group)
-		amax := absMax(x[b0*block : min(b1*block, len(x))])
-		s := amax / levels
+		s, inv := runScale(x[b0*block:min(b1*block, len(x))], levels)
 		for b := b0; b < b1; b++ {
 			xs := x[b*block : min((b+1)*block, len(x))]
 			codes := (*q)[b*block : (b+1)*block]
 			clear(codes)
 			(*scale)[b] = s
-			if amax == 0 {
+			if inv == 0 {
 				continue
 			}
-			inv := 1 / float64(s) // the stored scale: within half its step
 			for j, v := range xs {
-				codes[pos(j)] = T(math.RoundToEven(float64(v) * inv))
+				codes[perm[j&(block-1)]] = T(roundCode(v, inv))
 			}
 		}
 	}
+}
+
+// runScale is the scale of the values x quantized to ±levels, max|x|/levels,
+// and its inverse as the codes are computed (0 for an all-zero run).
+func runScale(x []float32, levels float32) (s float32, inv float64) {
+	amax := absMax(x)
+	s = amax / levels
+	if amax != 0 {
+		inv = 1 / float64(s) // the stored scale: each value within half its step
+	}
+	return s, inv
+}
+
+// roundCode is math.RoundToEven(v·inv) for |v·inv| < 2⁵¹, by adding and
+// subtracting 1.5·2⁵², which leaves the nearest integer, ties to even, in
+// one addition's rounding (math.RoundToEven checks the CPU on each call
+// and spills a loop's registers around it).
+func roundCode(v float32, inv float64) float64 {
+	const round = 1.5 * (1 << 52)
+	return float64(v)*inv + round - round
 }
 
 // absMax is max |x[j]| (0 for none; NaN if any is NaN, whose bits

@@ -47,6 +47,14 @@ func (r *reader) get(name string, shape ...int) (Tensor, error) {
 	return t, nil
 }
 
+// Floats reads the BF16, F16 or F32 tensor name of src, which must have
+// the given shape, as float32 (a copy): for tools that convert checkpoints
+// (bench/cpu's GGUF conversion).
+func Floats(src Source, name string, shape ...int) ([]float32, error) {
+	r := &reader{src: src, where: "checkpoint"}
+	return r.vector(name, shape...)
+}
+
 // vector reads a BF16/F16/F32 tensor of the given shape as float32 (a copy).
 func (r *reader) vector(name string, shape ...int) ([]float32, error) {
 	t, err := r.get(name, shape...)

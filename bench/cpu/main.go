@@ -17,7 +17,11 @@
 // 1-worker figure without: the pool should degrade gracefully, not fall
 // below one worker alone.
 //
-//	go run ./bench/cpu [-presets small,medium] [-threads 1,2] [-rounds 5] [-mode fast,exact] [-json] [-load] [-cpuprofile file]
+//	go run ./bench/cpu [-presets small,medium] [-threads 1,2] [-rounds 5] [-mode fast,exact] [-json] [-load] [-llamacpp dir] [-cpuprofile file]
+//
+// With -llamacpp (llamacpp.go) llama.cpp's llama-bench runs in the same
+// rounds on GGUF conversions of the same checkpoints, its rows beside the
+// engine's (bench/llamacpp/run.sh sets it all up).
 //
 // docs/KERNELS.md ("Peer-comparable figures") has the results and the run times.
 package main
@@ -173,6 +177,10 @@ type engine struct {
 // worker count and mode, recording the rounds' read bandwidth into read.
 func measurePreset(ctx context.Context, o options, preset string, bufs cpuprobe.Buffers, read map[bwKey][]float64, ld *loadStats, progress io.Writer) ([]row, error) {
 	t0 := time.Now()
+	peers, err := findPeers(o.llamacpp, preset, o.threads)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "bench-cpu-"+preset+"-")
 	if err != nil {
 		return nil, err
@@ -233,15 +241,16 @@ func measurePreset(ctx context.Context, o options, preset string, bufs cpuprobe.
 	}
 	for r := range o.rounds {
 		t := time.Now()
-		order := slices.Clone(engines)
+		order, peerOrder := slices.Clone(engines), slices.Clone(peers)
 		if r%2 == 1 { // alternate the order, so no configuration always runs first
 			slices.Reverse(order)
+			slices.Reverse(peerOrder)
 		}
 		for _, loaded := range phases {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			if err := measurePhase(ctx, order, loaded, cfg.Vocab, bufs, read, ld); err != nil {
+			if err := measurePhase(ctx, order, peerOrder, r%2 == 1, loaded, cfg.Vocab, bufs, read, ld); err != nil {
 				return nil, err
 			}
 		}
@@ -254,7 +263,7 @@ func measurePreset(ctx context.Context, o options, preset string, bufs cpuprobe.
 			rows = append(rows, summarize(c, e.samples[phaseIndex(loaded)], weightBytes, bf16Bytes))
 		}
 	}
-	return rows, nil
+	return append(rows, peerRows(preset, peers, phases, bf16Bytes)...), nil
 }
 
 func phaseIndex(loaded bool) int {
@@ -265,8 +274,9 @@ func phaseIndex(loaded bool) int {
 }
 
 // measurePhase measures the read bandwidth at every worker count, then
-// each engine once, with the load process running if loaded.
-func measurePhase(ctx context.Context, engines []*engine, loaded bool, vocab int, bufs cpuprobe.Buffers, read map[bwKey][]float64, ld *loadStats) (err error) {
+// each engine and each peer once (the peers first if peersFirst), with the
+// load process running if loaded.
+func measurePhase(ctx context.Context, engines []*engine, peers []*peer, peersFirst, loaded bool, vocab int, bufs cpuprobe.Buffers, read map[bwKey][]float64, ld *loadStats) (err error) {
 	if loaded {
 		l, lerr := startLoader()
 		if lerr != nil {
@@ -275,11 +285,23 @@ func measurePhase(ctx context.Context, engines []*engine, loaded bool, vocab int
 		defer func() { err = errors.Join(err, l.stop(ld)) }()
 	}
 	bw := map[int]float64{}
-	for _, e := range engines {
-		k := min(e.threads, len(bufs))
+	roundBW := func(threads int) float64 {
+		k := min(threads, len(bufs))
 		if _, ok := bw[k]; !ok {
 			bw[k] = bufs.ReadBandwidth(k, readPasses)
 			read[bwKey{k, loaded}] = append(read[bwKey{k, loaded}], bw[k])
+		}
+		return bw[k]
+	}
+	for _, e := range engines {
+		roundBW(e.threads)
+	}
+	for _, p := range peers {
+		roundBW(p.threads)
+	}
+	if peersFirst {
+		if err := measurePeers(ctx, peers, loaded, roundBW); err != nil {
+			return err
 		}
 	}
 	for _, e := range engines {
@@ -297,7 +319,10 @@ func measurePhase(ctx context.Context, engines []*engine, loaded bool, vocab int
 		s := &e.samples[phaseIndex(loaded)]
 		s.decode = append(s.decode, d)
 		s.prefill = append(s.prefill, p)
-		s.read = append(s.read, bw[min(e.threads, len(bufs))])
+		s.read = append(s.read, roundBW(e.threads))
+	}
+	if !peersFirst {
+		return measurePeers(ctx, peers, loaded, roundBW)
 	}
 	return nil
 }

@@ -21,6 +21,9 @@ type options struct {
 	rounds  int
 	json    bool
 	load    bool
+	// llamacpp is a directory with llama-bench and the presets' GGUF files
+	// (llamacpp.go), or empty.
+	llamacpp string
 	// cpuProfile is a file for a CPU profile of the whole run (checkpoint
 	// and export included: pprof's -focus picks the measured parts).
 	cpuProfile string
@@ -41,6 +44,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 5, "interleaved rounds (each configuration once per round; medians over rounds)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of the table")
 	fs.BoolVar(&o.load, "load", false, "also measure every configuration while a second process loads one core")
+	fs.StringVar(&o.llamacpp, "llamacpp", "", "also run llama.cpp's llama-bench from this directory on its <preset>-<type>.gguf files (bench/llamacpp/run.sh)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err

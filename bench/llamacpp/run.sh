@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The peer comparison of issue #21 on this machine: llama.cpp's own
+# llama-bench and the engine (bench/cpu) in the same interleaved rounds, on
+# the same synthetic checkpoints (llama.cpp's copy converted to GGUF by
+# bench/llamacpp, then quantized by llama.cpp's llama-quantize).
+#
+#   bench/llamacpp/run.sh [bench/cpu flags]   # e.g. -rounds 5 -presets medium -threads 2
+#
+# llama.cpp comes from the source that node-llama-cpp's npm package
+# carries (package/llama/gitRelease.bundle; the npm registry is what these
+# machines reach), built once with GGML_NATIVE for this CPU into
+# $LLAMACPP_DIR (default ~/.cache/forged/llamacpp-bench). Needs git,
+# cmake, g++ and npm (Debian: git cmake g++ npm). Run it on a quiet
+# machine: both engines use every core they are given.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+version=3.22.1 # node-llama-cpp; its llama.cpp is ggml-org/llama.cpp as bundled there
+types="${LLAMACPP_TYPES:-Q4_0 Q4_K_M Q2_K}"
+work="${LLAMACPP_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/forged/llamacpp-bench}"
+mkdir -p "$work"
+
+presets=small,medium
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do # the presets bench/cpu will measure
+  case "${args[$i]}" in
+    -presets | --presets) presets="${args[$((i + 1))]}" ;;
+    -presets=* | --presets=*) presets="${args[$i]#*=}" ;;
+  esac
+done
+
+if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ]; then
+  for tool in git cmake g++ npm; do
+    command -v "$tool" >/dev/null || { echo "run.sh: $tool is needed to build llama.cpp (Debian: git cmake g++ npm)" >&2; exit 1; }
+  done
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  echo "run.sh: fetching llama.cpp's source (npm node-llama-cpp@$version) and building llama-bench, llama-quantize" >&2
+  (cd "$tmp" && npm pack --silent "node-llama-cpp@$version" >/dev/null && tar xzf "node-llama-cpp-$version.tgz" package/llama)
+  git clone -q "$tmp/package/llama/gitRelease.bundle" "$tmp/llama.cpp"
+  git -C "$tmp/llama.cpp" log -1 --format='llama.cpp source: commit %H (%s)' >&2
+  cmake -S "$tmp/llama.cpp" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
+    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
+  cmake --build "$tmp/build" -j"$(nproc)" --target llama-bench llama-quantize >/dev/null
+  cp "$tmp/build/bin/llama-bench" "$tmp/build/bin/llama-quantize" "$work/"
+fi
+
+for p in ${presets//,/ }; do
+  echo "run.sh: $p: converting the checkpoint to GGUF and quantizing ($types)" >&2
+  go run ./bench/llamacpp -preset "$p" -out "$work/$p-BF16.gguf"
+  for t in $types; do
+    "$work/llama-quantize" "$work/$p-BF16.gguf" "$work/$p-$t.gguf" "$t" "$(nproc)" >"$work/$p-$t.log" 2>&1 ||
+      { tail -5 "$work/$p-$t.log" >&2; exit 1; }
+  done
+  rm -f "$work/$p-BF16.gguf"
+done
+
+exec go run ./bench/cpu -llamacpp "$work" "$@"

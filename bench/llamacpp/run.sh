@@ -37,7 +37,7 @@ if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ]; then
   trap 'rm -rf "$tmp"' EXIT
   echo "run.sh: fetching llama.cpp's source (npm node-llama-cpp@$version) and building llama-bench, llama-quantize" >&2
   (cd "$tmp" && npm pack --silent "node-llama-cpp@$version" >/dev/null && tar xzf "node-llama-cpp-$version.tgz" package/llama)
-  git clone -q "$tmp/package/llama/gitRelease.bundle" "$tmp/llama.cpp"
+  git -c advice.detachedHead=false clone -q "$tmp/package/llama/gitRelease.bundle" "$tmp/llama.cpp"
   git -C "$tmp/llama.cpp" log -1 --format='llama.cpp source: commit %H (%s)' >&2
   cmake -S "$tmp/llama.cpp" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null

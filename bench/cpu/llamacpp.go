@@ -129,10 +129,7 @@ func measurePeers(ctx context.Context, peers []*peer, loaded bool, bw func(threa
 		if err != nil {
 			return err
 		}
-		s := &p.samples[phaseIndex(loaded)]
-		s.decode = append(s.decode, d)
-		s.prefill = append(s.prefill, pf)
-		s.read = append(s.read, bw(p.threads))
+		p.samples[phaseIndex(loaded)].add(d, pf, bw(p.threads))
 	}
 	return nil
 }

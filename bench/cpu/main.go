@@ -316,10 +316,7 @@ func measurePhase(ctx context.Context, engines []*engine, peers []*peer, peersFi
 		if err != nil {
 			return err
 		}
-		s := &e.samples[phaseIndex(loaded)]
-		s.decode = append(s.decode, d)
-		s.prefill = append(s.prefill, p)
-		s.read = append(s.read, roundBW(e.threads))
+		e.samples[phaseIndex(loaded)].add(d, p, roundBW(e.threads))
 	}
 	if !peersFirst {
 		return measurePeers(ctx, peers, loaded, roundBW)

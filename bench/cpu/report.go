@@ -51,6 +51,11 @@ type samples struct {
 	decode, prefill, read []float64
 }
 
+// add records one round.
+func (s *samples) add(decode, prefill, read float64) {
+	s.decode, s.prefill, s.read = append(s.decode, decode), append(s.prefill, prefill), append(s.read, read)
+}
+
 // row is one configuration's summary.
 type row struct {
 	config

@@ -35,8 +35,9 @@ const (
 )
 
 // qwen35GGUF converts the checkpoint (cfg, src, its tokenizer.json in
-// dir) to llama.cpp's layout.
-func qwen35GGUF(dir string, cfg ref.Config, src ref.Source) ([]gguf.KV, []gguf.Tensor, error) {
+// dir) to llama.cpp's layout, the matrices as matrixType (BF16, or F32
+// for the logits comparison).
+func qwen35GGUF(dir string, cfg ref.Config, src ref.Source, matrixType gguf.Type) ([]gguf.KV, []gguf.Tensor, error) {
 	if cfg.LinKeyDim != cfg.LinValueDim {
 		// llama.cpp's qwen35 takes the value head size from ssm.state_size.
 		return nil, nil, fmt.Errorf("gguf: llama.cpp's qwen35 needs equal DeltaNet key and value head sizes, have %d and %d", cfg.LinKeyDim, cfg.LinValueDim)
@@ -75,7 +76,7 @@ func qwen35GGUF(dir string, cfg ref.Config, src ref.Source) ([]gguf.KV, []gguf.T
 		return nil, nil, err
 	}
 	kvs = append(kvs, tok...)
-	c := &converter{cfg: cfg, src: src}
+	c := &converter{cfg: cfg, src: src, matrixType: matrixType}
 	H := cfg.Hidden
 	c.matrix("token_embd.weight", hfPrefix+"embed_tokens.weight", cfg.Vocab, H, nil, nil)
 	c.vector("output_norm.weight", hfPrefix+"norm.weight", plusOne, H)
@@ -88,10 +89,11 @@ func qwen35GGUF(dir string, cfg ref.Config, src ref.Source) ([]gguf.KV, []gguf.T
 
 // converter accumulates the converted tensors, keeping the first error.
 type converter struct {
-	cfg ref.Config
-	src ref.Source
-	out []gguf.Tensor
-	err error
+	cfg        ref.Config
+	src        ref.Source
+	matrixType gguf.Type
+	out        []gguf.Tensor
+	err        error
 }
 
 func (c *converter) read(name string, shape ...int) []float32 {
@@ -103,15 +105,19 @@ func (c *converter) read(name string, shape ...int) []float32 {
 	return v
 }
 
-// matrix converts the rows×cols matrix name to BF16, rows reordered by
-// rowPerm and columns by colPerm (nil: as stored).
+// matrix converts the rows×cols matrix name to c.matrixType, rows
+// reordered by rowPerm and columns by colPerm (nil: as stored).
 func (c *converter) matrix(to, name string, rows, cols int, rowPerm, colPerm []int) {
 	w := c.read(name, rows, cols)
 	if w == nil {
 		return
 	}
 	w = permute(w, rows, cols, rowPerm, colPerm)
-	c.out = append(c.out, gguf.Tensor{Name: to, Dims: []uint64{uint64(cols), uint64(rows)}, Type: gguf.BF16, Data: gguf.BF16Bytes(w)})
+	data := gguf.BF16Bytes(w)
+	if c.matrixType == gguf.F32 {
+		data = gguf.Float32Bytes(w)
+	}
+	c.out = append(c.out, gguf.Tensor{Name: to, Dims: []uint64{uint64(cols), uint64(rows)}, Type: c.matrixType, Data: data})
 }
 
 // vector converts a tensor of n values (any shape) to F32 through f.

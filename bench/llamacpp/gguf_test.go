@@ -63,7 +63,7 @@ func TestQwen35GGUF(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closer.Close()
-	kvs, tensors, err := qwen35GGUF(dir, cfg, src)
+	kvs, tensors, err := qwen35GGUF(dir, cfg, src, gguf.BF16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,11 +212,11 @@ func TestQwen35TokenizerPads(t *testing.T) {
 
 func TestQwen35GGUFRejects(t *testing.T) {
 	cfg := ref.Config{LinKeyDim: 128, LinValueDim: 64}
-	if _, _, err := qwen35GGUF("", cfg, ref.MapSource{}); err == nil || !strings.Contains(err.Error(), "equal DeltaNet key and value head sizes") {
+	if _, _, err := qwen35GGUF("", cfg, ref.MapSource{}, gguf.BF16); err == nil || !strings.Contains(err.Error(), "equal DeltaNet key and value head sizes") {
 		t.Errorf("unequal head sizes: %v", err)
 	}
 	cfg = ref.Config{LinKeyDim: 64, LinValueDim: 64, FullAttention: []bool{false, true, false, false}}
-	if _, _, err := qwen35GGUF("", cfg, ref.MapSource{}); err == nil || !strings.Contains(err.Error(), "layer 1") {
+	if _, _, err := qwen35GGUF("", cfg, ref.MapSource{}, gguf.BF16); err == nil || !strings.Contains(err.Error(), "layer 1") {
 		t.Errorf("full attention on layer 1: %v", err)
 	}
 }

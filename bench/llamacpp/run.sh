@@ -9,7 +9,8 @@
 # llama.cpp comes from the source that node-llama-cpp's npm package
 # carries (package/llama/gitRelease.bundle; the npm registry is what these
 # machines reach), built once with GGML_NATIVE for this CPU into
-# $LLAMACPP_DIR (default ~/.cache/forged/llamacpp-bench). Needs git,
+# $LLAMACPP_DIR (default ~/.cache/forged/llamacpp-bench), with
+# crosscheck.sh's logits tool (csrc/logits.c). Needs git,
 # cmake, g++ and npm (Debian: git cmake g++ npm). Run it on a quiet
 # machine: both engines use every core they are given.
 set -euo pipefail
@@ -29,7 +30,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do # the presets bench/cpu will measure
   esac
 done
 
-if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ]; then
+if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ] || [ ! -x "$work/logits" ]; then
   for tool in git cmake g++ npm; do
     command -v "$tool" >/dev/null || { echo "run.sh: $tool is needed to build llama.cpp (Debian: git cmake g++ npm)" >&2; exit 1; }
   done
@@ -42,7 +43,11 @@ if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ]; then
   cmake -S "$tmp/llama.cpp" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
   cmake --build "$tmp/build" -j"$(nproc)" --target llama-bench llama-quantize >/dev/null
-  cp "$tmp/build/bin/llama-bench" "$tmp/build/bin/llama-quantize" "$work/"
+  # crosscheck.sh's logits tool, linked against the same static libraries
+  mapfile -t libs < <(find "$tmp/build/src" "$tmp/build/ggml" -name 'lib*.a')
+  g++ -O2 -x c bench/llamacpp/csrc/logits.c -x none -I"$tmp/llama.cpp/include" -I"$tmp/llama.cpp/ggml/include" \
+    -Wl,--start-group "${libs[@]}" -Wl,--end-group -fopenmp -lpthread -o "$tmp/logits"
+  cp "$tmp/build/bin/llama-bench" "$tmp/build/bin/llama-quantize" "$tmp/logits" "$work/"
 fi
 
 for p in ${presets//,/ }; do

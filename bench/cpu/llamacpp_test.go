@@ -105,3 +105,18 @@ func TestPeerFailure(t *testing.T) {
 		t.Errorf("error %v, want llama-bench's message", err)
 	}
 }
+
+// FuzzParseLlamaBench: any bytes give either an error or a result with
+// positive rates and size, never a panic.
+func FuzzParseLlamaBench(f *testing.F) {
+	if b, err := os.ReadFile("testdata/llama-bench.json"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`[{"model_size": 1, "n_prompt": 512, "n_gen": 0, "avg_ts": 5}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := parseLlamaBench(b)
+		if err == nil && (r.decode <= 0 || r.prefill <= 0 || r.modelBytes <= 0) {
+			t.Fatalf("accepted %+v", r)
+		}
+	})
+}

@@ -100,3 +100,22 @@ func TestReadLogitsRejects(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadLogits: any file gives an error or rows of exactly the
+// vocabulary's length, never a panic.
+func FuzzReadLogits(f *testing.F) {
+	f.Add([]byte("1 2 3\n-4 5e-3 6\n"))
+	f.Add([]byte("1 2\n"))
+	path := filepath.Join(f.TempDir(), "l.txt")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := readLogits(path, 3)
+		for _, r := range rows {
+			if err == nil && len(r) != 3 {
+				t.Fatalf("row of %d values accepted", len(r))
+			}
+		}
+	})
+}

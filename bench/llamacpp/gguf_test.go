@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -219,4 +220,26 @@ func TestQwen35GGUFRejects(t *testing.T) {
 	if _, _, err := qwen35GGUF("", cfg, ref.MapSource{}, gguf.BF16); err == nil || !strings.Contains(err.Error(), "layer 1") {
 		t.Errorf("full attention on layer 1: %v", err)
 	}
+}
+
+// FuzzQwen35Tokenizer: any tokenizer.json gives an error or vocab token
+// strings, none empty, never a panic.
+func FuzzQwen35Tokenizer(f *testing.F) {
+	f.Add([]byte(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": [["a", "b"]]}, "added_tokens": [{"id": 2, "content": "<|e|>"}]}`))
+	f.Add([]byte(`{"model": {"type": "BPE", "vocab": {"a": -1}}}`))
+	path := filepath.Join(f.TempDir(), "tokenizer.json")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		kvs, err := qwen35Tokenizer(path, 8)
+		if err != nil {
+			return
+		}
+		for _, kv := range kvs {
+			if toks, ok := kv.Value.([]string); ok && kv.Key == "tokenizer.ggml.tokens" && (len(toks) != 8 || slices.Contains(toks, "")) {
+				t.Fatalf("tokens %q", toks)
+			}
+		}
+	})
 }

@@ -14,6 +14,10 @@ var (
 	simdF16 = simd && cpu.X86.HasF16C
 )
 
+func init() {
+	simdVNNI = simd512 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL
+}
+
 // spinPause is PAUSE (pause_amd64.s): a spin-wait hint.
 //
 //go:noescape

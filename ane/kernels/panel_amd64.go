@@ -59,12 +59,15 @@ func decodeNibBlocks(p []uint8, tab *[16]float32, s float32, out []float32) int 
 func panelQ6x16AVX2(w *int16, wstride int, xq *int32, xs *float32, blocks int, out *float32)
 
 //go:noescape
+func panelQ12x32VNNI(w *int16, wstride int, xq *int32, xs *float32, blocks int, out *[panelRows * panelTokens]float32)
+
+//go:noescape
 func decodeNibQ16AVX2(lo, hi *[16]uint8, p *uint8, out *int16, blocks int)
 
 // panelQ12x32 is the integer panel kernel over blocks 32-column blocks of
 // 12 rows of codes (w, row i at i·stride) and one 32-token group of
-// column pairs (xq) and block scales (xs), added to out: four 6-row ×
-// 16-token calls.
+// column pairs (xq) and block scales (xs), added to out: one call with
+// AVX-512 VNNI, four 6-row × 16-token calls with AVX2 (the same bits).
 func panelQ12x32(w []int16, stride, blocks int, xq []int32, xs []float32, out *[panelRows * panelTokens]float32) {
 	if blocks == 0 {
 		return
@@ -72,6 +75,10 @@ func panelQ12x32(w []int16, stride, blocks int, xq []int32, xs []float32, out *[
 	_, _, _ = w[(panelRows-1)*stride+blocks*Q16Block-1], xq[blocks*Q16Block/2*panelTokens-1], xs[blocks*panelTokens-1]
 	if !simd {
 		panelQ12x32Go(w, stride, blocks, xq, xs, out)
+		return
+	}
+	if simdVNNI {
+		panelQ12x32VNNI(&w[0], 2*stride, &xq[0], &xs[0], blocks, out)
 		return
 	}
 	const half = panelTokens / 2

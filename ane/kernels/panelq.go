@@ -2,14 +2,16 @@ package kernels
 
 // The integer panel path (#21): in the fast mode (Runner.Integer) a
 // prefill-sized product (n ≥ panelMinTokens) by a packed ≤ 16-entry
-// codebook matrix with an integer codebook (LUT.hasQ16) runs the panel
-// path in integers. Each activation row is quantized as QuantizeQ16 does
+// codebook matrix with an integer codebook runs the panel path in
+// integers where its kernels measured faster than the float panel
+// kernel (panelQ16Faster: AVX2, and AVX-512 VNNI). Each activation row is quantized as QuantizeQ16 does
 // (the same codes and scales, stored in column order) and stored as
 // column pairs, 32 tokens per group (panelQX); each worker decodes
 // panelRows weight rows a column tile at a time to their int16 codes
 // (decodeTileQ16, two VPSHUFB per 16 indices) and the kernel multiplies
 // pairs of columns with VPMADDWD: 16 multiply-adds per instruction where
-// the float panel kernel's FMA does 8. A block of 32 columns sums exactly
+// the float panel kernel's FMA does 8 (AVX2; AVX-512 VNNI's VPDPWSSD does
+// 32 and the add, where the float FMA does 16). A block of 32 columns sums exactly
 // in int32 (codeMax), then one conversion and one FMA by the token's block
 // scale add it to the float output; the codebook and row scales multiply
 // each output once at the end. As in the float panel path, each output
@@ -113,11 +115,11 @@ func packPair(a, b float32, inv float64) int32 {
 // panelMinTokens, an integer codebook where its kernels measured faster).
 func (r *Runner) usePanelQ16(m Matrix, n int) bool {
 	lut, ok := m.(*LUT)
-	return ok && r.Integer && n >= panelMinTokens && lut.hasQ16()
+	return ok && r.Integer && n >= panelMinTokens && lut.icb != nil && panelQ16Faster()
 }
 
 // mulPanelsQ16 is mulPanels on the integer panel path: rows [lo, hi) of
-// p (a *LUT with hasQ16) for every token of p.pq.
+// p (a *LUT with an integer codebook) for every token of p.pq.
 func (r *Runner) mulPanelsQ16(w int, p *product, lo, hi int) {
 	m, px := p.m.(*LUT), p.pq
 	padded := px.blocks * Q16Block

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -78,6 +79,36 @@ func TestPanelQKernel(t *testing.T) {
 	})
 }
 
+// The integer panel kernels of every SIMD level (AVX2's four 6×16 calls,
+// AVX-512 VNNI's one 12×32) give the same bits: the same exact block sums
+// and the same conversion and FMA per block.
+func TestPanelQKernelLevelsAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(57, 58))
+	const blocks = 5
+	stride := blocks*Q16Block + 32
+	w, xq, xs := panelQInputs(r, stride, blocks, false)
+	start := randVec(r, panelRows*panelTokens)
+	var first []float32
+	var firstLevel string
+	for _, l := range kernelLevels() {
+		if !l.simd || runtime.GOARCH != "amd64" {
+			continue
+		}
+		restore := useLevel(l)
+		var got [panelRows * panelTokens]float32
+		copy(got[:], start)
+		panelQ12x32(w, stride, blocks, xq, xs, &got)
+		restore()
+		if first == nil {
+			first, firstLevel = got[:], l.name
+			continue
+		}
+		if !slices.Equal(first, got[:]) {
+			t.Errorf("%s and %s integer panel kernels differ", firstLevel, l.name)
+		}
+	}
+}
+
 // The SIMD decode of packed rows to int16 codes is the Go loop's.
 func TestDecodeTileQ16(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {
@@ -143,7 +174,7 @@ func TestPanelQ16Path(t *testing.T) {
 					got := make([]float32, n*rows)
 					one.pq = panelQX{}
 					one.Apply(lin, got, x, n)
-					if ran, want := one.pq.n == n, n >= panelMinTokens && m.hasQ16(); ran != want {
+					if ran, want := one.pq.n == n, n >= panelMinTokens && m.icb != nil && panelQ16Faster(); ran != want {
 						t.Fatalf("%s n=%d: the integer panel path ran %v, want %v", what, n, ran, want)
 					}
 					if one.pq.n != n {
@@ -200,8 +231,8 @@ func BenchmarkPanelQ16(b *testing.B) {
 			idx[i] = uint8(r.IntN(16))
 		}
 		m, _ := NewLUT(c.name, rows, cols, c.cd, randVec(r, 16*c.cd), idx, randVec(r, rows))
-		if !m.hasQ16() {
-			b.Skip("no integer codebook kernels at this level")
+		if !panelQ16Faster() {
+			b.Skip("no integer panel kernel at this level")
 		}
 		lin := &Linear{W: m}
 		x, y := randVec(r, n*cols), make([]float32, n*rows)

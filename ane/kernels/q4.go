@@ -7,9 +7,10 @@ import "math"
 // docs/KERNELS.md, #21): each component codebook becomes 16 integer codes
 // of 12 bits times one float scale (intCodebook), the packed nibbles select
 // codes (two VPSHUFB per 32 weights on AVX2, for the low and high bytes,
-// as llama.cpp's IQ4_NL looks up its int8 codebook), and the codes multiply
-// the activations quantized once per product to int16 blocks (Q16) in exact
-// int32, one float multiply-add per 32-weight block. Q8 activations (q8.go)
+// as llama.cpp's IQ4_NL looks up its int8 codebook; one VPERMW per 32 with
+// AVX-512 VNNI), and the codes multiply the activations quantized once per
+// product to int16 blocks (Q16) in exact int32 (VPMADDWD; VPDPWSSD with
+// VNNI), one float multiply-add per run of Q16Group blocks. Q8 activations (q8.go)
 // measured outside the fast mode's KL bound on these formats
 // (docs/KERNELS.md); int16 ones cost a few instructions more per block.
 // Runner.Integer uses it for single-row products; otherwise the float
@@ -26,7 +27,10 @@ type intCodebook struct {
 	// lo and hi are the codes' low and high bytes, the two tables the
 	// AVX2 kernel looks the nibbles up in.
 	lo, hi [4][16]uint8
-	scale  [4]float32
+	// w32 is each component's codes twice: the 32-word VPERMW table of
+	// the AVX-512 VNNI kernels, which read 5-bit indices.
+	w32   [4][32]int16
+	scale [4]float32
 	// relErr[t] is component t's weighted RMS error relative to its
 	// weighted RMS value, each entry weighted by how many indices select it:
 	// the relative error the codes add to the matrix's weights.
@@ -54,6 +58,7 @@ func (cb *intCodebook) setCodes(t int, code *[16]int16) {
 	cb.code[t] = *code
 	for e, k := range code {
 		cb.lo[t][e], cb.hi[t][e] = uint8(k), uint8(uint16(k)>>8)
+		cb.w32[t][e], cb.w32[t][e+16] = k, k
 	}
 }
 
@@ -122,17 +127,23 @@ const Q16Group = 8
 
 // Q16 is a vector quantized to int16 blocks of Q16Block values with one
 // float scale each, the same for each run of Q16Group blocks (the last
-// run may be shorter). Within a block the codes are stored in the order
-// the AVX2 kernel unpacks the codebook codes (q16Pos), padded with zeros
-// to a whole number of blocks.
+// run may be shorter), padded with zeros to a whole number of blocks. The
+// codes are stored in the order the kernels of this machine read them
+// (at): within each block in the AVX2 kernel's order (q16Pos), or, for the
+// AVX-512 VNNI kernels, by pairs of blocks (pairs).
 type Q16 struct {
 	Q     []int16
 	Scale []float32
+	// pairs: each pair of blocks b, b+1 (b even) stores b's values 0–15,
+	// b+1's 0–15, b's 16–31, b+1's 16–31, the order in which one
+	// VPMOVZXBW of the pair's 32 packed bytes yields the low nibbles and,
+	// shifted, the high ones; a lone last block is in order.
+	pairs bool
 }
 
-// q16Pos is where element j of a block is stored: the codes of a block's
-// indices come out of the kernel's byte unpacking as 0–7, 16–23, 8–15,
-// 24–31.
+// q16Pos is where element j of a block is stored in the AVX2 order: the
+// codes of a block's indices come out of that kernel's byte unpacking as
+// 0–7, 16–23, 8–15, 24–31.
 func q16Pos(j int) int {
 	switch j / 8 {
 	case 1:
@@ -143,12 +154,36 @@ func q16Pos(j int) int {
 	return j
 }
 
+// at is the index in q.Q of element j of the quantized vector.
+func (q *Q16) at(j int) int {
+	b, i := j/Q16Block, j%Q16Block
+	switch {
+	case !q.pairs:
+		return b*Q16Block + q16Pos(i)
+	case b|1 >= len(q.Scale): // the lone last block
+		return j
+	}
+	return (b&^1)*Q16Block + i/16*Q16Block + (b&1)*16 + i%16
+}
+
 // QuantizeQ16 quantizes x into q, reusing q's storage: per run of
 // Q16Group blocks scale = max|x|/32767, code = round(x/scale) (an all-zero
-// run has scale 0 and codes 0). Each value is reconstructed within
-// scale/2.
+// run has scale 0 and codes 0), in the layout of this machine's kernels
+// (q16Pairs). Each value is reconstructed within scale/2.
 func QuantizeQ16(q *Q16, x []float32) {
-	quantizeBlocks(&q.Q, &q.Scale, x, 32767, Q16Group, q16Pos)
+	q.pairs = q16Pairs()
+	if !q.pairs {
+		quantizeBlocks(&q.Q, &q.Scale, x, 32767, Q16Group, q16Pos)
+		return
+	}
+	quantizeBlocks(&q.Q, &q.Scale, x, 32767, Q16Group, func(j int) int { return j })
+	for b := 0; b+1 < len(q.Scale); b += 2 { // swap b's values 16–31 and b+1's 0–15
+		pair := q.Q[b*Q16Block : (b+2)*Q16Block]
+		var tmp [16]int16
+		copy(tmp[:], pair[16:32])
+		copy(pair[16:32], pair[32:48])
+		copy(pair[32:48], tmp[:])
+	}
 }
 
 // lutQ16DotGo is Σ_b scale_b·Σ_{j∈b} code[index j]·q[j] over the packed
@@ -156,8 +191,17 @@ func QuantizeQ16(q *Q16, x []float32) {
 // padding of a short last block meets zero codes in q.
 func lutQ16DotGo(code *[16]int16, p []uint8, q *Q16, b0 int, s float32) float32 {
 	for b := b0; b < len(q.Scale); b++ {
-		blk, qs := p[b*16:b*16+16:b*16+16], q.Q[b*32:b*32+32:b*32+32]
+		blk := p[b*16 : b*16+16 : b*16+16]
 		var acc int32
+		if q.pairs { // byte j holds elements j (low nibble) and 16+j
+			lo, hi := q.Q[q.at(b*32):][:16:16], q.Q[q.at(b*32+16):][:16:16]
+			for j, v := range blk {
+				acc += int32(code[v&15])*int32(lo[j]) + int32(code[v>>4])*int32(hi[j])
+			}
+			s += float32(acc) * q.Scale[b]
+			continue
+		}
+		qs := q.Q[b*32 : b*32+32 : b*32+32]
 		for h := range 2 { // bytes 8h…8h+7: q16Pos puts their low nibbles' codes at 16h, high at 16h+8
 			bs, lo, hi := blk[8*h:8*h+8:8*h+8], qs[16*h:16*h+8:16*h+8], qs[16*h+8:16*h+16:16*h+16]
 			for j, v := range bs {

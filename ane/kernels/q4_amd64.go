@@ -12,29 +12,65 @@ func lutQ16DotAVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks
 //go:noescape
 func lutQ16Dot2AVX2(lo0, hi0, lo1, hi1 *[16]uint8, p *uint8, q *int16, scale *float32, blocks int) (s0, s1 float32)
 
-// lutQ16Prefix runs the AVX2 kernel over every block of the row.
+//go:noescape
+func lutQ16DotVNNI(tab *[32]int16, p *uint8, q *int16, scale *float32, blocks int) float32
+
+//go:noescape
+func lutQ16Dot2VNNI(tab0, tab1 *[32]int16, p *uint8, q *int16, scale *float32, blocks int) (s0, s1 float32)
+
+// q16Pairs reports whether QuantizeQ16 lays blocks out in pairs, for the
+// VNNI kernels.
+func q16Pairs() bool { return simdVNNI }
+
+// q16Kernel reports which kernel reads q here: the VNNI one for the pair
+// layout, the AVX2 one for the other (a layout the selected level does
+// not read is left to the Go loop).
+func q16Kernel(q *Q16) (vnni, avx2 bool) {
+	if len(q.Scale) == 0 {
+		return false, false
+	}
+	return q.pairs && simdVNNI, !q.pairs && simd
+}
+
+// lutQ16Prefix runs the SIMD kernel over every block of the row.
 func lutQ16Prefix(cb *intCodebook, t int, p []uint8, q *Q16) q8Done {
 	nb := len(q.Scale)
-	if !simd || nb == 0 {
-		return q8Done{}
+	switch vnni, avx2 := q16Kernel(q); {
+	case vnni:
+		_ = p[nb*16-1]
+		return q8Done{nb, lutQ16DotVNNI(&cb.w32[t], &p[0], &q.Q[0], &q.Scale[0], nb)}
+	case avx2:
+		_ = p[nb*16-1]
+		return q8Done{nb, lutQ16DotAVX2(&cb.lo[t], &cb.hi[t], &p[0], &q.Q[0], &q.Scale[0], nb)}
 	}
-	_ = p[nb*16-1]
-	return q8Done{nb, lutQ16DotAVX2(&cb.lo[t], &cb.hi[t], &p[0], &q.Q[0], &q.Scale[0], nb)}
+	return q8Done{}
 }
 
 func lutQ16Prefix2(cb *intCodebook, t int, p []uint8, q *Q16) (q8Done, q8Done) {
 	nb := len(q.Scale)
-	if !simd || nb == 0 {
+	var s0, s1 float32
+	switch vnni, avx2 := q16Kernel(q); {
+	case vnni:
+		_ = p[nb*16-1]
+		s0, s1 = lutQ16Dot2VNNI(&cb.w32[t], &cb.w32[t+1], &p[0], &q.Q[0], &q.Scale[0], nb)
+	case avx2:
+		_ = p[nb*16-1]
+		s0, s1 = lutQ16Dot2AVX2(&cb.lo[t], &cb.hi[t], &cb.lo[t+1], &cb.hi[t+1], &p[0], &q.Q[0], &q.Scale[0], nb)
+	default:
 		return q8Done{}, q8Done{}
 	}
-	_ = p[nb*16-1]
-	s0, s1 := lutQ16Dot2AVX2(&cb.lo[t], &cb.hi[t], &cb.lo[t+1], &cb.hi[t+1], &p[0], &q.Q[0], &q.Scale[0], nb)
 	return q8Done{nb, s0}, q8Done{nb, s1}
 }
 
 // q4Faster reports whether the integer codebook kernel is the faster one
-// here (BenchmarkLUTQ16): with AVX2 it is; with AVX-512 the float kernels
-// (dot512_amd64.s) run 16 lanes and no AVX-512 integer kernel has been
-// measured against them yet; without SIMD the Go loops (lutQ16DotGo)
-// measured slower than the float ones.
-func q4Faster() bool { return simd && !simd512 }
+// here (BenchmarkLUTQ16): with AVX2 it is, and with AVX-512 VNNI;
+// with AVX-512 alone the float kernels (dot512_amd64.s) run 16 lanes and
+// are; without SIMD the Go loops (lutQ16DotGo) measured slower than the
+// float ones.
+func q4Faster() bool { return simd && (!simd512 || simdVNNI) }
+
+// panelQ16Faster reports whether the integer panel path (panelq.go) is the
+// faster prefill here (BenchmarkPanelQ16): with AVX2, and with AVX-512
+// VNNI (VPDPWSSD); with AVX-512 alone the float panel kernel's 16 lanes
+// run instead.
+func panelQ16Faster() bool { return simd && (!simd512 || simdVNNI) }

@@ -11,3 +11,7 @@ func lutQ16Prefix2(*intCodebook, int, []uint8, *Q16) (q8Done, q8Done) { return q
 // q4Faster: the pure-Go integer loops (lutQ16DotGo) measured slower than
 // the float ones (BenchmarkLUTQ16 with -tags purego), so the float path runs.
 func q4Faster() bool { return false }
+
+func q16Pairs() bool { return false }
+
+func panelQ16Faster() bool { return false }

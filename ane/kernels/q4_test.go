@@ -179,7 +179,7 @@ func checkQ4Dot(t *testing.T, what string, got float32, c *[16]float32, code *[1
 		sq := float64(q.Scale[b])
 		for j := b * Q16Block; j < min((b+1)*Q16Block, len(idx)); j++ {
 			k := float64(code[idx[j]])
-			qj := float64(q.Q[b*Q16Block+q16Pos(j%Q16Block)])
+			qj := float64(q.Q[q.at(j)])
 			acc += k * qj
 			accAbs += math.Abs(k * qj)
 			exact += float64(c[idx[j]]) * float64(x[j])

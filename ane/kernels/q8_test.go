@@ -36,7 +36,7 @@ func TestQuantizeQ8(t *testing.T) {
 		QuantizeQ8(&q, x)
 		checkQuantized(t, x, q.Q, q.Scale, 127, 1, func(j int) int { return j })
 		QuantizeQ16(&q16, x)
-		checkQuantized(t, x, q16.Q, q16.Scale, 32767, Q16Group, func(j int) int { return j/Q16Block*Q16Block + q16Pos(j%Q16Block) })
+		checkQuantized(t, x, q16.Q, q16.Scale, 32767, Q16Group, q16.at)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -13,41 +14,14 @@ import (
 // around the 8- and 32-element steps of the kernels.
 var raggedLens = []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 63, 64, 100, 257, 1029}
 
-// kernelLevel is one kernel set the machine can run: the pure-Go loops,
-// AVX2, or AVX2 with the AVX-512 kernels on amd64; NEON, without or with
-// the SDOT kernel (dotprod), on arm64.
-type kernelLevel struct {
-	name          string
-	simd, simd512 bool
-	dotprod       bool
-}
-
 // kernelLevels lists the levels available here, lowest first.
-func kernelLevels() []kernelLevel {
-	levels := []kernelLevel{{name: "go"}}
-	if runtime.GOARCH == "arm64" {
-		if simd {
-			levels = append(levels, kernelLevel{name: "neon", simd: true})
-		}
-		if simdDot {
-			levels = append(levels, kernelLevel{name: "neon-dotprod", simd: true, dotprod: true})
-		}
-		return levels
-	}
-	if simd {
-		levels = append(levels, kernelLevel{name: "avx2", simd: true})
-	}
-	if simd512 {
-		levels = append(levels, kernelLevel{name: "avx512", simd: true, simd512: true})
-	}
-	return levels
-}
+func kernelLevels() []level { return machineLevels() }
 
 // useLevel selects l and returns a function restoring the previous level.
-func useLevel(l kernelLevel) (restore func()) {
-	s, s512, s16, sdot := simd, simd512, simdF16, simdDot
-	simd, simd512, simdF16, simdDot = l.simd, l.simd512, l.simd && s16, l.dotprod
-	return func() { simd, simd512, simdF16, simdDot = s, s512, s16, sdot }
+func useLevel(l level) (restore func()) {
+	prev := currentLevel()
+	l.use()
+	return prev.use
 }
 
 // haveLUT64 reports whether lut64Dot2 has a kernel at the selected level:
@@ -326,15 +300,34 @@ func TestKernelsDeterministic(t *testing.T) {
 	}
 }
 
-// TestKernelLevelNamesTheSelectedSet: KernelLevel follows the switches
-// the products read, at every level this machine has.
-func TestKernelLevelNamesTheSelectedSet(t *testing.T) {
-	for _, l := range kernelLevels() {
-		restore := useLevel(l)
-		got := KernelLevel()
-		restore()
-		if got != l.name {
-			t.Errorf("at level %s KernelLevel() = %q", l.name, got)
+// TestSetLevel: Levels starts at the pure-Go loops and ends at the level
+// the machine runs by default; SetLevel selects each by name (KernelLevel
+// names it, and at "go" no SIMD switch is on), and refuses a name the
+// machine lacks, listing what it has, without changing the level.
+func TestSetLevel(t *testing.T) {
+	names := Levels()
+	top := KernelLevel()
+	if names[0] != "go" || names[len(names)-1] != top {
+		t.Fatalf("Levels() = %v, want go first and the default %q last", names, top)
+	}
+	defer SetLevel(top)
+	for _, n := range names {
+		if err := SetLevel(n); err != nil {
+			t.Fatal(err)
 		}
+		if got := KernelLevel(); got != n {
+			t.Errorf("after SetLevel(%q) KernelLevel() = %q", n, got)
+		}
+		if n == "go" && (simd || simd512 || simdVNNI || simdDot || simdF16) {
+			t.Errorf("SetLevel(go) left a SIMD switch on")
+		}
+	}
+	SetLevel(top)
+	err := SetLevel("avx1024")
+	if err == nil || !strings.Contains(err.Error(), `"avx1024"`) || !strings.Contains(err.Error(), strings.Join(names, ", ")) {
+		t.Errorf("SetLevel(avx1024) = %v, want an error naming it and the levels %v", err, names)
+	}
+	if got := KernelLevel(); got != top {
+		t.Errorf("a refused SetLevel changed the level to %q", got)
 	}
 }

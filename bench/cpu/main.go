@@ -17,7 +17,10 @@
 // 1-worker figure without: the pool should degrade gracefully, not fall
 // below one worker alone.
 //
-//	go run ./bench/cpu [-presets small,medium] [-threads 1,2] [-rounds 5] [-mode fast,exact] [-json] [-load] [-llamacpp dir] [-cpuprofile file]
+//	go run ./bench/cpu [-presets small,medium] [-threads 1,2] [-rounds 5] [-mode fast,exact] [-kernels avx512-vnni,avx512] [-json] [-load] [-llamacpp dir] [-cpuprofile file]
+//
+// -kernels makes each listed kernel level (kernels.SetLevel) a
+// configuration of its own, so levels compare in the same rounds.
 //
 // With -llamacpp (llamacpp.go) llama.cpp's llama-bench runs in the same
 // rounds on GGUF conversions of the same checkpoints, its rows beside the
@@ -168,8 +171,17 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 type engine struct {
 	threads int
 	mode    string
+	level   string // kernels.SetLevel before each measurement; "" the default
 	s       *ref.Session
 	samples [2]samples // unloaded, loaded
+}
+
+// useLevel selects the engine's kernel level, if it has its own.
+func (e *engine) useLevel() error {
+	if e.level == "" {
+		return nil
+	}
+	return kernels.SetLevel(e.level)
 }
 
 // measurePreset generates the preset's checkpoint in a temporary
@@ -215,23 +227,32 @@ func measurePreset(ctx context.Context, o options, preset string, bufs cpuprobe.
 	}
 	var engines []*engine
 	var weightBytes int64
+	levels := o.levels
+	if len(levels) == 0 {
+		levels = []string{""}
+	}
 	for _, th := range o.threads {
 		for _, mode := range o.modes {
-			m, err := ref.NewModel(cfg, export, ref.Options{Threads: th, Fast: mode == ref.ModeFast, Ladder: ladder})
-			if err != nil {
-				return nil, err
+			for _, level := range levels {
+				m, err := ref.NewModel(cfg, export, ref.Options{Threads: th, Fast: mode == ref.ModeFast, Ladder: ladder})
+				if err != nil {
+					return nil, err
+				}
+				weightBytes = m.WeightBytes()
+				e := &engine{threads: th, mode: mode, level: level, s: m.NewSession()}
+				defer e.s.Close()
+				// Warm up: the first products size the session's scratch.
+				if err := e.useLevel(); err != nil {
+					return nil, err
+				}
+				if _, err := e.s.Feed(tokens(cfg.Vocab, promptTokens)); err != nil {
+					return nil, err
+				}
+				if _, err := e.s.Feed(tokens(cfg.Vocab, 1)); err != nil {
+					return nil, err
+				}
+				engines = append(engines, e)
 			}
-			weightBytes = m.WeightBytes()
-			e := &engine{threads: th, mode: mode, s: m.NewSession()}
-			defer e.s.Close()
-			// Warm up: the first products size the session's scratch.
-			if _, err := e.s.Feed(tokens(cfg.Vocab, promptTokens)); err != nil {
-				return nil, err
-			}
-			if _, err := e.s.Feed(tokens(cfg.Vocab, 1)); err != nil {
-				return nil, err
-			}
-			engines = append(engines, e)
 		}
 	}
 	fmt.Fprintf(progress, "%s: checkpoint, export and %d sessions ready in %.0f s\n", preset, len(engines), time.Since(t0).Seconds())
@@ -259,7 +280,7 @@ func measurePreset(ctx context.Context, o options, preset string, bufs cpuprobe.
 	var rows []row
 	for _, loaded := range phases {
 		for _, e := range engines {
-			c := config{Preset: preset, Threads: e.threads, Mode: e.mode, Loaded: loaded}
+			c := config{Preset: preset, Threads: e.threads, Mode: e.mode, Kernels: e.level, Loaded: loaded}
 			rows = append(rows, summarize(c, e.samples[phaseIndex(loaded)], weightBytes, bf16Bytes))
 		}
 	}
@@ -306,6 +327,9 @@ func measurePhase(ctx context.Context, engines []*engine, peers []*peer, peersFi
 	}
 	for _, e := range engines {
 		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := e.useLevel(); err != nil {
 			return err
 		}
 		d, err := decodeRate(ctx, e.s, vocab)

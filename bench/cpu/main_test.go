@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
@@ -97,15 +99,25 @@ func TestCompareUnderLoad(t *testing.T) {
 	if u := compareUnderLoad(rows)[0]; !u.GracefulDecode {
 		t.Errorf("21 tok/s under load vs 20 alone is graceful: %+v", u)
 	}
+	// With -kernels, each level pairs with its own 1-worker row.
+	levels := []row{mk("small", 1, false, 20, 200), mk("small", 2, true, 25, 180), mk("small", 1, false, 10, 100), mk("small", 2, true, 8, 90)}
+	levels[0].Kernels, levels[1].Kernels, levels[2].Kernels, levels[3].Kernels = "avx512-vnni", "avx512-vnni", "avx2", "avx2"
+	got = compareUnderLoad(levels)
+	if len(got) != 2 || got[0].Kernels != "avx512-vnni" || !near(got[0].DecodeRatio, 1.25) || got[1].Kernels != "avx2" || !near(got[1].DecodeRatio, 0.8) {
+		t.Errorf("per level: %+v", got)
+	}
 }
 
 func TestParseOptions(t *testing.T) {
-	o, err := parseOptions([]string{"-presets", "tiny, small", "-threads", "2,1", "-mode", "exact,fast", "-rounds", "7", "-load", "-json", "-cpuprofile", "p.out"}, io.Discard)
+	levels := kernels.Levels() // "go" first, the machine's own last
+	o, err := parseOptions([]string{"-presets", "tiny, small", "-threads", "2,1", "-mode", "exact,fast", "-rounds", "7", "-load", "-json", "-cpuprofile", "p.out",
+		"-kernels", levels[len(levels)-1] + ",go"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(o.presets, []string{"tiny", "small"}) || !slices.Equal(o.threads, []int{2, 1}) ||
-		!slices.Equal(o.modes, []string{"exact", "fast"}) || o.rounds != 7 || !o.load || !o.json || o.cpuProfile != "p.out" {
+		!slices.Equal(o.modes, []string{"exact", "fast"}) || o.rounds != 7 || !o.load || !o.json || o.cpuProfile != "p.out" ||
+		!slices.Equal(o.levels, []string{levels[len(levels)-1], "go"}) {
 		t.Errorf("%+v", o)
 	}
 	d, err := parseOptions(nil, io.Discard)
@@ -113,7 +125,7 @@ func TestParseOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(d.presets, []string{"small", "medium"}) || !slices.Equal(d.threads, []int{1, 2}) ||
-		!slices.Equal(d.modes, []string{"fast"}) || d.rounds != 5 || d.load || d.json || d.cpuProfile != "" {
+		!slices.Equal(d.modes, []string{"fast"}) || d.rounds != 5 || d.load || d.json || d.cpuProfile != "" || d.levels != nil {
 		t.Errorf("defaults %+v", d)
 	}
 	for _, c := range []struct {
@@ -128,6 +140,8 @@ func TestParseOptions(t *testing.T) {
 		{[]string{"-threads", "1,1"}, "1 is listed twice"},
 		{[]string{"-threads", "100000"}, "not a worker count in 1..256"},
 		{[]string{"-mode", "turbo"}, `"turbo" is not "fast" or "exact"`},
+		{[]string{"-kernels", "avx1024"}, `"avx1024" is not a kernel level of this machine`},
+		{[]string{"-kernels", "go,go"}, "go is listed twice"},
 		{[]string{"-rounds", "0"}, "-rounds 0: need at least 1"},
 		{[]string{"-rounds", "x"}, "invalid value"},
 		{[]string{"small"}, `unexpected argument "small"`},

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/forgedaemon/forged/ane/kernels"
 	"github.com/forgedaemon/forged/ane/ref"
 	"github.com/forgedaemon/forged/internal/synth"
 )
@@ -18,9 +19,12 @@ type options struct {
 	presets []string
 	threads []int
 	modes   []string // ref.ModeFast, ref.ModeExact
-	rounds  int
-	json    bool
-	load    bool
+	// levels are kernel sets (kernels.Levels) to compare, each a
+	// configuration; empty: the machine's default, not named in the rows.
+	levels []string
+	rounds int
+	json   bool
+	load   bool
 	// llamacpp is a directory with llama-bench and the presets' GGUF files
 	// (llamacpp.go), or empty.
 	llamacpp string
@@ -40,6 +44,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	presets := fs.String("presets", "small,medium", "synthetic presets to measure, comma-separated ("+strings.Join(synth.PresetNames(), ", ")+")")
 	threads := fs.String("threads", "1,2", "worker counts per session, comma-separated")
 	modes := fs.String("mode", ref.ModeFast, "numeric modes, comma-separated ("+ref.ModeFast+", "+ref.ModeExact+")")
+	levels := fs.String("kernels", "", "kernel levels to compare, comma-separated, each a configuration ("+strings.Join(kernels.Levels(), ", ")+"; default: the machine's own, "+kernels.KernelLevel()+")")
 	var o options
 	fs.IntVar(&o.rounds, "rounds", 5, "interleaved rounds (each configuration once per round; medians over rounds)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of the table")
@@ -75,6 +80,16 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 		return s, nil
 	}); err != nil {
 		return options{}, err
+	}
+	if *levels != "" {
+		if o.levels, err = list("-kernels", *levels, func(s string) (string, error) {
+			if !slices.Contains(kernels.Levels(), s) {
+				return "", fmt.Errorf("%q is not a kernel level of this machine (%s)", s, strings.Join(kernels.Levels(), ", "))
+			}
+			return s, nil
+		}); err != nil {
+			return options{}, err
+		}
 	}
 	if o.rounds < 1 {
 		return options{}, fmt.Errorf("-rounds %d: need at least 1 (5 or more for a median worth reading)", o.rounds)

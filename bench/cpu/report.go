@@ -32,11 +32,15 @@ type config struct {
 	Preset  string `json:"preset"`
 	Threads int    `json:"threads"`
 	Mode    string `json:"mode"`
-	Loaded  bool   `json:"loaded"` // a second process loaded one core meanwhile
+	Kernels string `json:"kernels,omitempty"` // the -kernels level, if several were compared
+	Loaded  bool   `json:"loaded"`            // a second process loaded one core meanwhile
 }
 
 func (c config) label() string {
 	l := fmt.Sprintf("%s, %d, %s", c.Preset, c.Threads, c.Mode)
+	if c.Kernels != "" {
+		l += ", " + c.Kernels
+	}
 	if c.Loaded {
 		l += ", loaded"
 	}
@@ -112,6 +116,7 @@ func writeTable(w io.Writer, rows []row) {
 type underLoad struct {
 	Preset         string  `json:"preset"`
 	Mode           string  `json:"mode"`
+	Kernels        string  `json:"kernels,omitempty"`
 	Threads        int     `json:"threads_loaded"`
 	DecodeLoaded   float64 `json:"decode_tok_s_loaded"`
 	DecodeAlone1   float64 `json:"decode_tok_s_1thread_unloaded"`
@@ -122,7 +127,7 @@ type underLoad struct {
 	GracefulDecode bool    `json:"graceful_decode"` // DecodeRatio ≥ 1: no collapse below one worker
 }
 
-// compareUnderLoad pairs, per preset and mode, the loaded row with the
+// compareUnderLoad pairs, per preset, mode and kernel level, the loaded row with the
 // most workers (more than one) with the unloaded 1-worker row, by medians.
 // Presets or modes without both rows are left out.
 func compareUnderLoad(rows []row) []underLoad {
@@ -134,14 +139,14 @@ func compareUnderLoad(rows []row) []underLoad {
 		var best *row
 		for i := range rows {
 			r := &rows[i]
-			if r.Loaded && r.Preset == one.Preset && r.Mode == one.Mode && r.Threads > 1 && (best == nil || r.Threads > best.Threads) {
+			if r.Loaded && r.Preset == one.Preset && r.Mode == one.Mode && r.Kernels == one.Kernels && r.Threads > 1 && (best == nil || r.Threads > best.Threads) {
 				best = r
 			}
 		}
 		if best == nil {
 			continue
 		}
-		u := underLoad{Preset: one.Preset, Mode: one.Mode, Threads: best.Threads,
+		u := underLoad{Preset: one.Preset, Mode: one.Mode, Kernels: one.Kernels, Threads: best.Threads,
 			DecodeLoaded: best.Decode.Median, DecodeAlone1: one.Decode.Median,
 			PrefillLoaded: best.Prefill.Median, PrefillAlone1: one.Prefill.Median}
 		u.DecodeRatio = u.DecodeLoaded / u.DecodeAlone1
@@ -158,8 +163,12 @@ func writeUnderLoad(w io.Writer, us []underLoad) {
 		if !u.GracefulDecode {
 			verdict = "below 1 thread alone"
 		}
-		fmt.Fprintf(w, "%s, %s: %d threads under load vs 1 thread unloaded: decode %.1f vs %.1f tok/s (%.2f×), prefill %.1f vs %.1f tok/s (%.2f×): decode %s\n",
-			u.Preset, u.Mode, u.Threads, u.DecodeLoaded, u.DecodeAlone1, u.DecodeRatio,
+		what := u.Preset + ", " + u.Mode
+		if u.Kernels != "" {
+			what += ", " + u.Kernels
+		}
+		fmt.Fprintf(w, "%s: %d threads under load vs 1 thread unloaded: decode %.1f vs %.1f tok/s (%.2f×), prefill %.1f vs %.1f tok/s (%.2f×): decode %s\n",
+			what, u.Threads, u.DecodeLoaded, u.DecodeAlone1, u.DecodeRatio,
 			u.PrefillLoaded, u.PrefillAlone1, u.PrefillRatio, verdict)
 	}
 }

@@ -9,7 +9,8 @@
 # llama.cpp comes from the source that node-llama-cpp's npm package
 # carries (package/llama/gitRelease.bundle; the npm registry is what these
 # machines reach), built once with GGML_NATIVE for this CPU into
-# $LLAMACPP_DIR (default ~/.cache/forged/llamacpp-bench), with
+# $LLAMACPP_DIR (default ~/.cache/forged/llamacpp-bench; rebuilt when the
+# compiler flags below change), with
 # crosscheck.sh's logits tool (csrc/logits.c). Needs git,
 # cmake, g++ and npm (Debian: git cmake g++ npm). Run it on a quiet
 # machine: both engines use every core they are given.
@@ -30,7 +31,14 @@ for ((i = 0; i < ${#args[@]}; i++)); do # the presets bench/cpu will measure
   esac
 done
 
-if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ] || [ ! -x "$work/logits" ]; then
+# ggml's AMX matrix path, which -march=native (GGML_NATIVE) compiles in
+# where the CPU has AMX, segfaults in llama-bench's prefill on the
+# Sapphire Rapids VM of session 13 (ggml_backend_amx_mul_mat, in a worker
+# thread), so the compiler is told there is no AMX (LLAMACPP_CFLAGS
+# overrides that); its AVX-512 VNNI kernels run instead.
+cflags="${LLAMACPP_CFLAGS--mno-amx-tile -mno-amx-int8 -mno-amx-bf16}"
+if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ] || [ ! -x "$work/logits" ] ||
+  [ "$(cat "$work/cflags" 2>/dev/null)" != "$cflags" ]; then
   for tool in git cmake g++ npm; do
     command -v "$tool" >/dev/null || { echo "run.sh: $tool is needed to build llama.cpp (Debian: git cmake g++ npm)" >&2; exit 1; }
   done
@@ -41,6 +49,7 @@ if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ] || [ ! -x "$w
   git -c advice.detachedHead=false clone -q "$tmp/package/llama/gitRelease.bundle" "$tmp/llama.cpp"
   git -C "$tmp/llama.cpp" log -1 --format='llama.cpp source: commit %H (%s)' >&2
   cmake -S "$tmp/llama.cpp" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
+    -DCMAKE_C_FLAGS="$cflags" -DCMAKE_CXX_FLAGS="$cflags" \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
   cmake --build "$tmp/build" -j"$(nproc)" --target llama-bench llama-quantize >/dev/null
   # crosscheck.sh's logits tool, linked against the same static libraries
@@ -48,6 +57,7 @@ if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ] || [ ! -x "$w
   g++ -O2 -x c bench/llamacpp/csrc/logits.c -x none -I"$tmp/llama.cpp/include" -I"$tmp/llama.cpp/ggml/include" \
     -Wl,--start-group "${libs[@]}" -Wl,--end-group -fopenmp -lpthread -o "$tmp/logits"
   cp "$tmp/build/bin/llama-bench" "$tmp/build/bin/llama-quantize" "$tmp/logits" "$work/"
+  echo "$cflags" >"$work/cflags"
 fi
 
 for p in ${presets//,/ }; do

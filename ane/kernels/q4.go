@@ -250,21 +250,44 @@ func (r *Runner) useQ16(t *pairTask, x []float32, n int) {
 // the integer kernel measured faster than the float one.
 func (m *LUT) hasQ16() bool { return m.icb != nil && q4Faster() }
 
-// mulVecQ16 is mulVec with x quantized to q (Runner.Integer).
+// mulVecQ16 is mulVec with x quantized to q (Runner.Integer). Where a
+// multi-row kernel runs (lutQ16Rows) the rows go to it q16Chunk packed
+// rows a call.
 func (m *LUT) mulVecQ16(y []float32, q *Q16, r0, r1 int) {
 	cb := m.icb
+	var sums [2 * q16Chunk]float32
 	if m.cd == 1 {
-		for r := r0; r < r1; r++ {
-			y[r] = lutQ16Dot(cb, 0, m.nibRow(r), q) * cb.scale[0] * m.rowScale(r)
+		for r := r0; r < r1; r += q16Chunk {
+			n := min(q16Chunk, r1-r)
+			if !lutQ16Rows(cb, 0, false, m.nib, m.stride, q, r, r+n, sums[:n]) {
+				for i := range n {
+					sums[i] = lutQ16Dot(cb, 0, m.nibRow(r+i), q)
+				}
+			}
+			for i := range n {
+				y[r+i] = sums[i] * cb.scale[0] * m.rowScale(r+i)
+			}
 		}
 		return
 	}
-	for g := r0 / m.cd; g < r1/m.cd; g++ {
-		for t := 0; t < m.cd; t += 2 {
-			s0, s1 := lutQ16Dot2(cb, t, m.nibRow(g), q)
-			r := g*m.cd + t
-			y[r] = s0 * cb.scale[t] * m.rowScale(r)
-			y[r+1] = s1 * cb.scale[t+1] * m.rowScale(r+1)
+	for g := r0 / m.cd; g < r1/m.cd; g += q16Chunk {
+		n := min(q16Chunk, r1/m.cd-g)
+		for t := 0; t < m.cd; t += 2 { // the chunk's packed rows stay in cache for t+2
+			if !lutQ16Rows(cb, t, true, m.nib, m.stride, q, g, g+n, sums[:2*n]) {
+				for i := range n {
+					sums[2*i], sums[2*i+1] = lutQ16Dot2(cb, t, m.nibRow(g+i), q)
+				}
+			}
+			for i := range n {
+				r := (g+i)*m.cd + t
+				y[r] = sums[2*i] * cb.scale[t] * m.rowScale(r)
+				y[r+1] = sums[2*i+1] * cb.scale[t+1] * m.rowScale(r+1)
+			}
 		}
 	}
 }
+
+// q16Chunk is how many packed rows a multi-row kernel call takes: 16 KiB
+// of 4096-column rows, so a 4x16 group's rows are still in L1 for its
+// second pair of components.
+const q16Chunk = 8

@@ -13,10 +13,10 @@ func lutQ16DotAVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks
 func lutQ16Dot2AVX2(lo0, hi0, lo1, hi1 *[16]uint8, p *uint8, q *int16, scale *float32, blocks int) (s0, s1 float32)
 
 //go:noescape
-func lutQ16DotVNNI(tab *[32]int16, p *uint8, q *int16, scale *float32, blocks int) float32
+func lutQ16DotVNNI(tab *[32]int16, p *uint8, stride int, q *int16, scale *float32, blocks, rows int, out *float32)
 
 //go:noescape
-func lutQ16Dot2VNNI(tab0, tab1 *[32]int16, p *uint8, q *int16, scale *float32, blocks int) (s0, s1 float32)
+func lutQ16Dot2VNNI(tab0, tab1 *[32]int16, p *uint8, stride int, q *int16, scale *float32, blocks, rows int, out *float32)
 
 // q16Pairs reports whether QuantizeQ16 lays blocks out in pairs, for the
 // VNNI kernels.
@@ -38,7 +38,9 @@ func lutQ16Prefix(cb *intCodebook, t int, p []uint8, q *Q16) q8Done {
 	switch vnni, avx2 := q16Kernel(q); {
 	case vnni:
 		_ = p[nb*16-1]
-		return q8Done{nb, lutQ16DotVNNI(&cb.w32[t], &p[0], &q.Q[0], &q.Scale[0], nb)}
+		var s float32
+		lutQ16DotVNNI(&cb.w32[t], &p[0], 0, &q.Q[0], &q.Scale[0], nb, 1, &s)
+		return q8Done{nb, s}
 	case avx2:
 		_ = p[nb*16-1]
 		return q8Done{nb, lutQ16DotAVX2(&cb.lo[t], &cb.hi[t], &p[0], &q.Q[0], &q.Scale[0], nb)}
@@ -52,7 +54,9 @@ func lutQ16Prefix2(cb *intCodebook, t int, p []uint8, q *Q16) (q8Done, q8Done) {
 	switch vnni, avx2 := q16Kernel(q); {
 	case vnni:
 		_ = p[nb*16-1]
-		s0, s1 = lutQ16Dot2VNNI(&cb.w32[t], &cb.w32[t+1], &p[0], &q.Q[0], &q.Scale[0], nb)
+		var out [2]float32
+		lutQ16Dot2VNNI(&cb.w32[t], &cb.w32[t+1], &p[0], 0, &q.Q[0], &q.Scale[0], nb, 1, &out[0])
+		s0, s1 = out[0], out[1]
 	case avx2:
 		_ = p[nb*16-1]
 		s0, s1 = lutQ16Dot2AVX2(&cb.lo[t], &cb.hi[t], &cb.lo[t+1], &cb.hi[t+1], &p[0], &q.Q[0], &q.Scale[0], nb)
@@ -60,6 +64,27 @@ func lutQ16Prefix2(cb *intCodebook, t int, p []uint8, q *Q16) (q8Done, q8Done) {
 		return q8Done{}, q8Done{}
 	}
 	return q8Done{nb, s0}, q8Done{nb, s1}
+}
+
+// lutQ16Rows writes the sums of packed rows [g0, g1) of nib (stride
+// bytes apart) for component t into out, or, with two, those of t and
+// t+1 (out[2i], out[2i+1]), in one kernel call; false where no such
+// kernel runs (the caller takes the rows one at a time).
+func lutQ16Rows(cb *intCodebook, t int, two bool, nib []uint8, stride int, q *Q16, g0, g1 int, out []float32) bool {
+	nb, rows := len(q.Scale), g1-g0
+	if vnni, _ := q16Kernel(q); !vnni || rows <= 0 {
+		return false
+	}
+	_ = nib[(g1-1)*stride+nb*16-1]
+	p := &nib[g0*stride]
+	if two {
+		_ = out[2*rows-1]
+		lutQ16Dot2VNNI(&cb.w32[t], &cb.w32[t+1], p, stride, &q.Q[0], &q.Scale[0], nb, rows, &out[0])
+	} else {
+		_ = out[rows-1]
+		lutQ16DotVNNI(&cb.w32[t], p, stride, &q.Q[0], &q.Scale[0], nb, rows, &out[0])
+	}
+	return true
 }
 
 // q4Faster reports whether the integer codebook kernel is the faster one

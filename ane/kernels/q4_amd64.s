@@ -44,6 +44,26 @@
 	VXORPS       Y0, Y0, Y0; \
 	VXORPS       Y8, Y8, Y8
 
+// ROWSETUP: the per-call arguments of the VNNI kernels from off on (p,
+// stride, q, scale, blocks, rows, out) into SI, R9, R10, R11, R12, R13,
+// R14.
+#define ROWSETUP(off) \
+	MOVQ p+off(FP), SI; \
+	MOVQ stride+off+8(FP), R9; \
+	MOVQ q+off+16(FP), R10; \
+	MOVQ scale+off+24(FP), R11; \
+	MOVQ blocks+off+32(FP), R12; \
+	MOVQ rows+off+40(FP), R13; \
+	MOVQ out+off+48(FP), R14
+
+// ROWSTART: the next row (at SI, remembered in AX) from the first block
+// of q and its scales.
+#define ROWSTART \
+	MOVQ SI, AX; \
+	MOVQ R10, DI; \
+	MOVQ R11, BX; \
+	MOVQ R12, CX
+
 #define NEXT \
 	ADDQ $16, SI; \
 	ADDQ $64, DI
@@ -206,15 +226,19 @@ pdone:
 	VCVTDQ2PS   a, a; \
 	VFMADD231PS Z7, a, acc
 
-// func lutQ16DotVNNI(tab *[32]int16, p *uint8, q *int16, scale *float32, blocks int) float32
-TEXT ·lutQ16DotVNNI(SB), NOSPLIT, $0-44
+// func lutQ16DotVNNI(tab *[32]int16, p *uint8, stride int, q *int16, scale *float32, blocks, rows int, out *float32)
+//
+// out[r] = the sum for packed row r (at p + r·stride): one call for all a
+// worker's rows of a matrix, so the per-call work (Go's call, the setup,
+// the final sums) is paid once per product rather than once per row.
+TEXT ·lutQ16DotVNNI(SB), NOSPLIT, $0-64
 	MOVQ      tab+0(FP), AX
 	VMOVDQU16 (AX), Z31
-	MOVQ      p+8(FP), SI
-	MOVQ      q+16(FP), DI
-	MOVQ      scale+24(FP), BX
-	MOVQ      blocks+32(FP), CX
-	VPXORD    Z0, Z0, Z0
+	ROWSETUP(8)
+
+vrow:
+	ROWSTART
+	VPXORD Z0, Z0, Z0
 
 vrun:
 	CMPQ         CX, $8
@@ -265,28 +289,32 @@ vend:
 
 vdone:
 	HSUM512
-	VMOVSS X0, ret+40(FP)
+	VMOVSS X0, (R14)
+	ADDQ   $4, R14
+	LEAQ   (AX)(R9*1), SI
+	DECQ   R13
+	JNE    vrow
 	VZEROUPPER
 	RET
 
-// func lutQ16Dot2VNNI(tab0, tab1 *[32]int16, p *uint8, q *int16, scale *float32, blocks int) (s0, s1 float32)
+// func lutQ16Dot2VNNI(tab0, tab1 *[32]int16, p *uint8, stride int, q *int16, scale *float32, blocks, rows int, out *float32)
 //
-// Two rows sharing the indices (tables Z31, Z30): each pair is widened
-// once and its activations meet both rows' codes; per row two int32
-// accumulators (low and high nibbles; a run's pairs are far enough apart
-// to cover VPDPWSSD's latency), one for a lone block, and one float
-// accumulator (Z0, Z1).
-TEXT ·lutQ16Dot2VNNI(SB), NOSPLIT, $0-56
+// Two rows sharing the indices (tables Z31, Z30), for each packed row r:
+// out[2r], out[2r+1]. Each pair is widened once and its activations meet
+// both rows' codes; per row two int32 accumulators (low and high nibbles;
+// a run's pairs are far enough apart to cover VPDPWSSD's latency), one
+// for a lone block, and one float accumulator (Z0, Z1).
+TEXT ·lutQ16Dot2VNNI(SB), NOSPLIT, $0-72
 	MOVQ      tab0+0(FP), AX
 	VMOVDQU16 (AX), Z31
 	MOVQ      tab1+8(FP), AX
 	VMOVDQU16 (AX), Z30
-	MOVQ      p+16(FP), SI
-	MOVQ      q+24(FP), DI
-	MOVQ      scale+32(FP), BX
-	MOVQ      blocks+40(FP), CX
-	VPXORD    Z0, Z0, Z0
-	VPXORD    Z1, Z1, Z1
+	ROWSETUP(16)
+
+wrow:
+	ROWSTART
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
 
 wrun:
 	CMPQ         CX, $8
@@ -345,9 +373,13 @@ wend:
 wdone:
 	VMOVAPS Z1, Z14
 	HSUM512
-	VMOVSS  X0, s0+48(FP)
+	VMOVSS  X0, (R14)
 	VMOVAPS Z14, Z0
 	HSUM512
-	VMOVSS  X0, s1+52(FP)
+	VMOVSS  X0, 4(R14)
+	ADDQ    $8, R14
+	LEAQ    (AX)(R9*1), SI
+	DECQ    R13
+	JNE     wrow
 	VZEROUPPER
 	RET

@@ -14,4 +14,6 @@ func q4Faster() bool { return false }
 
 func q16Pairs() bool { return false }
 
+func lutQ16Rows(*intCodebook, int, bool, []uint8, int, *Q16, int, int, []float32) bool { return false }
+
 func panelQ16Faster() bool { return false }

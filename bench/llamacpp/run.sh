@@ -35,10 +35,12 @@ done
 # where the CPU has AMX, segfaults in llama-bench's prefill on the
 # Sapphire Rapids VM of session 13 (ggml_backend_amx_mul_mat, in a worker
 # thread), so the compiler is told there is no AMX (LLAMACPP_CFLAGS
-# overrides that); its AVX-512 VNNI kernels run instead.
+# overrides that); its AVX-512 VNNI kernels run instead. LLAMACPP_CMAKE
+# adds cmake options (e.g. -DGGML_CPU_REPACK=OFF).
 cflags="${LLAMACPP_CFLAGS--mno-amx-tile -mno-amx-int8 -mno-amx-bf16}"
+cmakeflags="${LLAMACPP_CMAKE:-}"
 if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ] || [ ! -x "$work/logits" ] ||
-  [ "$(cat "$work/cflags" 2>/dev/null)" != "$cflags" ]; then
+  [ "$(cat "$work/build-flags" 2>/dev/null)" != "$cflags $cmakeflags" ]; then
   for tool in git cmake g++ npm; do
     command -v "$tool" >/dev/null || { echo "run.sh: $tool is needed to build llama.cpp (Debian: git cmake g++ npm)" >&2; exit 1; }
   done
@@ -48,8 +50,9 @@ if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ] || [ ! -x "$w
   (cd "$tmp" && npm pack --silent "node-llama-cpp@$version" >/dev/null && tar xzf "node-llama-cpp-$version.tgz" package/llama)
   git -c advice.detachedHead=false clone -q "$tmp/package/llama/gitRelease.bundle" "$tmp/llama.cpp"
   git -C "$tmp/llama.cpp" log -1 --format='llama.cpp source: commit %H (%s)' >&2
+  # shellcheck disable=SC2086 # cmakeflags is a list of options
   cmake -S "$tmp/llama.cpp" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
-    -DCMAKE_C_FLAGS="$cflags" -DCMAKE_CXX_FLAGS="$cflags" \
+    -DCMAKE_C_FLAGS="$cflags" -DCMAKE_CXX_FLAGS="$cflags" $cmakeflags \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
   cmake --build "$tmp/build" -j"$(nproc)" --target llama-bench llama-quantize >/dev/null
   # crosscheck.sh's logits tool, linked against the same static libraries
@@ -57,7 +60,7 @@ if [ ! -x "$work/llama-bench" ] || [ ! -x "$work/llama-quantize" ] || [ ! -x "$w
   g++ -O2 -x c bench/llamacpp/csrc/logits.c -x none -I"$tmp/llama.cpp/include" -I"$tmp/llama.cpp/ggml/include" \
     -Wl,--start-group "${libs[@]}" -Wl,--end-group -fopenmp -lpthread -o "$tmp/logits"
   cp "$tmp/build/bin/llama-bench" "$tmp/build/bin/llama-quantize" "$tmp/logits" "$work/"
-  echo "$cflags" >"$work/cflags"
+  echo "$cflags $cmakeflags" >"$work/build-flags"
 fi
 
 for p in ${presets//,/ }; do

@@ -17,7 +17,7 @@ func TestParseLlamaBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := parseLlamaBench(out)
+	r, err := parseLlamaBench(out, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,9 +30,17 @@ func TestParseLlamaBench(t *testing.T) {
 		`[{"model_size": 1, "n_prompt": 512, "n_gen": 0, "avg_ts": 50}]`, // no tg128
 		`[{"model_size": 0, "n_prompt": 512, "n_gen": 0, "avg_ts": 50}, {"model_size": 0, "n_prompt": 0, "n_gen": 128, "avg_ts": 20}]`,
 	} {
-		if _, err := parseLlamaBench([]byte(bad)); err == nil {
+		if _, err := parseLlamaBench([]byte(bad), true); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+	// tg128 alone: enough without the prefill, not with it.
+	tg := []byte(`[{"model_size": 1, "n_prompt": 0, "n_gen": 128, "avg_ts": 20}]`)
+	if r, err := parseLlamaBench(tg, false); err != nil || r.decode != 20 || r.prefill != 0 {
+		t.Errorf("tg128 alone: %+v, %v", r, err)
+	}
+	if _, err := parseLlamaBench(tg, true); err == nil || !strings.Contains(err.Error(), "no pp512") {
+		t.Errorf("tg128 alone with the prefill wanted: %v", err)
 	}
 }
 
@@ -49,11 +57,11 @@ func fakeBench(t *testing.T, dir string) {
 
 func TestFindAndMeasurePeers(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := findPeers(dir, "small", []int{1}); err == nil || !strings.Contains(err.Error(), "no executable llama-bench") {
+	if _, err := findPeers([]string{dir}, "small", []int{1}); err == nil || !strings.Contains(err.Error(), "no executable llama-bench") {
 		t.Errorf("no llama-bench: %v", err)
 	}
 	fakeBench(t, dir)
-	if _, err := findPeers(dir, "small", []int{1}); err == nil || !strings.Contains(err.Error(), "no small-<type>.gguf") {
+	if _, err := findPeers([]string{dir}, "small", []int{1}); err == nil || !strings.Contains(err.Error(), "no small-<type>.gguf") {
 		t.Errorf("no models: %v", err)
 	}
 	for _, f := range []string{"small-Q4_0.gguf", "small-Q2_K.gguf", "small-BF16.gguf", "medium-Q4_0.gguf"} {
@@ -61,7 +69,7 @@ func TestFindAndMeasurePeers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	peers, err := findPeers(dir, "small", []int{1, 2})
+	peers, err := findPeers([]string{dir}, "small", []int{1, 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +102,66 @@ func TestFindAndMeasurePeers(t *testing.T) {
 	}
 }
 
+// Two builds, one labelled: each gets its peers, named by the label.
+func TestFindPeersBuilds(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	for _, d := range []string{a, b} {
+		fakeBench(t, d)
+		if err := os.WriteFile(filepath.Join(d, "small-Q4_0.gguf"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(b, "label"), []byte("AMX\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	peers, err := findPeers([]string{a, b}, "small", []int{2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(peers) != 2 || peers[0].mode() != "llama.cpp Q4_0" || peers[1].mode() != "llama.cpp AMX Q4_0" {
+		t.Errorf("peers %+v", peers)
+	}
+	if err := os.WriteFile(filepath.Join(b, "label"), []byte("two\nlines"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := findPeers([]string{a, b}, "small", []int{2}); err == nil || !strings.Contains(err.Error(), "one line") {
+		t.Errorf("a two-line label: %v", err)
+	}
+}
+
+// A llama-bench that crashes in pp512 but runs tg128 alone: the peer
+// measures decode only from then on, and its row says the prefill failed.
+func TestPeerDecodeOnly(t *testing.T) {
+	dir := t.TempDir()
+	script := "#!/bin/sh\necho \"$@\" >> " + filepath.Join(dir, "args") + "\n" +
+		"case \"$*\" in *'-p 512'*) echo 'Segmentation fault' >&2; exit 139;; esac\n" +
+		`echo '[{"model_size": 1000, "n_prompt": 0, "n_gen": 128, "avg_ts": 30}]'` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "llama-bench"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &peer{bench: filepath.Join(dir, "llama-bench"), model: "m.gguf", quant: "Q4_0", threads: 2}
+	bw := func(int) float64 { return 1e9 }
+	for range 2 {
+		if err := measurePeers(context.Background(), []*peer{p}, false, bw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args, _ := os.ReadFile(filepath.Join(dir, "args"))
+	lines := strings.Split(strings.TrimSpace(string(args)), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "-p 512") || !strings.Contains(lines[1], "-p 0") || !strings.Contains(lines[2], "-p 0") {
+		t.Errorf("llama-bench runs %q: want pp512 tried once, then tg128 alone", lines)
+	}
+	rows := peerRows("small", []*peer{p}, []bool{false}, 4000)
+	if !rows[0].NoPrefill || rows[0].Decode.Median != 30 {
+		t.Errorf("row %+v", rows[0])
+	}
+	var out strings.Builder
+	writeTable(&out, rows)
+	if !strings.Contains(out.String(), "— (pp512 failed)") {
+		t.Errorf("table:\n%s", out.String())
+	}
+}
+
 func TestPeerFailure(t *testing.T) {
 	dir := t.TempDir()
 	script := "#!/bin/sh\necho 'error: failed to load model' >&2\nexit 1\n"
@@ -114,7 +182,7 @@ func FuzzParseLlamaBench(f *testing.F) {
 	}
 	f.Add([]byte(`[{"model_size": 1, "n_prompt": 512, "n_gen": 0, "avg_ts": 5}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := parseLlamaBench(b)
+		r, err := parseLlamaBench(b, true)
 		if err == nil && (r.decode <= 0 || r.prefill <= 0 || r.modelBytes <= 0) {
 			t.Fatalf("accepted %+v", r)
 		}

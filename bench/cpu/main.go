@@ -17,7 +17,7 @@
 // 1-worker figure without: the pool should degrade gracefully, not fall
 // below one worker alone.
 //
-//	go run ./bench/cpu [-presets small,medium] [-threads 1,2] [-rounds 5] [-mode fast,exact] [-kernels avx512-vnni,avx512] [-json] [-load] [-llamacpp dir] [-cpuprofile file]
+//	go run ./bench/cpu [-presets small,medium] [-threads 1,2] [-rounds 5] [-mode fast,exact] [-kernels avx512-vnni,avx512] [-json] [-load] [-llamacpp dir[,dir]] [-cpuprofile file]
 //
 // -kernels makes each listed kernel level (kernels.SetLevel) a
 // configuration of its own, so levels compare in the same rounds.

@@ -25,9 +25,9 @@ type options struct {
 	rounds int
 	json   bool
 	load   bool
-	// llamacpp is a directory with llama-bench and the presets' GGUF files
-	// (llamacpp.go), or empty.
-	llamacpp string
+	// llamacpp are directories with llama-bench and the presets' GGUF
+	// files (llamacpp.go), each a llama.cpp build; none by default.
+	llamacpp []string
 	// cpuProfile is a file for a CPU profile of the whole run (checkpoint
 	// and export included: pprof's -focus picks the measured parts).
 	cpuProfile string
@@ -49,7 +49,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 5, "interleaved rounds (each configuration once per round; medians over rounds)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of the table")
 	fs.BoolVar(&o.load, "load", false, "also measure every configuration while a second process loads one core")
-	fs.StringVar(&o.llamacpp, "llamacpp", "", "also run llama.cpp's llama-bench from this directory on its <preset>-<type>.gguf files (bench/llamacpp/run.sh)")
+	llamacpp := fs.String("llamacpp", "", "also run llama.cpp's llama-bench from these directories (comma-separated, one per build) on their <preset>-<type>.gguf files (bench/llamacpp/run.sh)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -80,6 +80,11 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 		return s, nil
 	}); err != nil {
 		return options{}, err
+	}
+	if *llamacpp != "" {
+		if o.llamacpp, err = list("-llamacpp", *llamacpp, func(s string) (string, error) { return s, nil }); err != nil {
+			return options{}, err
+		}
 	}
 	if *levels != "" {
 		if o.levels, err = list("-kernels", *levels, func(s string) (string, error) {

@@ -69,6 +69,9 @@ type row struct {
 	Prefill       spread  `json:"prefill_tok_s"`
 	GBps          spread  `json:"weights_gb_s"`     // MB/token × decode tok/s
 	Ratio         spread  `json:"ratio_to_read_bw"` // GB/s over the same round's read bandwidth
+	// NoPrefill: a peer whose pp512 failed (llamacpp.go); Prefill is
+	// whatever rounds before the failure gave, not a figure.
+	NoPrefill bool `json:"no_prefill,omitempty"`
 }
 
 // summarize turns a configuration's samples into its row. weightBytes is
@@ -106,8 +109,12 @@ func writeTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "| preset, threads, mode | bits/weight | MB/token | decode tok/s | prefill tok/s | GB/s | ratio to read bandwidth |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rows {
+		prefill := fmtSpread(r.Prefill, 1)
+		if r.NoPrefill {
+			prefill = "— (pp512 failed)"
+		}
 		fmt.Fprintf(w, "| %s | %.2f | %.1f | %s | %s | %s | %s |\n", r.label(), r.BitsPerWeight, r.MBPerToken,
-			fmtSpread(r.Decode, 1), fmtSpread(r.Prefill, 1), fmtSpread(r.GBps, 2), fmtSpread(r.Ratio, 2))
+			fmtSpread(r.Decode, 1), prefill, fmtSpread(r.GBps, 2), fmtSpread(r.Ratio, 2))
 	}
 }
 
@@ -129,17 +136,18 @@ type underLoad struct {
 
 // compareUnderLoad pairs, per preset, mode and kernel level, the loaded row with the
 // most workers (more than one) with the unloaded 1-worker row, by medians.
-// Presets or modes without both rows are left out.
+// Presets or modes without both rows are left out, as are peers whose
+// prefill failed.
 func compareUnderLoad(rows []row) []underLoad {
 	var out []underLoad
 	for _, one := range rows {
-		if one.Loaded || one.Threads != 1 {
+		if one.Loaded || one.Threads != 1 || one.NoPrefill {
 			continue
 		}
 		var best *row
 		for i := range rows {
 			r := &rows[i]
-			if r.Loaded && r.Preset == one.Preset && r.Mode == one.Mode && r.Kernels == one.Kernels && r.Threads > 1 && (best == nil || r.Threads > best.Threads) {
+			if r.Loaded && r.Preset == one.Preset && r.Mode == one.Mode && r.Kernels == one.Kernels && r.Threads > 1 && !r.NoPrefill && (best == nil || r.Threads > best.Threads) {
 				best = r
 			}
 		}

@@ -152,8 +152,8 @@ type BackendInfo struct {
 	PackageMPSGraph []string `msgpack:"package_mpsgraph,omitempty" json:"package_mpsgraph,omitempty"`
 	Chip            string   `msgpack:"chip,omitempty" json:"chip,omitempty"`
 	KV              string   `msgpack:"kv,omitempty" json:"kv,omitempty"`
-	// Reference engine: the kernel level its products run ("avx512",
-	// "avx2", "neon-dotprod", "neon", "go").
+	// Reference engine: the kernel level its products run
+	// ("avx512-vnni", "avx512", "avx2", "neon-dotprod", "neon", "go").
 	Kernels string `msgpack:"kernels,omitempty" json:"kernels,omitempty"`
 	// Reference engine: the numeric mode of its elementwise functions and
 	// INT8 products, "fast" (vectorised and integer, serving's default) or

@@ -60,6 +60,31 @@ func ScaleAxpy(row []float32, s float32, acc []float32, a float32) {
 	}
 }
 
+// ScaleAxpyRows is ScaleAxpy(S[i·n:(i+1)·n], s, acc, a[i]) for each i
+// in order, n = len(acc): the delta rule's first pass over a head's state
+// (one call, the same results).
+func ScaleAxpyRows(S []float32, s float32, acc, a []float32) {
+	if scaleAxpyRowsSIMD(S, s, acc, a) {
+		return
+	}
+	n := len(acc)
+	for i, ai := range a {
+		ScaleAxpy(S[i*n:(i+1)*n], s, acc, ai)
+	}
+}
+
+// AxpyThenAxpyRows is AxpyThenAxpy(S[i·n:(i+1)·n], a[i], x, out, b[i])
+// for each i in order, n = len(x): the delta rule's second pass.
+func AxpyThenAxpyRows(S, a, x, out, b []float32) {
+	if axpyThenAxpyRowsSIMD(S, a, x, out[:len(x)], b[:len(a)]) {
+		return
+	}
+	n := len(x)
+	for i, ai := range a {
+		AxpyThenAxpy(S[i*n:(i+1)*n], ai, x, out, b[i])
+	}
+}
+
 // AxpyThenAxpy adds a·x[i] to row[i], then b·row[i] to out[i] (one pass);
 // x and out must be at least as long as row.
 func AxpyThenAxpy(row []float32, a float32, x, out []float32, b float32) {

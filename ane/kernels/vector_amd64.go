@@ -53,3 +53,31 @@ func axpyThenAxpyPrefix(row []float32, a float32, x, out []float32, b float32) i
 	}
 	return 0
 }
+
+//go:noescape
+func scaleAxpyRows128AVX512(S *float32, s float32, acc *float32, a *float32, rows int)
+
+//go:noescape
+func axpyThenAxpyRows128AVX512(S *float32, a *float32, x *float32, out *float32, b *float32, rows int)
+
+// scaleAxpyRowsSIMD is ScaleAxpyRows in one AVX-512 call, for rows of 128
+// (vector512_amd64.s); false where it does not apply.
+func scaleAxpyRowsSIMD(S []float32, s float32, acc, a []float32) bool {
+	if !simd512 || len(acc) != 128 || len(a) == 0 {
+		return false
+	}
+	_ = S[len(a)*128-1]
+	scaleAxpyRows128AVX512(&S[0], s, &acc[0], &a[0], len(a))
+	return true
+}
+
+// axpyThenAxpyRowsSIMD is AxpyThenAxpyRows in one AVX-512 call, for rows
+// of 128; false where it does not apply.
+func axpyThenAxpyRowsSIMD(S, a, x, out, b []float32) bool {
+	if !simd512 || len(x) != 128 || len(out) != 128 || len(a) == 0 {
+		return false
+	}
+	_, _ = S[len(a)*128-1], b[len(a)-1]
+	axpyThenAxpyRows128AVX512(&S[0], &a[0], &x[0], &out[0], &b[0], len(a))
+	return true
+}

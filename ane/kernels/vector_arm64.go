@@ -72,3 +72,7 @@ func axpyThenAxpyPrefix(row []float32, a float32, x, out []float32, b float32) i
 	}
 	return 0
 }
+
+func scaleAxpyRowsSIMD(S []float32, s float32, acc, a []float32) bool { return false }
+
+func axpyThenAxpyRowsSIMD(S, a, x, out, b []float32) bool { return false }

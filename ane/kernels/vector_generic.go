@@ -11,3 +11,7 @@ func axpyInt8Prefix([]float32, float32, []int8) int                            {
 func axpyPrefix([]float32, float32, []float32) int                             { return 0 }
 func scaleAxpyPrefix([]float32, float32, []float32, float32) int               { return 0 }
 func axpyThenAxpyPrefix([]float32, float32, []float32, []float32, float32) int { return 0 }
+
+func scaleAxpyRowsSIMD(S []float32, s float32, acc, a []float32) bool { return false }
+
+func axpyThenAxpyRowsSIMD(S, a, x, out, b []float32) bool { return false }

@@ -3,7 +3,9 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/forgedaemon/forged/ane/format/half"
 )
@@ -93,4 +95,81 @@ func TestStateKernelsMatchNaive(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The delta rule's whole-state passes give the per-row calls' bits, on
+// every level: rows of 128 (the AVX-512 kernels) and of other lengths
+// (the loop), one row and many.
+func TestStateRowsMatchPerRow(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(35, 36))
+		const s = float32(0.93)
+		for _, n := range []int{128, 64, 100} {
+			for _, rows := range []int{1, 3, 128} {
+				S0, a, b := randVec(r, rows*n), randVec(r, rows), randVec(r, rows)
+				x, acc0 := randVec(r, n), randVec(r, n)
+
+				S, acc := slices.Clone(S0), slices.Clone(acc0)
+				ScaleAxpyRows(S, s, acc, a)
+				wantS, wantAcc := slices.Clone(S0), slices.Clone(acc0)
+				for i := range rows {
+					ScaleAxpy(wantS[i*n:(i+1)*n], s, wantAcc, a[i])
+				}
+				if !bitsEqual(S, wantS) || !bitsEqual(acc, wantAcc) {
+					t.Fatalf("ScaleAxpyRows n=%d rows=%d differs from ScaleAxpy row by row", n, rows)
+				}
+
+				S, out := slices.Clone(S0), slices.Clone(acc0)
+				AxpyThenAxpyRows(S, a, x, out, b)
+				wantS, wantOut := slices.Clone(S0), slices.Clone(acc0)
+				for i := range rows {
+					AxpyThenAxpy(wantS[i*n:(i+1)*n], a[i], x, wantOut, b[i])
+				}
+				if !bitsEqual(S, wantS) || !bitsEqual(out, wantOut) {
+					t.Fatalf("AxpyThenAxpyRows n=%d rows=%d differs from AxpyThenAxpy row by row", n, rows)
+				}
+			}
+		}
+	})
+}
+
+func bitsEqual(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+}
+
+// BenchmarkStateRows: one head's delta-rule passes (128×128) over 16
+// heads, the whole-state calls against the per-row ones, alternating
+// (ns per state element and pass).
+func BenchmarkStateRows(b *testing.B) {
+	const n, heads = 128, 16
+	r := rand.New(rand.NewPCG(37, 38))
+	S, k, q := randVec(r, heads*n*n), randVec(r, n), randVec(r, n)
+	x, acc := randVec(r, n), make([]float32, n)
+	for i := range S {
+		S[i] *= 1e-3
+	}
+	var per, rows []float64
+	for b.Loop() {
+		t0 := time.Now()
+		for h := range heads {
+			St := S[h*n*n : (h+1)*n*n]
+			for i := range n {
+				ScaleAxpy(St[i*n:(i+1)*n], 0.999, acc, k[i])
+			}
+			for i := range n {
+				AxpyThenAxpy(St[i*n:(i+1)*n], k[i]*1e-3, x, acc, q[i])
+			}
+		}
+		t1 := time.Now()
+		for h := range heads {
+			St := S[h*n*n : (h+1)*n*n]
+			ScaleAxpyRows(St, 0.999, acc, k)
+			AxpyThenAxpyRows(St, k, x, acc, q)
+		}
+		per, rows = append(per, float64(t1.Sub(t0))), append(rows, float64(time.Since(t1)))
+	}
+	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	b.ReportMetric(med(per)/(2*heads*n*n), "ns/elem_per_row")
+	b.ReportMetric(med(rows)/(2*heads*n*n), "ns/elem_rows")
+	b.ReportMetric(med(per)/med(rows), "speedup")
 }

@@ -202,9 +202,7 @@ func (d *deltaTask) RunRange(w, lo, hi int) {
 		St := d.S[hv*dk*dv : (hv+1)*dk*dv]
 		decay := float32(math.Exp(float64(d.g[hv])))
 		clear(mem)
-		for i, ki := range kk {
-			kernels.ScaleAxpy(St[i*dv:(i+1)*dv], decay, mem, ki)
-		}
+		kernels.ScaleAxpyRows(St, decay, mem, kk)
 		vh, b := d.v[hv*dv:(hv+1)*dv], d.beta[hv]
 		for j := range mem {
 			mem[j] = (vh[j] - mem[j]) * b
@@ -217,9 +215,7 @@ func (d *deltaTask) RunRange(w, lo, hi int) {
 		}
 		qq, oh := d.q[kh*dk:(kh+1)*dk], d.o[hv*dv:(hv+1)*dv]
 		clear(oh)
-		for i, ki := range kk {
-			kernels.AxpyThenAxpy(St[i*dv:(i+1)*dv], ki, mem, oh, qq[i])
-		}
+		kernels.AxpyThenAxpyRows(St, kk, mem, oh, qq)
 		r := nn.RMSScale(oh, c.Eps)
 		d.s.m.fn.siluTo(mem, d.z[hv*dv:(hv+1)*dv]) // mem is free again
 		for j := range oh {

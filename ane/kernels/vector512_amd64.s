@@ -9,6 +9,28 @@
 // load and store the vector too. Each element gets the per-row kernels'
 // operations in the same order, so the results are theirs, bit for bit.
 
+// LOAD128(base, r0…r7) loads the 128 floats at base into eight ZMM
+// registers; STORE128 stores them back.
+#define LOAD128(base, r0, r1, r2, r3, r4, r5, r6, r7) \
+	VMOVUPS (base), r0; \
+	VMOVUPS 64(base), r1; \
+	VMOVUPS 128(base), r2; \
+	VMOVUPS 192(base), r3; \
+	VMOVUPS 256(base), r4; \
+	VMOVUPS 320(base), r5; \
+	VMOVUPS 384(base), r6; \
+	VMOVUPS 448(base), r7
+
+#define STORE128(base, r0, r1, r2, r3, r4, r5, r6, r7) \
+	VMOVUPS r0, (base); \
+	VMOVUPS r1, 64(base); \
+	VMOVUPS r2, 128(base); \
+	VMOVUPS r3, 192(base); \
+	VMOVUPS r4, 256(base); \
+	VMOVUPS r5, 320(base); \
+	VMOVUPS r6, 384(base); \
+	VMOVUPS r7, 448(base)
+
 // func scaleAxpyRows128AVX512(S *float32, s float32, acc *float32, a *float32, rows int)
 // For each row i of S (128 floats at S + 512i): row ← s·row, then
 // acc += a[i]·row.
@@ -18,14 +40,7 @@ TEXT ·scaleAxpyRows128AVX512(SB), NOSPLIT, $0-40
 	MOVQ         acc+16(FP), SI
 	MOVQ         a+24(FP), DX
 	MOVQ         rows+32(FP), CX
-	VMOVUPS      (SI), Z0
-	VMOVUPS      64(SI), Z1
-	VMOVUPS      128(SI), Z2
-	VMOVUPS      192(SI), Z3
-	VMOVUPS      256(SI), Z4
-	VMOVUPS      320(SI), Z5
-	VMOVUPS      384(SI), Z6
-	VMOVUPS      448(SI), Z7
+	LOAD128(SI, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	TESTQ        CX, CX
 	JEQ          sdone
 
@@ -50,14 +65,7 @@ srow:
 	JNE          srow
 
 sdone:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
-	VMOVUPS Z2, 128(SI)
-	VMOVUPS Z3, 192(SI)
-	VMOVUPS Z4, 256(SI)
-	VMOVUPS Z5, 320(SI)
-	VMOVUPS Z6, 384(SI)
-	VMOVUPS Z7, 448(SI)
+	STORE128(SI, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	VZEROUPPER
 	RET
 
@@ -70,22 +78,8 @@ TEXT ·axpyThenAxpyRows128AVX512(SB), NOSPLIT, $0-48
 	MOVQ    out+24(FP), DX
 	MOVQ    b+32(FP), BX
 	MOVQ    rows+40(FP), CX
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VMOVUPS 256(SI), Z4
-	VMOVUPS 320(SI), Z5
-	VMOVUPS 384(SI), Z6
-	VMOVUPS 448(SI), Z7
-	VMOVUPS (DX), Z8
-	VMOVUPS 64(DX), Z9
-	VMOVUPS 128(DX), Z10
-	VMOVUPS 192(DX), Z11
-	VMOVUPS 256(DX), Z12
-	VMOVUPS 320(DX), Z13
-	VMOVUPS 384(DX), Z14
-	VMOVUPS 448(DX), Z15
+	LOAD128(SI, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	LOAD128(DX, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	TESTQ   CX, CX
 	JEQ     tdone
 
@@ -113,13 +107,6 @@ trow:
 	JNE          trow
 
 tdone:
-	VMOVUPS Z8, (DX)
-	VMOVUPS Z9, 64(DX)
-	VMOVUPS Z10, 128(DX)
-	VMOVUPS Z11, 192(DX)
-	VMOVUPS Z12, 256(DX)
-	VMOVUPS Z13, 320(DX)
-	VMOVUPS Z14, 384(DX)
-	VMOVUPS Z15, 448(DX)
+	STORE128(DX, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	VZEROUPPER
 	RET

@@ -37,10 +37,9 @@ func lutQ16Prefix(cb *intCodebook, t int, p []uint8, q *Q16) q8Done {
 	nb := len(q.Scale)
 	switch vnni, avx2 := q16Kernel(q); {
 	case vnni:
-		_ = p[nb*16-1]
-		var s float32
-		lutQ16DotVNNI(&cb.w32[t], &p[0], 0, &q.Q[0], &q.Scale[0], nb, 1, &s)
-		return q8Done{nb, s}
+		var s [1]float32
+		lutQ16Rows(cb, t, false, p, 0, q, 0, 1, s[:])
+		return q8Done{nb, s[0]}
 	case avx2:
 		_ = p[nb*16-1]
 		return q8Done{nb, lutQ16DotAVX2(&cb.lo[t], &cb.hi[t], &p[0], &q.Q[0], &q.Scale[0], nb)}
@@ -53,9 +52,8 @@ func lutQ16Prefix2(cb *intCodebook, t int, p []uint8, q *Q16) (q8Done, q8Done) {
 	var s0, s1 float32
 	switch vnni, avx2 := q16Kernel(q); {
 	case vnni:
-		_ = p[nb*16-1]
 		var out [2]float32
-		lutQ16Dot2VNNI(&cb.w32[t], &cb.w32[t+1], &p[0], 0, &q.Q[0], &q.Scale[0], nb, 1, &out[0])
+		lutQ16Rows(cb, t, true, p, 0, q, 0, 1, out[:])
 		s0, s1 = out[0], out[1]
 	case avx2:
 		_ = p[nb*16-1]

@@ -64,6 +64,12 @@ func panelQ12x32VNNI(w *int16, wstride int, xq *int32, xs *float32, blocks int, 
 //go:noescape
 func decodeNibQ16AVX2(lo, hi *[16]uint8, p *uint8, out *int16, blocks int)
 
+// decodeNibQ16VNNI is decodeNibQ16AVX2 on the AVX-512 VNNI level: two
+// blocks a step, looked up with VPERMW in the doubled table (w32).
+//
+//go:noescape
+func decodeNibQ16VNNI(tab *[32]int16, p *uint8, out *int16, blocks int)
+
 // panelQ12x32 is the integer panel kernel over blocks 32-column blocks of
 // 12 rows of codes (w, row i at i·stride) and one 32-token group of
 // column pairs (xq) and block scales (xs), added to out: one call with
@@ -90,13 +96,17 @@ func panelQ12x32(w []int16, stride, blocks int, xq []int32, xs []float32, out *[
 }
 
 // decodeNibQ16Blocks writes the codes of the whole blocks of the packed
-// row p (lo and hi: the codes' byte tables) into out and returns how many
+// row p (component t of cb's codes) into out and returns how many
 // blocks it wrote (the rest is decodeTileQ16's, in Go).
-func decodeNibQ16Blocks(lo, hi *[16]uint8, p []uint8, out []int16) int {
+func decodeNibQ16Blocks(cb *intCodebook, t int, p []uint8, out []int16) int {
 	blocks := min(len(p)/16, len(out)/32)
 	if !simd || blocks == 0 {
 		return 0
 	}
-	decodeNibQ16AVX2(lo, hi, &p[0], &out[0], blocks)
+	if simdVNNI {
+		decodeNibQ16VNNI(&cb.w32[t], &p[0], &out[0], blocks)
+		return blocks
+	}
+	decodeNibQ16AVX2(&cb.lo[t], &cb.hi[t], &p[0], &out[0], blocks)
 	return blocks
 }

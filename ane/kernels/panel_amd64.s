@@ -397,6 +397,50 @@ q16blk:
 q16done:
 	RET
 
+// func decodeNibQ16VNNI(tab *[32]int16, p *uint8, out *int16, blocks int)
+// Two blocks a step: one VPMOVZXBW of their 32 bytes gives the low
+// nibbles' words (block b's then b+1's; VPERMW reads 5 index bits, which
+// the doubled table absorbs), a shift the high ones'; the halves of the
+// two lookups are the two blocks' codes in order. A lone last block runs
+// in YMM (VPERMW there reads 4 bits). Prefetched as decodeNibQ16AVX2.
+TEXT ·decodeNibQ16VNNI(SB), NOSPLIT, $0-32
+	MOVQ      tab+0(FP), AX
+	MOVQ      p+8(FP), SI
+	MOVQ      out+16(FP), DI
+	MOVQ      blocks+24(FP), CX
+	VMOVDQU16 (AX), Z31
+
+q16zpair:
+	CMPQ          CX, $2
+	JLT           q16zlone
+	PREFETCHT0    256(SI)
+	VPMOVZXBW     (SI), Z0
+	VPSRLW        $4, Z0, Z1
+	VPERMW        Z31, Z0, Z0
+	VPERMW        Z31, Z1, Z1
+	VMOVDQU       Y0, (DI)
+	VMOVDQU       Y1, 32(DI)
+	VEXTRACTI64X4 $1, Z0, 64(DI)
+	VEXTRACTI64X4 $1, Z1, 96(DI)
+	ADDQ          $32, SI
+	ADDQ          $128, DI
+	SUBQ          $2, CX
+	JMP           q16zpair
+
+q16zlone:
+	TESTQ     CX, CX
+	JEQ       q16zdone
+	VPMOVZXBW (SI), Y0
+	VPSRLW    $4, Y0, Y1
+	VPERMW    Y31, Y0, Y0
+	VPERMW    Y31, Y1, Y1
+	VMOVDQU   Y0, (DI)
+	VMOVDQU   Y1, 32(DI)
+
+q16zdone:
+	VZEROUPPER
+	RET
+
 // The integer panel kernel with AVX-512 VNNI (simdVNNI): the whole 12-row
 // × 32-token block in one call, the same data as panelQ6x16AVX2's. Per
 // column pair two loads bring the 32 tokens' pairs (Z24: tokens 0–15,

@@ -17,4 +17,4 @@ func panelQ12x32(w []int16, stride, blocks int, xq []int32, xs []float32, out *[
 	panelQ12x32Go(w, stride, blocks, xq, xs, out)
 }
 
-func decodeNibQ16Blocks(lo, hi *[16]uint8, p []uint8, out []int16) int { return 0 }
+func decodeNibQ16Blocks(cb *intCodebook, t int, p []uint8, out []int16) int { return 0 }

@@ -161,7 +161,7 @@ func (r *Runner) mulPanelsQ16(w int, p *product, lo, hi int) {
 func (m *LUT) decodeTileQ16(r, c0, c1 int, dst []int16) {
 	t := r % m.cd
 	p := m.nibRow(r / m.cd)[c0/2 : c1/2]
-	done := decodeNibQ16Blocks(&m.icb.lo[t], &m.icb.hi[t], p, dst)
+	done := decodeNibQ16Blocks(m.icb, t, p, dst)
 	code := &m.icb.code[t]
 	for b := done; b < len(p)/16; b++ {
 		blk, out := p[16*b:16*b+16:16*b+16], dst[32*b:32*b+32:32*b+32]

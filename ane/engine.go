@@ -13,6 +13,17 @@ const VerifyRows = 8
 // PrefillRows is the block size of batched prefill (the published p64 entries).
 const PrefillRows = 64
 
+// FeedRows is the most rows one Feed of e prefills as a single block, so
+// the most whose Features a following call can return: e's FeedRows
+// method where it has one (the pure-Go engine's fast mode prefills in
+// larger blocks), PrefillRows otherwise.
+func FeedRows(e Engine) int {
+	if f, ok := e.(interface{ FeedRows() int }); ok {
+		return f.FeedRows()
+	}
+	return PrefillRows
+}
+
 // Engine is the runtime of one session of a loaded model. It is shaped like
 // the published Core AI runtime: prompt tokens are fed, drafts are verified
 // without committing, and the caller then accepts a prefix of them.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/forgedaemon/forged/ane"
 	"github.com/forgedaemon/forged/ane/format/drafter"
 	"github.com/forgedaemon/forged/ane/format/hfconfig"
 	"github.com/forgedaemon/forged/ane/ref"
@@ -59,6 +60,13 @@ func TestMain(m *testing.M) {
 // tokenizer and template, and the real drafter.
 func newGenerator(tb testing.TB) (*Generator, *dflash.Drafter) {
 	tb.Helper()
+	return newGeneratorMode(tb, false)
+}
+
+// newGeneratorMode is newGenerator with the engine in the fast numeric
+// mode or the exact one.
+func newGeneratorMode(tb testing.TB, fast bool) (*Generator, *dflash.Drafter) {
+	tb.Helper()
 	targetDir, drafterDir := tinyDirs(tb)
 	dcfg, err := hfconfig.LoadDrafter(drafterDir)
 	if err != nil {
@@ -67,7 +75,7 @@ func newGenerator(tb testing.TB) (*Generator, *dflash.Drafter) {
 	if err := drafter.CheckDirs(drafterDir, targetDir, "", dcfg.DFlash.TargetLayerIDs); err != nil {
 		tb.Fatal(err)
 	}
-	m, err := ref.Open(targetDir, ref.Options{Taps: dcfg.DFlash.TargetLayerIDs, Threads: 1})
+	m, err := ref.Open(targetDir, ref.Options{Taps: dcfg.DFlash.TargetLayerIDs, Threads: 1, Fast: fast})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -125,6 +133,46 @@ func TestGreedySpeculativeEqualsPlain(t *testing.T) {
 		accepted += fast.Stats.Accepted
 	}
 	t.Logf("50 prompts: %d speculative cycles, %d drafts accepted", cycles, accepted)
+}
+
+// feedRecorder records the sizes of the Feeds it passes on.
+type feedRecorder struct {
+	ane.Engine
+	sizes []int
+}
+
+func (f *feedRecorder) FeedRows() int { return ane.FeedRows(f.Engine) }
+
+func (f *feedRecorder) Feed(ids []int) ([]float32, error) {
+	f.sizes = append(f.sizes, len(ids))
+	return f.Engine.Feed(ids)
+}
+
+// A prompt goes to the engine in blocks of its ane.FeedRows (the fast
+// mode's 256 rows here), each block's features to the drafter, and the
+// greedy speculative output is still the plain one.
+func TestPromptFedInEngineBlocks(t *testing.T) {
+	g, _ := newGeneratorMode(t, true)
+	rec := &feedRecorder{Engine: g.Engine}
+	g.Engine = rec
+	block := ane.FeedRows(rec)
+	if block <= ane.PrefillRows {
+		t.Fatalf("the fast engine prefills in blocks of %d, want more than %d", block, ane.PrefillRows)
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	prompt := make([]int, block+44)
+	for i := range prompt {
+		prompt[i] = rng.IntN(g.Tokenizer.VocabSize())
+	}
+	plain, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(12), Speculative: speculative.ModeOff})
+	rec.sizes = nil
+	fast, _ := collect(t, g, Request{IDs: prompt, Sampling: greedy(12), Speculative: speculative.ModeOn})
+	if len(rec.sizes) < 2 || rec.sizes[0] != block || rec.sizes[1] != 44 {
+		t.Fatalf("Feeds of %v rows, want %d then 44 for a %d-token prompt", rec.sizes, block, len(prompt))
+	}
+	if !slices.Equal(plain.IDs, fast.IDs) || fast.Stats.Cycles == 0 {
+		t.Fatalf("speculative %v (%d cycles) != plain %v", fast.IDs, fast.Stats.Cycles, plain.IDs)
+	}
 }
 
 // oovDrafter wraps the real drafter and corrupts some drafts with ids

@@ -259,7 +259,7 @@ func (r *run) feed(ids []int, pos int) ([]float32, error) {
 		if err := r.ctx.Err(); err != nil {
 			return nil, err
 		}
-		n := min(len(ids), ane.PrefillRows)
+		n := min(len(ids), ane.FeedRows(r.g.Engine))
 		l, err := r.g.Engine.Feed(ids[:n])
 		if err != nil {
 			r.engineFailed = true

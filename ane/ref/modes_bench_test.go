@@ -2,6 +2,7 @@ package ref
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -176,6 +177,58 @@ func BenchmarkPrefillModes(b *testing.B) {
 			b.ReportMetric(n/spent[0], "tok/s_exact")
 			b.ReportMetric(n/spent[1], "tok/s_fast")
 			b.ReportMetric(spent[0]/spent[1], "speedup")
+		})
+	}
+}
+
+// BenchmarkFeedBlock is what chose fastFeedRows: the fast mode prefilling a
+// 512-token prompt in Core AI's 64-row blocks and in fastFeedRows-row
+// ones, two sessions of one model alternating within each iteration; it
+// reports the median per-iteration ratio of their times and each one's
+// tok/s.
+//
+//	go test -run '^$' -bench FeedBlock/medium -benchtime 7x ./ane/ref
+func BenchmarkFeedBlock(b *testing.B) {
+	const tokens = 512
+	for _, p := range []string{"small", "medium"} {
+		b.Run(p, func(b *testing.B) {
+			bm := loadBench(b, p)
+			_, fast := exactAndFast(b, bm)
+			ids := make([]int, tokens)
+			for i := range ids {
+				ids[i] = (i*37 + 11) % bm.cfg.Vocab
+			}
+			blocks := [2]int{ane.PrefillRows, fastFeedRows}
+			var sessions [2]*Session
+			for i, rows := range blocks {
+				sessions[i] = fast.NewSession()
+				sessions[i].block = rows
+				defer sessions[i].Close()
+				if _, err := sessions[i].Feed(ids[:rows]); err != nil { // warm up scratch
+					b.Fatal(err)
+				}
+			}
+			var spent [2]float64
+			ratios := make([]float64, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				var t [2]float64
+				for i, s := range sessions {
+					s.Reset()
+					start := time.Now()
+					if _, err := s.Feed(ids); err != nil {
+						b.Fatal(err)
+					}
+					t[i] = time.Since(start).Seconds()
+					spent[i] += t[i]
+				}
+				ratios = append(ratios, t[0]/t[1])
+			}
+			slices.Sort(ratios)
+			n := float64(tokens * b.N)
+			b.ReportMetric(n/spent[0], fmt.Sprintf("tok/s_%d", blocks[0]))
+			b.ReportMetric(n/spent[1], fmt.Sprintf("tok/s_%d", blocks[1]))
+			b.ReportMetric(ratios[len(ratios)/2], "speedup")
 		})
 	}
 }

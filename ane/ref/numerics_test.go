@@ -3,7 +3,10 @@ package ref
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/forgedaemon/forged/ane"
 )
 
 // TestFastModeWithinBound: the fast mode runs the vectorised functions
@@ -46,5 +49,72 @@ func TestFastModeWithinBound(t *testing.T) {
 	t.Logf("fast vs exact: max %.3g of the largest logit", worst)
 	if !differ {
 		t.Fatal("fast and exact modes gave bit-identical logits: the fast functions are not in use")
+	}
+}
+
+// The fast mode prefills in blocks of fastFeedRows (ane.FeedRows says so)
+// and the exact mode in Core AI's ane.PrefillRows. A block's rows come out
+// as they do in smaller blocks: 300 tokens fed at once (a 256-row block,
+// then 44) and in 64-row pieces give the same logits and, block for
+// block, the same features, to the bit, on the quick export (integer
+// panel path).
+func TestFastFeedBlock(t *testing.T) {
+	cfg := tinyConfig()
+	_, src := newTinyModel(cfg, 1)
+	w, err := QuickExport(cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := map[bool]*Model{}
+	for _, fast := range []bool{false, true} {
+		if models[fast], err = NewModel(cfg, w, Options{Fast: fast, Taps: []int{1, 3}, Ladder: ane.Ladder{512}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ane.FeedRows(openSession(t, models[false])); got != ane.PrefillRows {
+		t.Fatalf("exact mode: FeedRows %d, want Core AI's %d", got, ane.PrefillRows)
+	}
+	fast := models[true]
+	whole, pieces := openSession(t, fast), openSession(t, fast)
+	if got := ane.FeedRows(whole); got != fastFeedRows || got <= ane.PrefillRows {
+		t.Fatalf("fast mode: FeedRows %d, want fastFeedRows (%d)", got, fastFeedRows)
+	}
+	ids := randIDs(rand.New(rand.NewPCG(9, 9)), 300, cfg.Vocab)
+	block := fastFeedRows
+	if _, err := whole.Feed(ids[:block]); err != nil {
+		t.Fatal(err)
+	}
+	fw, err := whole.Features(block)
+	if err != nil {
+		t.Fatalf("Features(%d) after a %d-row Feed: %v", block, block, err)
+	}
+	fw = append([]float32(nil), fw...)
+	lw, err := whole.Feed(ids[block:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fp []float32
+	var lp []float32
+	for i := 0; i < len(ids); i += ane.PrefillRows {
+		piece := ids[i:min(i+ane.PrefillRows, len(ids))]
+		if lp, err = pieces.Feed(piece); err != nil {
+			t.Fatal(err)
+		}
+		if i < block {
+			f, err := pieces.Features(len(piece))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fp = append(fp, f...)
+		}
+	}
+	if !slices.Equal(fw, fp) {
+		t.Fatalf("features of a %d-row block differ from those of %d-row pieces", block, ane.PrefillRows)
+	}
+	if !slices.Equal(lw, lp) {
+		t.Fatalf("logits after a %d-row block differ from those after %d-row pieces (%.3g)", block, ane.PrefillRows, relErr32(lw, lp))
+	}
+	if _, err := whole.Features(len(ids) - block + 1); err == nil {
+		t.Fatal("Features past the last block's rows: no error")
 	}
 }

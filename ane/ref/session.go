@@ -35,6 +35,7 @@ type Session struct {
 	pBeta, pG           [][]float32
 
 	lastRows int // rows of the last forward call (for Features)
+	block    int // prefill block (FeedRows)
 	s        scratch
 	attn     attnTask
 	delta    deltaTask
@@ -83,7 +84,8 @@ func (m *Model) NewSession() *Session {
 		s.pBeta[i] = make([]float32, T*c.LinValueHeads)
 		s.pG[i] = make([]float32, T*c.LinValueHeads)
 	}
-	M, H := ane.PrefillRows, c.Hidden
+	s.block = m.feedRows()
+	M, H := s.block, c.Hidden
 	sc := &s.s
 	sc.x, sc.h, sc.hr, sc.y = make([]float32, M*H), make([]float32, M*H), make([]float32, M*H), make([]float32, M*H)
 	sc.qkv, sc.z, sc.o = make([]float32, M*c.convDim()), make([]float32, M*c.valueDim()), make([]float32, M*c.valueDim())
@@ -136,6 +138,10 @@ func (s *Session) allocHistory(ctx int) {
 	s.ctx, s.hi = ctx, keep
 }
 
+// FeedRows is the session's prefill block (ane.FeedRows): Core AI's
+// ane.PrefillRows in the exact mode, fastFeedRows in the fast one.
+func (s *Session) FeedRows() int { return s.block }
+
 func (s *Session) Position() int { return s.pos }
 func (s *Session) Context() int  { return s.ctx }
 
@@ -158,8 +164,8 @@ func (s *Session) checkNotPending(op string) error {
 	return nil
 }
 
-// Feed implements ane.Engine: prefill in blocks of ane.PrefillRows rows,
-// each computed as one matrix-matrix pass.
+// Feed implements ane.Engine: prefill in blocks of FeedRows rows, each
+// computed as one matrix-matrix pass.
 func (s *Session) Feed(ids []int) ([]float32, error) {
 	if err := s.checkNotPending("Feed"); err != nil {
 		return nil, err
@@ -171,7 +177,7 @@ func (s *Session) Feed(ids []int) ([]float32, error) {
 		return nil, err
 	}
 	for len(ids) > 0 {
-		n := min(len(ids), ane.PrefillRows)
+		n := min(len(ids), s.block)
 		logitRows := 0
 		if n == len(ids) {
 			logitRows = 1
@@ -182,7 +188,7 @@ func (s *Session) Feed(ids []int) ([]float32, error) {
 	return s.s.logits[:s.m.cfg.Vocab], nil
 }
 
-// prefill runs one block of at most ane.PrefillRows ids (the context
+// prefill runs one block of at most FeedRows ids (the context
 // fitted), keeping the logits of its last logitRows rows (the scratch
 // holds a Verify's; the fast mode's benchmark asks for a whole block's).
 func (s *Session) prefill(ids []int, logitRows int) {

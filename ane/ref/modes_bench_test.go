@@ -137,43 +137,61 @@ func benchAgreement(b *testing.B, preset string, agree func(*testing.B, *Model, 
 	}
 }
 
-// BenchmarkPrefillModes prefills a 512-token prompt (ane.PrefillRows-row
-// blocks) on the quick export in the exact and the fast mode, alternating
-// within each iteration so a busy machine loads both alike, and reports
-// tok/s of each and the ratio.
+// prefillPrompt is the prefill benchmarks' 512-token prompt for bm.
+func prefillPrompt(bm *benchModel) []int {
+	ids := make([]int, 512)
+	for i := range ids {
+		ids[i] = (i*37 + 11) % bm.cfg.Vocab
+	}
+	return ids
+}
+
+// prefillAlternately feeds ids into each of the two sessions in turn
+// (after a warm-up block that sizes the scratch), b.N times, so a busy
+// machine loads both alike. It returns each session's seconds and the
+// per-iteration ratios of the first's time to the second's, sorted.
+func prefillAlternately(b *testing.B, sessions [2]*Session, ids []int) (spent [2]float64, ratios []float64) {
+	for _, s := range sessions {
+		if _, err := s.Feed(ids[:s.block]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ratios = make([]float64, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		var t [2]float64
+		for i, s := range sessions {
+			s.Reset()
+			start := time.Now()
+			if _, err := s.Feed(ids); err != nil {
+				b.Fatal(err)
+			}
+			t[i] = time.Since(start).Seconds()
+			spent[i] += t[i]
+		}
+		ratios = append(ratios, t[0]/t[1])
+	}
+	slices.Sort(ratios)
+	return spent, ratios
+}
+
+// BenchmarkPrefillModes prefills a 512-token prompt on the quick export in
+// the exact mode (64-row blocks) and the fast mode (fastFeedRows-row
+// blocks), alternating within each iteration, and reports tok/s of each
+// and the ratio of their totals.
 //
 //	go test -run '^$' -bench PrefillModes/small -benchtime 4x ./ane/ref
 func BenchmarkPrefillModes(b *testing.B) {
-	const tokens = 512
 	for _, p := range []string{"small", "medium"} {
 		b.Run(p, func(b *testing.B) {
 			bm := loadBench(b, p)
 			exact, fast := exactAndFast(b, bm)
-			ids := make([]int, tokens)
-			for i := range ids {
-				ids[i] = (i*37 + 11) % bm.cfg.Vocab
-			}
-			var sessions [2]*Session
-			for i, m := range []*Model{exact, fast} {
-				sessions[i] = m.NewSession()
-				defer sessions[i].Close()
-				if _, err := sessions[i].Feed(ids[:ane.PrefillRows]); err != nil { // warm up scratch
-					b.Fatal(err)
-				}
-			}
-			var spent [2]float64
-			b.ResetTimer()
-			for range b.N {
-				for i, s := range sessions {
-					s.Reset()
-					start := time.Now()
-					if _, err := s.Feed(ids); err != nil {
-						b.Fatal(err)
-					}
-					spent[i] += time.Since(start).Seconds()
-				}
-			}
-			n := float64(tokens * b.N)
+			sessions := [2]*Session{exact.NewSession(), fast.NewSession()}
+			defer sessions[0].Close()
+			defer sessions[1].Close()
+			ids := prefillPrompt(bm)
+			spent, _ := prefillAlternately(b, sessions, ids)
+			n := float64(len(ids) * b.N)
 			b.ReportMetric(n/spent[0], "tok/s_exact")
 			b.ReportMetric(n/spent[1], "tok/s_fast")
 			b.ReportMetric(spent[0]/spent[1], "speedup")
@@ -189,43 +207,20 @@ func BenchmarkPrefillModes(b *testing.B) {
 //
 //	go test -run '^$' -bench FeedBlock/medium -benchtime 7x ./ane/ref
 func BenchmarkFeedBlock(b *testing.B) {
-	const tokens = 512
 	for _, p := range []string{"small", "medium"} {
 		b.Run(p, func(b *testing.B) {
 			bm := loadBench(b, p)
 			_, fast := exactAndFast(b, bm)
-			ids := make([]int, tokens)
-			for i := range ids {
-				ids[i] = (i*37 + 11) % bm.cfg.Vocab
-			}
 			blocks := [2]int{ane.PrefillRows, fastFeedRows}
 			var sessions [2]*Session
 			for i, rows := range blocks {
 				sessions[i] = fast.NewSession()
 				sessions[i].block = rows
 				defer sessions[i].Close()
-				if _, err := sessions[i].Feed(ids[:rows]); err != nil { // warm up scratch
-					b.Fatal(err)
-				}
 			}
-			var spent [2]float64
-			ratios := make([]float64, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				var t [2]float64
-				for i, s := range sessions {
-					s.Reset()
-					start := time.Now()
-					if _, err := s.Feed(ids); err != nil {
-						b.Fatal(err)
-					}
-					t[i] = time.Since(start).Seconds()
-					spent[i] += t[i]
-				}
-				ratios = append(ratios, t[0]/t[1])
-			}
-			slices.Sort(ratios)
-			n := float64(tokens * b.N)
+			ids := prefillPrompt(bm)
+			spent, ratios := prefillAlternately(b, sessions, ids)
+			n := float64(len(ids) * b.N)
 			b.ReportMetric(n/spent[0], fmt.Sprintf("tok/s_%d", blocks[0]))
 			b.ReportMetric(n/spent[1], fmt.Sprintf("tok/s_%d", blocks[1]))
 			b.ReportMetric(ratios[len(ratios)/2], "speedup")

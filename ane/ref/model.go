@@ -80,7 +80,7 @@ type Options struct {
 // as fast as 64 and 512 no faster than 256 (BenchmarkFeedBlock). The
 // exact mode keeps Core AI's 64-row blocks, so its bits stay the
 // reference's.
-var fastFeedRows = 256
+const fastFeedRows = 256
 
 // feedRows is the prefill block of m's sessions.
 func (m *Model) feedRows() int {

@@ -54,10 +54,10 @@ func TestFastModeWithinBound(t *testing.T) {
 
 // The fast mode prefills in blocks of fastFeedRows (ane.FeedRows says so)
 // and the exact mode in Core AI's ane.PrefillRows. A block's rows come out
-// as they do in smaller blocks: 300 tokens fed at once (a 256-row block,
-// then 44) and in 64-row pieces give the same logits and, block for
-// block, the same features, to the bit, on the quick export (integer
-// panel path).
+// as they do in smaller blocks: 300 tokens fed as a 256-row Feed and a
+// 44-row one, and as 64-row Feeds, give the same logits and the same
+// features of the first 256 rows, to the bit, on the quick export
+// (integer panel path).
 func TestFastFeedBlock(t *testing.T) {
 	cfg := tinyConfig()
 	_, src := newTinyModel(cfg, 1)

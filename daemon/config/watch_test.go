@@ -91,7 +91,11 @@ func TestWatchAtomicRenameEdits(t *testing.T) {
 	for i, v := range []string{"2m", "3m"} {
 		atomicWrite(t, path, `{"keep_alive": "`+v+`"}`)
 		want, _ := time.ParseDuration(v)
-		waitFor(t, "reload to "+v, func() bool { return keepAlive(w) == want })
+		// The config is in force before OnReload runs, so wait for both.
+		waitFor(t, "reload to "+v, func() bool {
+			n, _ := r.counts()
+			return keepAlive(w) == want && n > i
+		})
 		if n, _ := r.counts(); n != i+1 {
 			t.Fatalf("after edit %d: %d reload callbacks", i+1, n)
 		}
@@ -144,7 +148,10 @@ func TestWatchInvalidEditKeepsOldConfig(t *testing.T) {
 	}
 	// A later good edit still applies.
 	atomicWrite(t, path, `{"limits": {"per_caller": 5}}`)
-	waitFor(t, "good edit after a bad one", func() bool { return w.Current().Limits.PerCaller == 5 })
+	waitFor(t, "good edit after a bad one", func() bool {
+		n, _ := r.counts()
+		return w.Current().Limits.PerCaller == 5 && n > 0
+	})
 	if n, _ := r.counts(); n != 1 {
 		t.Errorf("%d reloads, want 1 (the rejected edit must not count)", n)
 	}

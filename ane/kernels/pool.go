@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,15 @@ type Task interface {
 	RunRange(w, lo, hi int)
 }
 
+// UnevenTask is a Task whose units need not cost alike (attention over a
+// prompt's rows: a later row attends to more positions). The pool cannot
+// tell from its chunks what a Run would have cost one worker, so such a
+// Run does not count towards going solo (below).
+type UnevenTask interface {
+	Task
+	Uneven() bool
+}
+
 // Pool is a fixed set of worker goroutines; the calling goroutine is worker
 // 0, so a pool of 1 runs everything inline.
 //
@@ -25,19 +35,22 @@ type Task interface {
 // briefly for the next Run before parking, because a decode step issues
 // products microseconds apart and waking a parked thread costs more.
 //
-// A worker the OS deschedules in the middle of a chunk holds up the Run
-// until it is scheduled again: a time slice, milliseconds, where a product
-// takes microseconds. When another process keeps a core busy this happens
-// every few slices, and the workers, spinning between Runs, also take CPU
-// time from the caller: two workers become slower than one. So a shared
-// Run whose caller, out of chunks, waited more than stallMin and more
-// than stallRatio times its own work is a stall, and a second stall
-// beginning within stallWindow of the last one's end sends the Runs of
-// the next spell (soloMin, doubling while stalls keep coming, up to
+// When another process keeps a core busy, three threads share two cores:
+// a worker descheduled in the middle of a chunk holds up the Run for a
+// time slice, milliseconds, where a product takes microseconds; the
+// caller descheduled in the middle of its own chunk does too, and more
+// often; and the workers, spinning between Runs, take CPU time from the
+// caller. Two workers then decode slower than one. So the pool judges
+// what sharing is worth: a shared Run's worth is the time one worker
+// alone would have taken (its units at the rate of its fastest chunk)
+// over the time it took. A window of shared Runs (judgeWindow and
+// judgeRuns) worth less than soloBelow, added up, sends the Runs of the
+// next spell (soloMin, doubling while the windows stay bad, up to
 // soloMax) to the caller alone, the workers parked; then the workers are
-// tried again. A lone stall (the
-// VM took the core once) changes nothing. Run is for one goroutine at a
-// time (the session's).
+// tried again, and a good window brings the next spell back to soloMin.
+// Judged over a window, a pause of the VM or a kernel thread's slice
+// leaves a quiet machine's sharing above 1. Run is for one goroutine at
+// a time (the session's).
 type Pool struct {
 	workers int
 	jobs    []chan *batch
@@ -46,20 +59,22 @@ type Pool struct {
 	free    []*batch
 	once    sync.Once
 
-	lastStall time.Time     // the last stall
-	soloUntil time.Time     // Runs before this run on the caller alone
-	spell     time.Duration // the last solo spell (0: none lately)
-	stalls    int           // stalls seen (tests)
+	alone, took time.Duration // this window's shared Runs: one worker's estimate, and the time they took
+	runs        int           // and how many
+	soloUntil   time.Time     // Runs before this run on the caller alone
+	spell       time.Duration // the last solo spell (0: none since a good window)
+	judged      int           // windows judged (tests)
 }
 
 const (
-	stallMin    = 250 * time.Microsecond
-	stallRatio  = 2
-	stallWindow = 100 * time.Millisecond
+	// A window is at least judgeWindow and judgeRuns Runs: a decode step's
+	// hundred short Runs fill the time, a prefill's few long ones (each
+	// one descheduled or not, where the OS slices time) the count.
+	judgeWindow = 50 * time.Millisecond
+	judgeRuns   = 32
+	soloBelow   = 1.0
 	soloMin     = 50 * time.Millisecond
 	soloMax     = 2 * time.Second
-	// soloReset without a stall brings the next spell back to soloMin.
-	soloReset = 10 * time.Second
 )
 
 // chunksPerWorker is how finely a Run is cut: enough that a late worker
@@ -78,6 +93,7 @@ type batch struct {
 	total, chunk, chunks int
 	next                 atomic.Int64 // next chunk to hand out
 	left                 atomic.Int64 // chunks not yet finished
+	fastest              atomic.Int64 // the fastest chunk so far, picoseconds a unit
 	holders              atomic.Int32
 	// parked decides, once per Run, whether the caller blocks on done: the
 	// caller swaps 0→1 before blocking, the worker that finished the last
@@ -85,20 +101,45 @@ type batch struct {
 	parked atomic.Int32
 }
 
-// work runs chunks until none are left to take; last reports that this
-// worker finished the batch's final chunk.
+// work runs chunks until none are left to take, timing each; last
+// reports that this worker finished the batch's final chunk.
 func (b *batch) work(w int) (last bool) {
+	began := time.Now()
 	for {
 		c := int(b.next.Add(1) - 1)
 		if c >= b.chunks {
 			return false
 		}
 		lo := c * b.chunk
-		b.t.RunRange(w, lo, min(lo+b.chunk, b.total))
+		hi := min(lo+b.chunk, b.total)
+		b.t.RunRange(w, lo, hi)
+		ended := time.Now()
+		b.noteRate(ended.Sub(began), hi-lo)
+		began = ended
 		if b.left.Add(-1) == 0 {
 			return true
 		}
 	}
+}
+
+// noteRate lowers the batch's fastest rate to d over units if that is faster.
+func (b *batch) noteRate(d time.Duration, units int) {
+	r := int64(d) * 1000 / int64(units)
+	for {
+		f := b.fastest.Load()
+		if r >= f || b.fastest.CompareAndSwap(f, r) {
+			return
+		}
+	}
+}
+
+// alone estimates what the finished batch would have taken one worker:
+// all its units at its fastest chunk's rate (ok false for an uneven task).
+func (b *batch) alone() (d time.Duration, ok bool) {
+	if u, uneven := b.t.(UnevenTask); uneven && u.Uneven() {
+		return 0, false
+	}
+	return time.Duration(b.fastest.Load() * int64(b.total) / 1000), true
 }
 
 func (b *batch) release() {
@@ -188,6 +229,7 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 	b.chunks = (total + b.chunk - 1) / b.chunk
 	b.next.Store(0)
 	b.left.Store(int64(b.chunks))
+	b.fastest.Store(math.MaxInt64)
 	b.holders.Store(int32(parts))
 	b.parked.Store(0)
 	for i := 1; i < parts; i++ {
@@ -201,29 +243,34 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 		}
 	}
 	if !b.work(0) {
-		worked := time.Now()
 		b.wait()
-		if now := time.Now(); now.Sub(worked) > max(stallMin, stallRatio*worked.Sub(start)) {
-			p.stalled(worked, now)
-		}
+	}
+	// Every chunk is done, so the fastest rate is final.
+	if alone, ok := b.alone(); ok {
+		p.judge(alone, time.Since(start))
 	}
 	b.release()
 }
 
-// stalled records a stall, a wait from began to now, and starts a solo
-// spell when it began within stallWindow of the last one's end.
-func (p *Pool) stalled(began, now time.Time) {
-	p.stalls++
-	since := began.Sub(p.lastStall)
-	p.lastStall = now
-	if since > soloReset {
-		p.spell = 0
+// judge adds a shared Run, estimated to take one worker alone and
+// taking took, to the window, and at the window's end starts a solo spell
+// if sharing was worth less than soloBelow.
+func (p *Pool) judge(alone, took time.Duration) {
+	p.alone += alone
+	p.took += took
+	p.runs++
+	if p.took < judgeWindow || p.runs < judgeRuns {
+		return
 	}
-	if since > stallWindow {
+	worth := float64(p.alone) / float64(p.took)
+	p.alone, p.took, p.runs = 0, 0, 0
+	p.judged++
+	if worth >= soloBelow {
+		p.spell = 0
 		return
 	}
 	p.spell = min(max(2*p.spell, soloMin), soloMax)
-	p.soloUntil = now.Add(p.spell)
+	p.soloUntil = time.Now().Add(p.spell)
 }
 
 // wait returns once the workers have finished the chunks they took: it

@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
@@ -132,77 +134,161 @@ func TestPoolRunAllocatesNothing(t *testing.T) {
 	}
 }
 
-// stallTask holds worker 1 in its first chunk for hold, as a worker the
-// OS descheduled mid-chunk would; the caller's first chunk waits until
-// worker 1 has one, so the Run is shared.
-type stallTask struct {
+// holdTask holds worker who in its first chunk for hold, as the OS
+// descheduling that worker mid-chunk would. The first chunks of the caller
+// and of worker 1 each wait until the other has one, so the Run is shared.
+type holdTask struct {
 	c       *coverTask
+	who     int
 	hold    time.Duration
-	started atomic.Bool
+	uneven  bool
+	started [2]atomic.Bool
+	held    atomic.Bool
 }
 
-func (s *stallTask) RunRange(w, lo, hi int) {
-	if w == 1 && s.started.CompareAndSwap(false, true) {
-		time.Sleep(s.hold)
+func (h *holdTask) RunRange(w, lo, hi int) {
+	if !h.started[w].Swap(true) {
+		for deadline := time.Now().Add(time.Second); !h.started[1-w].Load() && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
 	}
-	for deadline := time.Now().Add(time.Second); w == 0 && !s.started.Load() && time.Now().Before(deadline); {
-		runtime.Gosched()
+	if w == h.who && h.held.CompareAndSwap(false, true) {
+		time.Sleep(h.hold)
 	}
-	s.c.RunRange(w, lo, hi)
+	h.c.RunRange(w, lo, hi)
 }
 
-// A Run held up by a worker alone changes nothing; a second one soon
-// after sends the Runs of the next soloMin to the caller alone (the worker
-// takes no chunk of them), a third in a row doubles the spell, and after
-// it the workers share Runs again.
-func TestPoolStallRunsSolo(t *testing.T) {
+func (h *holdTask) Uneven() bool { return h.uneven }
+
+// A window of shared Runs held up by a worker, or by the caller itself,
+// sends the Runs of the next soloMin to the caller alone (the worker takes
+// no chunk of them), a second bad window doubles the spell, and after it
+// the workers share Runs again.
+func TestPoolGoesSoloWhenSharingLoses(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs two Ps")
+	}
+	for _, who := range []int{1, 0} {
+		t.Run(fmt.Sprintf("worker %d held", who), func(t *testing.T) {
+			p := NewPool(2)
+			defer p.Close()
+			// One held Run, longer than judgeWindow, and short ones to
+			// make up judgeRuns fill a window.
+			held := func() {
+				t.Helper()
+				p.soloUntil = time.Time{} // end a spell early: the test need not wait for it
+				p.alone, p.took, p.runs = 0, 0, 0
+				before := p.judged
+				c := newCover(64, 1, 2)
+				p.Run(&holdTask{c: c, who: who, hold: judgeWindow + 10*time.Millisecond}, 64, 1, 2)
+				c.check(t, "held run")
+				for range judgeRuns - 1 {
+					p.Run(newCover(64, 1, 2), 64, 1, 2)
+				}
+				if p.judged != before+1 {
+					t.Fatalf("a Run held %v was not judged (%d windows)", judgeWindow+10*time.Millisecond, p.judged)
+				}
+			}
+			shared := func() int32 {
+				c := newCover(1<<12, 1, 2)
+				p.Run(&slowTask{c}, 1<<12, 1, 2)
+				c.check(t, "run")
+				return c.byWorker[1].Load()
+			}
+			held()
+			if p.spell != soloMin || time.Until(p.soloUntil) <= 0 {
+				t.Fatalf("a bad window: spell %v until %v, want %v from now", p.spell, p.soloUntil, soloMin)
+			}
+			for i := range 5 {
+				if k := shared(); k > 0 && time.Now().Before(p.soloUntil) {
+					t.Fatalf("Run %d of a solo spell: worker 1 ran %d chunks", i+1, k)
+				}
+			}
+			held()
+			if p.spell != 2*soloMin {
+				t.Fatalf("a second bad window: spell %v, want %v", p.spell, 2*soloMin)
+			}
+			p.soloUntil = time.Time{}
+			for range 2000 { // a loaded machine may judge a few of these bad too
+				if shared() > 0 {
+					return
+				}
+				p.soloUntil = time.Time{}
+			}
+			t.Fatal("after the solo spells, worker 1 never ran a chunk in 2000 Runs")
+		})
+	}
+}
+
+// An uneven task's Runs are not judged: its fastest chunk says nothing of
+// its others.
+func TestPoolDoesNotJudgeUnevenTasks(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("needs two Ps")
 	}
 	p := NewPool(2)
 	defer p.Close()
-	stall := func() {
-		t.Helper()
-		p.soloUntil = time.Time{} // end a spell early: the test need not wait for it
-		// (100 ms: the worker may take tens of ms to start on a loaded
-		// machine, and that counts as the caller's work)
-		before := p.stalls
-		c := newCover(64, 1, 2)
-		p.Run(&stallTask{c: c, hold: 100 * time.Millisecond}, 64, 1, 2)
-		c.check(t, "stalled run")
-		if p.stalls != before+1 {
-			t.Fatalf("a Run held up 100 ms by a worker was not counted as a stall (%d stalls)", p.stalls)
+	c := newCover(64, 1, 2)
+	p.Run(&holdTask{c: c, who: 1, hold: judgeWindow + 10*time.Millisecond, uneven: true}, 64, 1, 2)
+	c.check(t, "uneven run")
+	if p.judged != 0 || !p.soloUntil.IsZero() {
+		t.Fatalf("an uneven Run was judged: %d windows, solo until %v", p.judged, p.soloUntil)
+	}
+}
+
+// The judgement adds Runs up to a window (judgeWindow of them and
+// judgeRuns), compares the estimate of one worker alone with the time
+// taken, and a good window ends the doubling.
+func TestPoolJudgesWholeWindows(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	// window adds judgeRuns Runs taking took in all, worth worth.
+	window := func(took time.Duration, worth float64) {
+		for range judgeRuns {
+			p.judge(time.Duration(worth*float64(took/judgeRuns)), took/judgeRuns)
 		}
 	}
-	shared := func() int32 {
-		c := newCover(1<<12, 1, 2)
-		p.Run(&slowTask{c}, 1<<12, 1, 2)
-		c.check(t, "run")
-		return c.byWorker[1].Load()
+	p.judge(0, 10*judgeWindow)
+	for range judgeRuns - 2 {
+		p.judge(0, 0)
 	}
-	stall()
-	if !p.soloUntil.IsZero() {
-		t.Fatal("one stall started a solo spell")
+	if p.judged != 0 {
+		t.Fatal("a window was judged before it had judgeRuns Runs")
 	}
-	stall()
-	if p.spell != soloMin || time.Until(p.soloUntil) <= 0 {
-		t.Fatalf("two stalls in a row: spell %v until %v, want %v from now", p.spell, p.soloUntil, soloMin)
+	p.alone, p.took, p.runs = 0, 0, 0
+	window(judgeWindow/2, 0.5)
+	if p.judged != 0 {
+		t.Fatal("a window was judged before it was judgeWindow long")
 	}
-	for i := range 5 {
-		if k := shared(); k > 0 && time.Now().Before(p.soloUntil) {
-			t.Fatalf("Run %d of a solo spell: worker 1 ran %d chunks", i+1, k)
-		}
+	window(judgeWindow/2, 0.5)
+	if p.judged != 1 || p.spell != soloMin || time.Until(p.soloUntil) <= 0 {
+		t.Fatalf("a full window worth 1/2: %d judged, spell %v, want 1 and %v from now", p.judged, p.spell, soloMin)
 	}
-	stall()
+	window(judgeWindow, 0.9)
 	if p.spell != 2*soloMin {
-		t.Fatalf("a third stall in a row: spell %v, want %v", p.spell, 2*soloMin)
+		t.Fatalf("a second bad window: spell %v, want %v", p.spell, 2*soloMin)
 	}
-	p.soloUntil = time.Time{}
-	for range 2000 { // a loaded machine may stall a few of these into spells too
-		if shared() > 0 {
-			return
-		}
-		p.soloUntil = time.Time{}
+	until := p.soloUntil
+	window(judgeWindow, 1.5)
+	if p.spell != 0 || p.soloUntil != until {
+		t.Fatalf("a good window: spell %v (want 0), solo until moved from %v to %v", p.spell, until, p.soloUntil)
 	}
-	t.Fatal("after the solo spells, worker 1 never ran a chunk in 2000 Runs")
+	for range 10 {
+		window(judgeWindow, 0)
+	}
+	if p.spell != soloMax {
+		t.Fatalf("ten bad windows in a row: spell %v, want the cap %v", p.spell, soloMax)
+	}
+}
+
+// One worker's estimate is the Run's units at its fastest chunk's rate.
+func TestBatchEstimatesOneWorker(t *testing.T) {
+	b := &batch{t: newCover(64, 1, 1), total: 64}
+	b.fastest.Store(math.MaxInt64)
+	b.noteRate(40*time.Microsecond, 10) // 4 µs a unit
+	b.noteRate(10*time.Microsecond, 4)  // 2.5 µs a unit
+	b.noteRate(90*time.Microsecond, 10)
+	if d, ok := b.alone(); !ok || d != 160*time.Microsecond {
+		t.Fatalf("estimate %v (ok %v), want 64 units at 2.5 µs = 160µs", d, ok)
+	}
 }

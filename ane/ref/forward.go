@@ -254,7 +254,7 @@ func (s *Session) attention(li int, L *layer, h, y []float32, n int) {
 		}
 	}
 	att := s.s.att[:n*nh*hd]
-	s.attn = attnTask{s: s, li: li, qg: qg, att: att}
+	s.attn = attnTask{s: s, li: li, qg: qg, att: att, rows: n}
 	parts := s.run.Pool().Workers()
 	if n*nh*(s.pos+n)*hd < minParallelWork {
 		parts = 1
@@ -273,6 +273,7 @@ type attnTask struct {
 	s       *Session
 	li      int
 	qg, att []float32
+	rows    int
 }
 
 func (a *attnTask) RunRange(w, lo, hi int) {
@@ -332,3 +333,6 @@ func (s *Session) rope(x []float32) {
 		x[i+half] = x2*cs + x1*sn
 	}
 }
+
+// Uneven: over a prompt's rows, a later row attends to more positions.
+func (a *attnTask) Uneven() bool { return a.rows > 1 }

@@ -223,11 +223,14 @@ func TestPressureDropsIdleSessionsThenUnloads(t *testing.T) {
 	if s := rig.state(t); s != daemon.StateUnloaded {
 		t.Fatalf("after critical: %s, want unloaded", s)
 	}
-	// The events are on their way: wait for the last transition, then stop.
+	// The events are on their way: wait for the last one, the unload
+	// step's (published after the unload's own transitions), then stop.
 	waitFor(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return slices.Contains(events, "unloaded: memory pressure critical")
+		return slices.ContainsFunc(events, func(e string) bool {
+			return strings.Contains(e, "memory pressure critical: unload the model")
+		})
 	})
 	stop()
 	<-subDone

@@ -10,28 +10,38 @@ import "math"
 // least as long as x.
 
 // Exp sets dst[i] = exp(x[i]).
-func Exp(dst, x []float32) {
-	dst = dst[:len(x)]
-	for i := expPrefix(dst, x); i < len(x); i++ {
-		dst[i] = expGo(x[i])
-	}
-}
+func Exp(dst, x []float32) { elementwise(dst, x, expPrefix, expGo) }
 
 // Sigmoid sets dst[i] = 1/(1+exp(−x[i])).
-func Sigmoid(dst, x []float32) {
+func Sigmoid(dst, x []float32) { elementwise(dst, x, sigmoidPrefix, sigmoidGo) }
+
+// SiLU sets dst[i] = x[i]·sigmoid(x[i]) (NaN at −Inf, as x/(1+exp(−x)) is).
+func SiLU(dst, x []float32) { elementwise(dst, x, siluPrefix, siluGo) }
+
+// elementwise sets dst[i] = f(x[i]): the vector kernel (prefix) over the
+// whole vectors it covers, then the last few values through it too, padded
+// to a vector, so every value gets the kernel's bits wherever it falls.
+// (The Go form rounds differently, within the same 2 ulp, and a value's
+// bits must not depend on where a worker's range of a Run ends.) Without
+// a vector kernel all go through the Go form.
+func elementwise(dst, x []float32, prefix func(dst, x []float32) int, f func(float32) float32) {
 	dst = dst[:len(x)]
-	for i := sigmoidPrefix(dst, x); i < len(x); i++ {
-		dst[i] = sigmoidGo(x[i])
+	i := prefix(dst, x)
+	if rest := len(x) - i; rest > 0 {
+		var buf [tailLanes]float32
+		copy(buf[:], x[i:])
+		if prefix(buf[:], buf[:]) >= rest {
+			copy(dst[i:], buf[:rest])
+			return
+		}
+	}
+	for ; i < len(x); i++ {
+		dst[i] = f(x[i])
 	}
 }
 
-// SiLU sets dst[i] = x[i]·sigmoid(x[i]) (NaN at −Inf, as x/(1+exp(−x)) is).
-func SiLU(dst, x []float32) {
-	dst = dst[:len(x)]
-	for i := siluPrefix(dst, x); i < len(x); i++ {
-		dst[i] = siluGo(x[i])
-	}
-}
+// tailLanes holds what a vector kernel leaves over: fewer than its 8 lanes.
+const tailLanes = 8
 
 // Softplus sets dst[i] = log(1+exp(x[i])) in the stable form
 // max(x,0) + log1p(exp(−|x|)). The exp is vectorised; log1p stays scalar

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -208,6 +209,36 @@ func TestTranscendentalInPlace(t *testing.T) {
 				for i := range x {
 					if math.Float32bits(x[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("%s n=%d in place: [%d] = %g, want %g", tr.name, n, i, x[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+// A value's bits do not depend on where its slice begins or ends: the
+// pool hands workers ranges whose ends move with the split, so a range's
+// last few values must get the same bits as the vector lanes give them.
+func TestTranscendentalBitsIndependentOfTheSlice(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		x := make([]float32, 4099)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * 6)
+		}
+		for _, tr := range transcendentals {
+			whole := make([]float32, len(x))
+			tr.f(whole, x)
+			for lo := range len(x) {
+				// Each value alone (the Go tail, before), and ranges
+				// ending a few values into a vector.
+				for _, hi := range []int{lo + 1, min(len(x), lo+7), min(len(x), lo+9)} {
+					part := make([]float32, hi-lo)
+					tr.f(part, x[lo:hi])
+					for i, v := range part {
+						if math.Float32bits(v) != math.Float32bits(whole[lo+i]) {
+							t.Fatalf("%s of x[%d] = %g: %g over x[%d:%d], %g over the whole slice", tr.name, lo+i, x[lo+i], v, lo, hi, whole[lo+i])
+						}
 					}
 				}
 			}

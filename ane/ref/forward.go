@@ -276,6 +276,10 @@ type attnTask struct {
 	rows    int
 }
 
+// Uneven (kernels.UnevenTask): over a prompt's rows, a later row attends
+// to more positions.
+func (a *attnTask) Uneven() bool { return a.rows > 1 }
+
 func (a *attnTask) RunRange(w, lo, hi int) {
 	s, c := a.s, &a.s.m.cfg
 	nh, nkv, hd := c.Heads, c.KVHeads, c.HeadDim
@@ -333,6 +337,3 @@ func (s *Session) rope(x []float32) {
 		x[i+half] = x2*cs + x1*sn
 	}
 }
-
-// Uneven: over a prompt's rows, a later row attends to more positions.
-func (a *attnTask) Uneven() bool { return a.rows > 1 }

@@ -70,10 +70,11 @@ type Runner struct {
 	// preset (docs/KERNELS.md).
 	IntegerCodebooks bool
 
-	q8       Q8      // the quantized activation rows of the current product
-	q16      Q16     // the same for the codebook sides (useQ16)
-	px       panelX  // the same, transposed for the panel path (usePanels)
-	pq       panelQX // the same, quantized for the integer panel path
+	q8       Q8       // the quantized activation rows of the current product
+	q16      Q16      // the same for the codebook sides (useQ16)
+	q16b     q16Batch // the same for a few rows (useQ16)
+	px       panelX   // the same, transposed for the panel path (usePanels)
+	pq       panelQX  // the same, quantized for the integer panel path
 	pool     *Pool
 	task     pairTask
 	lrTask   pairTask // a low-rank branch's B·x, run while task is being set up
@@ -193,14 +194,15 @@ type batchMatrix interface {
 
 // product is one matrix of a pair: dst = m·x (+ a·lrT).
 type product struct {
-	m   Matrix
-	a   *F32
-	lrT []float32
-	dst []float32
-	q8  *Q8      // set: m is a q8Matrix and x is quantized here (Runner.Integer)
-	q16 *Q16     // set: m is a *LUT and x is quantized here (useQ16)
-	px  *panelX  // set: the panel path applies, x transposed here (usePanels)
-	pq  *panelQX // set: the integer panel path applies, x quantized here (usePanels)
+	m    Matrix
+	a    *F32
+	lrT  []float32
+	dst  []float32
+	q8   *Q8       // set: m is a q8Matrix and x is quantized here (Runner.Integer)
+	q16  *Q16      // set: m is a *LUT and x is quantized here (useQ16)
+	q16b *q16Batch // set: the same for n > 1 rows (useQ16)
+	px   *panelX   // set: the panel path applies, x transposed here (usePanels)
+	pq   *panelQX  // set: the integer panel path applies, x quantized here (usePanels)
 }
 
 type pairTask struct {
@@ -231,6 +233,8 @@ func (r *Runner) mulRange(w int, p *product, x []float32, n, lo, hi int) {
 		m.(*LUT).mulVecQ16(p.dst, p.q16, lo, hi)
 	} else if n == 1 {
 		m.mulVec(p.dst, x, lo, hi)
+	} else if p.q16b != nil {
+		m.(*LUT).mulBatchQ16(p.dst, p.q16b, lo, hi)
 	} else if p.pq != nil {
 		r.mulPanelsQ16(w, p, lo, hi)
 	} else if p.px != nil {

@@ -228,19 +228,32 @@ func lutQ16Dot2(cb *intCodebook, t int, p []uint8, q *Q16) (s0, s1 float32) {
 }
 
 // useQ16 quantizes x once for the codebook sides of t with an integer
-// kernel (LUT.hasQ16) when the integer path applies.
+// kernel (LUT.hasQ16) when the integer path applies: one row for
+// mulVecQ16, or fewer than the panel path's rows for mulBatchQ16 where
+// that kernel runs (haveQ16Batch; the side not already on the Q8 path).
 func (r *Runner) useQ16(t *pairTask, x []float32, n int) {
-	if !r.Integer || n != 1 {
+	batch := n > 1 && n < panelMinTokens && haveQ16Batch()
+	if !r.Integer || n != 1 && !batch {
 		return
 	}
 	quantized := false
 	for i := range t.parts {
-		if m, ok := t.parts[i].m.(*LUT); ok && m.hasQ16() {
-			if !quantized {
-				QuantizeQ16(&r.q16, x[:m.Cols()])
-				quantized = true
-			}
-			t.parts[i].q16 = &r.q16
+		p := &t.parts[i]
+		m, ok := p.m.(*LUT)
+		if !ok || !m.hasQ16() || p.q8 != nil {
+			continue
+		}
+		switch {
+		case n == 1 && !quantized:
+			QuantizeQ16(&r.q16, x[:m.Cols()])
+		case !quantized:
+			quantizeQ16Batch(&r.q16b, x, n, m.Cols())
+		}
+		quantized = true
+		if n == 1 {
+			p.q16 = &r.q16
+		} else {
+			p.q16b = &r.q16b
 		}
 	}
 }

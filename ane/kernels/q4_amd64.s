@@ -29,20 +29,25 @@
 	VPADDD     Y4, Y3, Y3; \
 	VPADDD     Y3, acc, acc
 
-#define SETUP(off) \
-	MOVQ         p+off(FP), SI; \
-	MOVQ         q+off+8(FP), DI; \
-	MOVQ         scale+off+16(FP), BX; \
-	MOVQ         blocks+off+24(FP), CX; \
+// MASKS: IDX's constants, Y15's 0x0F bytes and Y2's shift counts (0 for
+// lane 0, 4 for lane 1). Clobbers DX.
+#define MASKS \
 	MOVQ         $0x0f0f0f0f0f0f0f0f, DX; \
 	VMOVQ        DX, X15; \
 	VPBROADCASTQ X15, Y15; \
 	MOVQ         $4, DX; \
 	VMOVQ        DX, X2; \
 	VPBROADCASTD X2, X2; \
-	VPERMQ       $0x4e, Y2, Y2; \
-	VXORPS       Y0, Y0, Y0; \
-	VXORPS       Y8, Y8, Y8
+	VPERMQ       $0x4e, Y2, Y2
+
+#define SETUP(off) \
+	MOVQ   p+off(FP), SI; \
+	MOVQ   q+off+8(FP), DI; \
+	MOVQ   scale+off+16(FP), BX; \
+	MOVQ   blocks+off+24(FP), CX; \
+	MASKS; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y8, Y8, Y8
 
 // ROWSETUP: the per-call arguments of the VNNI kernels from off on (p,
 // stride, q, scale, blocks, rows, out) into SI, R9, R10, R11, R12, R13,
@@ -78,6 +83,60 @@
 	SUBQ         R8, CX; \
 	VBROADCASTSS (BX), Y7; \
 	LEAQ         (BX)(R8*4), BX
+
+// The batch kernels (q4batch.go): one packed row against the Q16 blocks
+// of G = 8 or 4 tokens, stored by block (token k's block at k·64 bytes
+// into the block's G·64), their run scales by run (k·4 bytes into the
+// run's G·4). Each block's indices are widened and looked up once (CODES)
+// and meet every token's block as ROW meets one (BTOK); each token keeps
+// the single-row kernel's int32 lanes through a run and its float lanes,
+// which stay in acc (token k's eight at k·32 bytes) between runs. Y1 and
+// Y5 are the temporaries, Y3 and Y4 the codes; Y0, Y6–Y11 and Y14 the
+// tokens' int32 lanes.
+
+// CODES: the block's 32 codes (indices in Y1, tables Y13 and Y12) as
+// int16 in ROW's order, into Y3 and Y4. Clobbers Y1, Y5.
+#define CODES \
+	VPSHUFB    Y1, Y13, Y5; \
+	VPSHUFB    Y1, Y12, Y1; \
+	VPUNPCKLBW Y1, Y5, Y3; \
+	VPUNPCKHBW Y1, Y5, Y4
+
+// BTOK(off, acc): ROW's products for the token whose block is at off(DI).
+#define BTOK(off, acc) \
+	VPMADDWD off(DI), Y3, Y5; \
+	VPMADDWD off+32(DI), Y4, Y1; \
+	VPADDD   Y1, Y5, Y5; \
+	VPADDD   Y5, acc, acc
+
+// BFLUSH(acc, soff, aoff): a run's end for one token: its int32 lanes
+// converted and added to its float lanes at aoff(DX) times its run scale
+// at soff(BX), as the single-row kernel's FMA does.
+#define BFLUSH(acc, soff, aoff) \
+	VCVTDQ2PS    acc, acc; \
+	VBROADCASTSS soff(BX), Y5; \
+	VMOVUPS      aoff(DX), Y1; \
+	VFMADD231PS  Y5, acc, Y1; \
+	VMOVUPS      Y1, aoff(DX)
+
+#define BSETUP \
+	MOVQ           lo+0(FP), AX; \
+	VBROADCASTI128 (AX), Y13; \
+	MOVQ           hi+8(FP), AX; \
+	VBROADCASTI128 (AX), Y12; \
+	MASKS; \
+	MOVQ           p+16(FP), SI; \
+	MOVQ           q+24(FP), DI; \
+	MOVQ           scale+32(FP), BX; \
+	MOVQ           blocks+40(FP), CX; \
+	MOVQ           acc+48(FP), DX
+
+// BRUN: R8 = the blocks of the next run (min(CX, 8), taken off CX).
+#define BRUN \
+	MOVQ    $8, R8; \
+	CMPQ    CX, R8; \
+	CMOVQLT CX, R8; \
+	SUBQ    R8, CX
 
 // func lutQ16DotAVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int) float32
 //
@@ -157,6 +216,90 @@ pdone:
 	VMOVAPS Y8, Y0
 	HSUM
 	VMOVSS  X0, s1+68(FP)
+	VZEROUPPER
+	RET
+
+// func lutQ16Dot8AVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int, acc *[8][8]float32)
+TEXT ·lutQ16Dot8AVX2(SB), NOSPLIT, $0-56
+	BSETUP
+
+b8run:
+	TESTQ CX, CX
+	JEQ   b8done
+	BRUN
+	VPXOR Y0, Y0, Y0
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	VPXOR Y14, Y14, Y14
+
+b8blk:
+	PREFETCHT0 1024(SI)
+	IDX
+	CODES
+	BTOK(0, Y0)
+	BTOK(64, Y6)
+	BTOK(128, Y7)
+	BTOK(192, Y8)
+	BTOK(256, Y9)
+	BTOK(320, Y10)
+	BTOK(384, Y11)
+	BTOK(448, Y14)
+	ADDQ       $16, SI
+	ADDQ       $512, DI
+	DECQ       R8
+	JNE        b8blk
+	BFLUSH(Y0, 0, 0)
+	BFLUSH(Y6, 4, 32)
+	BFLUSH(Y7, 8, 64)
+	BFLUSH(Y8, 12, 96)
+	BFLUSH(Y9, 16, 128)
+	BFLUSH(Y10, 20, 160)
+	BFLUSH(Y11, 24, 192)
+	BFLUSH(Y14, 28, 224)
+	ADDQ       $32, BX
+	JMP        b8run
+
+b8done:
+	VZEROUPPER
+	RET
+
+// func lutQ16Dot4AVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int, acc *[8][8]float32)
+TEXT ·lutQ16Dot4AVX2(SB), NOSPLIT, $0-56
+	BSETUP
+
+b4run:
+	TESTQ CX, CX
+	JEQ   b4done
+	BRUN
+	VPXOR Y0, Y0, Y0
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+
+b4blk:
+	PREFETCHT0 1024(SI)
+	IDX
+	CODES
+	BTOK(0, Y0)
+	BTOK(64, Y6)
+	BTOK(128, Y7)
+	BTOK(192, Y8)
+	ADDQ       $16, SI
+	ADDQ       $256, DI
+	DECQ       R8
+	JNE        b4blk
+	BFLUSH(Y0, 0, 0)
+	BFLUSH(Y6, 4, 32)
+	BFLUSH(Y7, 8, 64)
+	BFLUSH(Y8, 12, 96)
+	ADDQ       $16, BX
+	JMP        b4run
+
+b4done:
 	VZEROUPPER
 	RET
 

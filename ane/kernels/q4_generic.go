@@ -17,3 +17,9 @@ func q16Pairs() bool { return false }
 func lutQ16Rows(*intCodebook, int, bool, []uint8, int, *Q16, int, int, []float32) bool { return false }
 
 func panelQ16Faster() bool { return false }
+
+func haveQ16Batch() bool { return false }
+
+func lutQ16BatchDot(*intCodebook, int, []uint8, []int16, []float32, int, int, *[q16BatchGroup][8]float32) {
+	panic("kernels: no Q16 batch kernel here (haveQ16Batch)")
+}

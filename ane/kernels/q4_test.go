@@ -261,7 +261,8 @@ func TestLUTQ16DotExtremes(t *testing.T) {
 // ≤ 16-entry codebook format (CD 1, 2, 4; with and without a per-channel
 // scale; ragged column counts) gives each row within checkQ4Dot's bound of
 // the float product (times the row scale); without it, the float path
-// bit-identically; a two-row product is bit-identical either way; and a
+// bit-identically; a two-row product is two one-row integer products where
+// the batch kernels run (haveQ16Batch), the float one elsewhere; and a
 // matrix with an index ≥ 16 (left unpacked) stays on the float path.
 // codebookFormats16 are the packed ≤ 16-entry formats with an integer
 // codebook.
@@ -313,8 +314,15 @@ func TestRunnerIntegerLUT(t *testing.T) {
 						checkQ4Dot(t, name, in[i]/rs, &c, &m.icb.code[tc], m.icb.scale[tc],
 							idx[i/f.CD*cols:(i/f.CD+1)*cols], x[:cols], &q)
 					}
-					if fl2, in2 := apply(false, 2), apply(true, 2); !equalBits(fl2, in2) {
-						t.Fatalf("%s cols %d: two rows differ between modes", name, cols)
+					two := apply(false, 2)
+					if haveQ16Batch() { // the batch path: each row's own one-row integer product
+						second := make([]float32, rows)
+						run.Integer = true
+						run.Apply(l, second, x[cols:2*cols], 1)
+						two = append(slices.Clone(in), second...)
+					}
+					if !equalBits(apply(true, 2), two) {
+						t.Fatalf("%s cols %d: a two-row product is neither two one-row products nor the float one", name, cols)
 					}
 				}
 			}

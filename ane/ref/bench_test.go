@@ -224,42 +224,53 @@ func BenchmarkDecodeThreads(b *testing.B) {
 
 // BenchmarkVerifyExport is what decides whether speculation can pay on
 // this engine: a Verify of 8 rows against one of 1 row on the small
-// export (medians, measured alternately), as "verify8/verify1".
+// export (medians, measured alternately), as "verify8/verify1", in the
+// exact and the fast mode.
+//
+//	go test -run '^$' -bench VerifyExport -benchtime 40x ./ane/ref
 func BenchmarkVerifyExport(b *testing.B) {
 	bm := loadBench(b, "small")
-	s := bm.model(b, true, 0).NewSession()
-	defer s.Close()
-	prompt := make([]int, 32)
-	for i := range prompt {
-		prompt[i] = (i*131 + 5) % bm.cfg.Vocab
-	}
-	if _, err := s.Feed(prompt); err != nil {
-		b.Fatal(err)
-	}
-	var t1, t8 []float64
-	for b.Loop() {
-		if s.Position()+ane.VerifyRows >= s.Context() {
-			s.Reset()
-		}
-		for _, rows := range []int{1, ane.VerifyRows} {
-			start := time.Now()
-			if _, err := s.Verify(prompt[:rows]); err != nil {
+	exact, fast := exactAndFast(b, bm)
+	for _, mode := range []struct {
+		name string
+		m    *Model
+	}{{"exact", exact}, {"fast", fast}} {
+		b.Run(mode.name, func(b *testing.B) {
+			s := mode.m.NewSession()
+			defer s.Close()
+			prompt := make([]int, 32)
+			for i := range prompt {
+				prompt[i] = (i*131 + 5) % bm.cfg.Vocab
+			}
+			if _, err := s.Feed(prompt); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.Accept(1); err != nil {
-				b.Fatal(err)
+			var t1, t8 []float64
+			for b.Loop() {
+				if s.Position()+ane.VerifyRows >= s.Context() {
+					s.Reset()
+				}
+				for _, rows := range []int{1, ane.VerifyRows} {
+					start := time.Now()
+					if _, err := s.Verify(prompt[:rows]); err != nil {
+						b.Fatal(err)
+					}
+					if err := s.Accept(1); err != nil {
+						b.Fatal(err)
+					}
+					if rows == 1 {
+						t1 = append(t1, time.Since(start).Seconds())
+					} else {
+						t8 = append(t8, time.Since(start).Seconds())
+					}
+				}
 			}
-			if rows == 1 {
-				t1 = append(t1, time.Since(start).Seconds())
-			} else {
-				t8 = append(t8, time.Since(start).Seconds())
-			}
-		}
+			sort.Float64s(t1)
+			sort.Float64s(t8)
+			v1, v8 := t1[len(t1)/2], t8[len(t8)/2]
+			b.ReportMetric(v1*1e3, "ms/verify1")
+			b.ReportMetric(v8*1e3, "ms/verify8")
+			b.ReportMetric(v8/v1, "verify8/verify1")
+		})
 	}
-	sort.Float64s(t1)
-	sort.Float64s(t8)
-	v1, v8 := t1[len(t1)/2], t8[len(t8)/2]
-	b.ReportMetric(v1*1e3, "ms/verify1")
-	b.ReportMetric(v8*1e3, "ms/verify8")
-	b.ReportMetric(v8/v1, "verify8/verify1")
 }

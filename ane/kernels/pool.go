@@ -47,7 +47,8 @@ type UnevenTask interface {
 // judgeRuns) worth less than soloBelow, added up, sends the Runs of the
 // next spell (soloMin, doubling while the windows stay bad, up to
 // soloMax) to the caller alone, the workers parked; then the workers are
-// tried again, and a good window brings the next spell back to soloMin.
+// tried again in a shorter window (probeWindow, probeRuns), and each good
+// window halves the next spell (below soloMin: none, and full windows).
 // Judged over a window, a pause of the VM or a kernel thread's slice
 // leaves a quiet machine's sharing above 1. Run is for one goroutine at
 // a time (the session's).
@@ -72,6 +73,11 @@ const (
 	// one descheduled or not, where the OS slices time) the count.
 	judgeWindow = 50 * time.Millisecond
 	judgeRuns   = 32
+	// After a spell the workers are probed in a shorter window: under
+	// sustained load every probe costs its window at sharing's worth
+	// there (about 0.7), and most windows are probes.
+	probeWindow = 20 * time.Millisecond
+	probeRuns   = 16
 	soloBelow   = 1.0
 	soloMin     = 50 * time.Millisecond
 	soloMax     = 2 * time.Second
@@ -259,14 +265,22 @@ func (p *Pool) judge(alone, took time.Duration) {
 	p.alone += alone
 	p.took += took
 	p.runs++
-	if p.took < judgeWindow || p.runs < judgeRuns {
+	window, runs := judgeWindow, judgeRuns
+	if p.spell > 0 {
+		window, runs = probeWindow, probeRuns
+	}
+	if p.took < window || p.runs < runs {
 		return
 	}
 	worth := float64(p.alone) / float64(p.took)
 	p.alone, p.took, p.runs = 0, 0, 0
 	p.judged++
 	if worth >= soloBelow {
-		p.spell = 0
+		// Halved, not forgotten: one lucky probe under sustained load
+		// costs one window more, not the climb back to soloMax.
+		if p.spell /= 2; p.spell < soloMin {
+			p.spell = 0
+		}
 		return
 	}
 	p.spell = min(max(2*p.spell, soloMin), soloMax)

@@ -244,8 +244,12 @@ func TestPoolJudgesWholeWindows(t *testing.T) {
 	defer p.Close()
 	// window adds judgeRuns Runs taking took in all, worth worth.
 	window := func(took time.Duration, worth float64) {
-		for range judgeRuns {
-			p.judge(time.Duration(worth*float64(took/judgeRuns)), took/judgeRuns)
+		runs := judgeRuns
+		if p.spell > 0 {
+			runs = probeRuns
+		}
+		for range runs {
+			p.judge(time.Duration(worth*float64(took/time.Duration(runs))), took/time.Duration(runs))
 		}
 	}
 	p.judge(0, 10*judgeWindow)
@@ -264,20 +268,41 @@ func TestPoolJudgesWholeWindows(t *testing.T) {
 	if p.judged != 1 || p.spell != soloMin || time.Until(p.soloUntil) <= 0 {
 		t.Fatalf("a full window worth 1/2: %d judged, spell %v, want 1 and %v from now", p.judged, p.spell, soloMin)
 	}
-	window(judgeWindow, 0.9)
-	if p.spell != 2*soloMin {
-		t.Fatalf("a second bad window: spell %v, want %v", p.spell, 2*soloMin)
+	// After a spell the window is a probe: probeRuns Runs, probeWindow long.
+	before := p.judged
+	window(probeWindow/2, 0.9)
+	if p.judged != before {
+		t.Fatal("a probe was judged before it was probeWindow long")
 	}
-	until := p.soloUntil
-	window(judgeWindow, 1.5)
-	if p.spell != 0 || p.soloUntil != until {
-		t.Fatalf("a good window: spell %v (want 0), solo until moved from %v to %v", p.spell, until, p.soloUntil)
+	window(probeWindow/2, 0.9)
+	if p.judged != before+1 || p.spell != 2*soloMin {
+		t.Fatalf("a bad probe: %d judged, spell %v, want %d and %v", p.judged-before, p.spell, 1, 2*soloMin)
 	}
 	for range 10 {
-		window(judgeWindow, 0)
+		window(probeWindow, 0)
 	}
 	if p.spell != soloMax {
 		t.Fatalf("ten bad windows in a row: spell %v, want the cap %v", p.spell, soloMax)
+	}
+	until := p.soloUntil
+	window(probeWindow, 1.5)
+	if p.spell != soloMax/2 || p.soloUntil != until {
+		t.Fatalf("a good probe: spell %v (want %v), solo until moved from %v to %v", p.spell, soloMax/2, until, p.soloUntil)
+	}
+	window(probeWindow, 0.9)
+	if p.spell != soloMax {
+		t.Fatalf("a bad window after one good probe: spell %v, want %v again", p.spell, soloMax)
+	}
+	for range 6 { // 2 s halved six times is below soloMin
+		window(probeWindow, 1.5)
+	}
+	if p.spell != 0 {
+		t.Fatalf("good windows: spell %v, want none", p.spell)
+	}
+	before = p.judged
+	window(probeWindow, 1.5)
+	if p.judged != before {
+		t.Fatal("without a spell a window of probeRuns Runs was judged: full windows are judgeRuns")
 	}
 }
 

@@ -119,6 +119,48 @@
 	VFMADD231PS  Y5, acc, Y1; \
 	VMOVUPS      Y1, aoff(DX)
 
+// The tokens' int32 lanes cleared (BZERO4, BZERO8), their blocks' products
+// (BTOKS4, BTOKS8) and their runs' ends (BFLUSH4, BFLUSH8), for 4 and 8
+// tokens.
+#define BZERO4 \
+	VPXOR Y0, Y0, Y0; \
+	VPXOR Y6, Y6, Y6; \
+	VPXOR Y7, Y7, Y7; \
+	VPXOR Y8, Y8, Y8
+
+#define BZERO8 \
+	BZERO4; \
+	VPXOR Y9, Y9, Y9; \
+	VPXOR Y10, Y10, Y10; \
+	VPXOR Y11, Y11, Y11; \
+	VPXOR Y14, Y14, Y14
+
+#define BTOKS4 \
+	BTOK(0, Y0); \
+	BTOK(64, Y6); \
+	BTOK(128, Y7); \
+	BTOK(192, Y8)
+
+#define BTOKS8 \
+	BTOKS4; \
+	BTOK(256, Y9); \
+	BTOK(320, Y10); \
+	BTOK(384, Y11); \
+	BTOK(448, Y14)
+
+#define BFLUSH4 \
+	BFLUSH(Y0, 0, 0); \
+	BFLUSH(Y6, 4, 32); \
+	BFLUSH(Y7, 8, 64); \
+	BFLUSH(Y8, 12, 96)
+
+#define BFLUSH8 \
+	BFLUSH4; \
+	BFLUSH(Y9, 16, 128); \
+	BFLUSH(Y10, 20, 160); \
+	BFLUSH(Y11, 24, 192); \
+	BFLUSH(Y14, 28, 224)
+
 #define BSETUP \
 	MOVQ           lo+0(FP), AX; \
 	VBROADCASTI128 (AX), Y13; \
@@ -227,39 +269,18 @@ b8run:
 	TESTQ CX, CX
 	JEQ   b8done
 	BRUN
-	VPXOR Y0, Y0, Y0
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	VPXOR Y8, Y8, Y8
-	VPXOR Y9, Y9, Y9
-	VPXOR Y10, Y10, Y10
-	VPXOR Y11, Y11, Y11
-	VPXOR Y14, Y14, Y14
+	BZERO8
 
 b8blk:
 	PREFETCHT0 1024(SI)
 	IDX
 	CODES
-	BTOK(0, Y0)
-	BTOK(64, Y6)
-	BTOK(128, Y7)
-	BTOK(192, Y8)
-	BTOK(256, Y9)
-	BTOK(320, Y10)
-	BTOK(384, Y11)
-	BTOK(448, Y14)
+	BTOKS8
 	ADDQ       $16, SI
 	ADDQ       $512, DI
 	DECQ       R8
 	JNE        b8blk
-	BFLUSH(Y0, 0, 0)
-	BFLUSH(Y6, 4, 32)
-	BFLUSH(Y7, 8, 64)
-	BFLUSH(Y8, 12, 96)
-	BFLUSH(Y9, 16, 128)
-	BFLUSH(Y10, 20, 160)
-	BFLUSH(Y11, 24, 192)
-	BFLUSH(Y14, 28, 224)
+	BFLUSH8
 	ADDQ       $32, BX
 	JMP        b8run
 
@@ -275,27 +296,18 @@ b4run:
 	TESTQ CX, CX
 	JEQ   b4done
 	BRUN
-	VPXOR Y0, Y0, Y0
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	VPXOR Y8, Y8, Y8
+	BZERO4
 
 b4blk:
 	PREFETCHT0 1024(SI)
 	IDX
 	CODES
-	BTOK(0, Y0)
-	BTOK(64, Y6)
-	BTOK(128, Y7)
-	BTOK(192, Y8)
+	BTOKS4
 	ADDQ       $16, SI
 	ADDQ       $256, DI
 	DECQ       R8
 	JNE        b4blk
-	BFLUSH(Y0, 0, 0)
-	BFLUSH(Y6, 4, 32)
-	BFLUSH(Y7, 8, 64)
-	BFLUSH(Y8, 12, 96)
+	BFLUSH4
 	ADDQ       $16, BX
 	JMP        b4run
 

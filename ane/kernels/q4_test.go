@@ -224,27 +224,39 @@ func TestLUTQ16Dot(t *testing.T) {
 	})
 }
 
+// extremeCols is two whole Q16 runs and a short one.
+const extremeCols = (2*Q16Group + 5) * Q16Block
+
+// extremeCodebook is component 0 all +codeMax and component 1 all
+// −codeMax, and a packed row of extremeCols indices using every entry.
+func extremeCodebook() (*intCodebook, []uint8) {
+	cb := new(intCodebook)
+	var pos, neg [16]int16
+	for e := range 16 {
+		pos[e], neg[e] = codeMax, -codeMax
+	}
+	cb.setCodes(0, &pos)
+	cb.setCodes(1, &neg)
+	idx := make([]uint8, extremeCols)
+	for j := range idx {
+		idx[j] = uint8(j % 16)
+	}
+	p, _, _ := packNibbles(idx, 1, extremeCols)
+	return cb, p
+}
+
 // TestLUTQ16DotExtremes: codes ±codeMax against activation codes ±32767,
 // all products of one sign (the largest int32 block sums, 32·2047·32767 <
 // 2³¹), at every level, for both kernels: no overflow, the result within
 // float rounding of the exact sum.
 func TestLUTQ16DotExtremes(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {
-		const n = (2*Q16Group + 5) * Q16Block // two whole runs and a short one
-		cb := new(intCodebook)
-		var pos, neg [16]int16
-		for e := range 16 {
-			pos[e], neg[e] = codeMax, -codeMax
-		}
-		cb.setCodes(0, &pos)
-		cb.setCodes(1, &neg)
-		idx := make([]uint8, n)
+		const n = extremeCols
+		cb, p := extremeCodebook()
 		x := make([]float32, n)
-		for j := range idx {
-			idx[j] = uint8(j % 16)
+		for j := range x {
 			x[j] = 1
 		}
-		p, _, _ := packNibbles(idx, 1, n)
 		var q Q16
 		QuantizeQ16(&q, x)
 		want := float64(n) * codeMax * 32767 * float64(q.Scale[0])

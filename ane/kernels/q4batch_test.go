@@ -73,19 +73,8 @@ func TestQ16BatchExtremes(t *testing.T) {
 		if !haveQ16Batch() {
 			t.Skip("no batch kernel at this level")
 		}
-		const cols = (2*Q16Group + 5) * Q16Block // two whole runs and a short one
-		cb := new(intCodebook)
-		var pos, neg [16]int16
-		for e := range 16 {
-			pos[e], neg[e] = codeMax, -codeMax
-		}
-		cb.setCodes(0, &pos)
-		cb.setCodes(1, &neg)
-		idx := make([]uint8, cols)
-		for j := range idx {
-			idx[j] = uint8(j % 16)
-		}
-		p, _, _ := packNibbles(idx, 1, cols)
+		const cols = extremeCols
+		cb, p := extremeCodebook()
 		for _, n := range []int{3, 8} { // widths 4 and 8
 			x := make([]float32, n*cols)
 			for j := range x {

@@ -105,4 +105,37 @@ func checkIntegerRow(t *testing.T, scalar, vector *LUT, tab *[2][16]float32, idx
 	for r := range 2 {
 		checkQ4Dot(t, "vector integer", y2[r], &tab[r], &vector.icb.code[r], vector.icb.scale[r], idx, x, &q)
 	}
+	checkBatchRows(t, []*LUT{scalar, vector}, x)
+}
+
+// checkBatchRows: where the Q16 batch kernels run, three rows (x, −x and
+// x/1000) through mulBatchQ16 give each token exactly its one-row
+// integer product, for each matrix.
+func checkBatchRows(t *testing.T, ms []*LUT, x []float32) {
+	t.Helper()
+	if !haveQ16Batch() {
+		return
+	}
+	n, cols := 3, len(x)
+	rows := make([]float32, 0, n*cols)
+	for _, f := range []float32{1, -1, 1e-3} {
+		for _, v := range x {
+			rows = append(rows, f*v)
+		}
+	}
+	var qb q16Batch
+	var q Q16
+	quantizeQ16Batch(&qb, rows, n, cols)
+	for _, m := range ms {
+		got := make([]float32, n*m.rows)
+		m.mulBatchQ16(got, &qb, 0, m.rows)
+		for tok := range n {
+			QuantizeQ16(&q, rows[tok*cols:(tok+1)*cols])
+			want := make([]float32, m.rows)
+			m.mulVecQ16(want, &q, 0, m.rows)
+			if !equalBits(got[tok*m.rows:(tok+1)*m.rows], want) {
+				t.Fatalf("%s token %d: batch %v, one row %v", m.name, tok, got[tok*m.rows:(tok+1)*m.rows], want)
+			}
+		}
+	}
 }

@@ -61,8 +61,9 @@ type Runner struct {
 	// INT8 matrix runs against the activations quantized once to Q8
 	// (q8.go; n rows: q8batch.go), and a product by a packed ≤ 16-entry
 	// codebook against them quantized to Q16 (q4.go for one row,
-	// panelq.go for prefill blocks), within the quantization bound of the
-	// float kernel instead of bit-exact.
+	// q4batch.go for a few rows on AVX2, panelq.go for prefill blocks),
+	// within the quantization bound of the float kernel instead of
+	// bit-exact.
 	Integer bool
 	// IntegerCodebooks adds, with Integer, the codebook formats'
 	// products of n > 1 rows where lutNibDot2x4 has no kernel (q8lut.go).

@@ -10,7 +10,7 @@ package kernels
 // result is bit-identical to the single-row integer product of its row
 // (mulVecQ16): the int32 block sums are exact, and each token keeps that
 // kernel's eight float lanes, one multiply-add per run, and its horizontal
-// sum (docs/KERNELS.md, "Verify blocks").
+// sum (docs/KERNELS.md, "Verify blocks on AVX2").
 
 // q16BatchGroup is how many tokens one kernel call takes: its int32
 // accumulators, one register each, and the codes and tables fill the 16

@@ -243,13 +243,14 @@ func (r *Runner) useQ16(t *pairTask, x []float32, n int) {
 		if !ok || !m.hasQ16() || p.q8 != nil {
 			continue
 		}
-		switch {
-		case n == 1 && !quantized:
-			QuantizeQ16(&r.q16, x[:m.Cols()])
-		case !quantized:
-			quantizeQ16Batch(&r.q16b, x, n, m.Cols())
+		if !quantized {
+			if n == 1 {
+				QuantizeQ16(&r.q16, x[:m.Cols()])
+			} else {
+				quantizeQ16Batch(&r.q16b, x, n, m.Cols())
+			}
+			quantized = true
 		}
-		quantized = true
 		if n == 1 {
 			p.q16 = &r.q16
 		} else {

@@ -1,5 +1,7 @@
 package kernels
 
+import "slices"
+
 // Integer products of a packed ≤ 16-entry codebook matrix by a few
 // activation rows (Verify blocks of 8, short prompts: fewer rows than the
 // panel path takes), where no float matrix-matrix kernel beats it (AVX2
@@ -52,12 +54,14 @@ func quantizeQ16Batch(q *q16Batch, x []float32, n, cols int) {
 		w, _, _ := q.group(t0)
 		slots += w
 	}
-	q.Q = grow(q.Q, slots*q.blocks*Q16Block)
-	q.Scale = grow(q.Scale, slots*q.runs())
-	clear(q.Q)
-	clear(q.Scale)
+	q.Q = slices.Grow(q.Q[:0], slots*q.blocks*Q16Block)[:slots*q.blocks*Q16Block]
+	q.Scale = slices.Grow(q.Scale[:0], slots*q.runs())[:slots*q.runs()]
 	for t0 := 0; t0 < n; t0 += q16BatchGroup {
 		w, base, sbase := q.group(t0)
+		if t0+w > n { // padding tokens: zero codes and scales (the others are all written below)
+			clear(q.Q[base:])
+			clear(q.Scale[sbase:])
+		}
 		for k := 0; k < w && t0+k < n; k++ {
 			t := t0 + k
 			quantizeBlocks(&q.one.Q, &q.one.Scale, x[t*cols:(t+1)*cols], 32767, Q16Group, q16Pos)
@@ -69,14 +73,6 @@ func quantizeQ16Batch(q *q16Batch, x []float32, n, cols int) {
 			}
 		}
 	}
-}
-
-// grow returns s resliced to n elements, reallocated if it is too short.
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }
 
 // mulBatchQ16 is rows [r0, r1) of m times each of q's tokens into y (token

@@ -13,9 +13,10 @@
 //
 // With -load every round is measured a second time while a second process
 // (this binary, re-executed) spins on FMA and streaming-read work on one
-// core, and the most-workers figure under load is compared with the
-// 1-worker figure without: the pool should degrade gracefully, not fall
-// below one worker alone.
+// core (the loaded phase first every other round), and the most-workers
+// figure under load is compared with the 1-worker figure without, round by
+// round: the pool should degrade gracefully, not fall below one worker
+// alone.
 //
 //	go run ./bench/cpu [-presets small,medium] [-threads 1,2] [-rounds 5] [-mode fast,exact] [-kernels avx512-vnni,avx512] [-json] [-load] [-llamacpp dir[,dir]] [-cpuprofile file]
 //
@@ -262,12 +263,13 @@ func measurePreset(ctx context.Context, o options, preset string, bufs cpuprobe.
 	}
 	for r := range o.rounds {
 		t := time.Now()
-		order, peerOrder := slices.Clone(engines), slices.Clone(peers)
-		if r%2 == 1 { // alternate the order, so no configuration always runs first
+		order, peerOrder, phaseOrder := slices.Clone(engines), slices.Clone(peers), slices.Clone(phases)
+		if r%2 == 1 { // alternate the orders, so no configuration or phase always runs first
 			slices.Reverse(order)
 			slices.Reverse(peerOrder)
+			slices.Reverse(phaseOrder)
 		}
-		for _, loaded := range phases {
+		for _, loaded := range phaseOrder {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}

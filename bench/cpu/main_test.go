@@ -74,9 +74,11 @@ func TestWriteTable(t *testing.T) {
 }
 
 func TestCompareUnderLoad(t *testing.T) {
+	// Each row's rounds are {median, median, median}, unless set below.
 	mk := func(preset string, threads int, loaded bool, decode, prefill float64) row {
 		return row{config: config{Preset: preset, Threads: threads, Mode: "fast", Loaded: loaded},
-			Decode: spread{Median: decode}, Prefill: spread{Median: prefill}}
+			Decode: spread{Median: decode}, Prefill: spread{Median: prefill},
+			rounds: samples{decode: []float64{decode, decode, decode}, prefill: []float64{prefill, prefill, prefill}}}
 	}
 	rows := []row{
 		mk("small", 1, false, 20, 200),
@@ -92,19 +94,51 @@ func TestCompareUnderLoad(t *testing.T) {
 	}
 	u := got[0]
 	if u.Preset != "small" || u.Threads != 4 || u.DecodeLoaded != 18 || u.DecodeAlone1 != 20 || !near(u.DecodeRatio, 0.9) ||
-		!near(u.PrefillRatio, 0.95) || u.GracefulDecode {
+		!near(u.PrefillRatio, 0.95) || !near(u.DecodePaired.Median, 0.9) || !near(u.PrefillPaired.Median, 0.95) ||
+		!near(u.DecodeSameLoad.Median, 1.5) || u.GracefulDecode {
 		t.Errorf("%+v", u)
 	}
-	rows[4].Decode.Median = 21
-	if u := compareUnderLoad(rows)[0]; !u.GracefulDecode {
-		t.Errorf("21 tok/s under load vs 20 alone is graceful: %+v", u)
+
+	// The verdict is the median of the ratios within each round, not the
+	// ratio of medians: a host that slows down in round 2 slows both sides.
+	rows[0].rounds.decode = []float64{20, 10, 21} // median 20
+	rows[4].rounds.decode = []float64{21, 11, 17} // median 17; per round 1.05, 1.1, 0.81
+	rows[4].Decode.Median = 17
+	u = compareUnderLoad(rows)[0]
+	if !near(u.DecodeRatio, 0.85) || !near(u.DecodePaired.Median, 1.05) || !near(u.DecodePaired.Min, 17.0/21) ||
+		!near(u.DecodePaired.Max, 1.1) || !u.GracefulDecode {
+		t.Errorf("paired by round: %+v", u)
 	}
+	rows[4].rounds.decode = []float64{19, 11, 20} // 0.95, 1.1, 0.952
+	if u := compareUnderLoad(rows)[0]; u.GracefulDecode || !near(u.DecodePaired.Median, 20.0/21) {
+		t.Errorf("below 1 in two rounds of three is not graceful: %+v", u)
+	}
+
+	// Without a loaded 1-worker row the same-load ratio is absent.
+	noOne := slices.Delete(slices.Clone(rows), 2, 3)
+	if u := compareUnderLoad(noOne)[0]; u.DecodeSameLoad != (spread{}) {
+		t.Errorf("same-load ratio without a loaded 1-worker row: %+v", u)
+	}
+
 	// With -kernels, each level pairs with its own 1-worker row.
 	levels := []row{mk("small", 1, false, 20, 200), mk("small", 2, true, 25, 180), mk("small", 1, false, 10, 100), mk("small", 2, true, 8, 90)}
 	levels[0].Kernels, levels[1].Kernels, levels[2].Kernels, levels[3].Kernels = "avx512-vnni", "avx512-vnni", "avx2", "avx2"
 	got = compareUnderLoad(levels)
-	if len(got) != 2 || got[0].Kernels != "avx512-vnni" || !near(got[0].DecodeRatio, 1.25) || got[1].Kernels != "avx2" || !near(got[1].DecodeRatio, 0.8) {
+	if len(got) != 2 || got[0].Kernels != "avx512-vnni" || !near(got[0].DecodePaired.Median, 1.25) || got[1].Kernels != "avx2" || !near(got[1].DecodePaired.Median, 0.8) {
 		t.Errorf("per level: %+v", got)
+	}
+}
+
+func TestWriteUnderLoad(t *testing.T) {
+	var b strings.Builder
+	writeUnderLoad(&b, []underLoad{{Preset: "medium", Mode: "fast", Threads: 2, DecodeLoaded: 21, DecodeAlone1: 20, PrefillLoaded: 60, PrefillAlone1: 50,
+		DecodeRatio: 1.05, PrefillRatio: 1.2, DecodePaired: spread{1.04, 0.97, 1.1}, PrefillPaired: spread{1.2, 1.1, 1.3},
+		DecodeSameLoad: spread{1.5, 1.4, 1.6}, GracefulDecode: true}})
+	want := "medium, fast: 2 threads under load vs 1 thread unloaded: decode 21.0 vs 20.0 tok/s (1.05×; paired by round 1.04 [0.97–1.10]), " +
+		"prefill 60.0 vs 50.0 tok/s (1.20×; paired 1.20 [1.10–1.30]); decode vs 1 thread under the same load, paired 1.50 [1.40–1.60]: " +
+		"decode graceful (not below 1 thread alone)\n"
+	if b.String() != want {
+		t.Errorf("got  %q\nwant %q", b.String(), want)
 	}
 }
 

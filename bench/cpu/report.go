@@ -72,6 +72,9 @@ type row struct {
 	// NoPrefill: a peer whose pp512 failed (llamacpp.go); Prefill is
 	// whatever rounds before the failure gave, not a figure.
 	NoPrefill bool `json:"no_prefill,omitempty"`
+	// rounds are the per-round figures behind the spreads, in round
+	// order, for comparisons paired by round (compareUnderLoad).
+	rounds samples
 }
 
 // summarize turns a configuration's samples into its row. weightBytes is
@@ -96,6 +99,7 @@ func summarize(c config, s samples, weightBytes, bf16Bytes int64) row {
 		Prefill:       spreadOf(s.prefill),
 		GBps:          spreadOf(gbps),
 		Ratio:         spreadOf(ratio),
+		rounds:        s,
 	}
 }
 
@@ -119,35 +123,51 @@ func writeTable(w io.Writer, rows []row) {
 }
 
 // underLoad is the figure the issue asks about when a second process
-// loads a core: the most workers under load against one worker without.
+// loads a core: the most workers under load against one worker without,
+// and against one worker under the same load.
 type underLoad struct {
-	Preset         string  `json:"preset"`
-	Mode           string  `json:"mode"`
-	Kernels        string  `json:"kernels,omitempty"`
-	Threads        int     `json:"threads_loaded"`
-	DecodeLoaded   float64 `json:"decode_tok_s_loaded"`
-	DecodeAlone1   float64 `json:"decode_tok_s_1thread_unloaded"`
-	PrefillLoaded  float64 `json:"prefill_tok_s_loaded"`
-	PrefillAlone1  float64 `json:"prefill_tok_s_1thread_unloaded"`
-	DecodeRatio    float64 `json:"decode_ratio"`
-	PrefillRatio   float64 `json:"prefill_ratio"`
-	GracefulDecode bool    `json:"graceful_decode"` // DecodeRatio ≥ 1: no collapse below one worker
+	Preset        string  `json:"preset"`
+	Mode          string  `json:"mode"`
+	Kernels       string  `json:"kernels,omitempty"`
+	Threads       int     `json:"threads_loaded"`
+	DecodeLoaded  float64 `json:"decode_tok_s_loaded"`
+	DecodeAlone1  float64 `json:"decode_tok_s_1thread_unloaded"`
+	PrefillLoaded float64 `json:"prefill_tok_s_loaded"`
+	PrefillAlone1 float64 `json:"prefill_tok_s_1thread_unloaded"`
+	// DecodeRatio and PrefillRatio are ratios of the medians.
+	DecodeRatio  float64 `json:"decode_ratio"`
+	PrefillRatio float64 `json:"prefill_ratio"`
+	// DecodePaired and PrefillPaired are the same ratios taken within each
+	// round (its loaded and unloaded phases run back to back), so a host
+	// whose speed drifts between rounds moves both sides of a ratio alike.
+	DecodePaired  spread `json:"decode_ratio_paired"`
+	PrefillPaired spread `json:"prefill_ratio_paired"`
+	// DecodeSameLoad is the loaded most-workers decode over the loaded
+	// 1-worker decode, paired by round: what the second worker buys when
+	// its core is shared.
+	DecodeSameLoad spread `json:"decode_ratio_same_load_paired"`
+	GracefulDecode bool   `json:"graceful_decode"` // DecodePaired's median ≥ 1: no collapse below one worker
 }
 
-// compareUnderLoad pairs, per preset, mode and kernel level, the loaded row with the
-// most workers (more than one) with the unloaded 1-worker row, by medians.
-// Presets or modes without both rows are left out, as are peers whose
-// prefill failed.
+// compareUnderLoad pairs, per preset, mode and kernel level, the loaded
+// row with the most workers (more than one) with the 1-worker rows,
+// unloaded and loaded. Presets or modes without the unloaded 1-worker and
+// the loaded rows are left out, as are peers whose prefill failed.
 func compareUnderLoad(rows []row) []underLoad {
 	var out []underLoad
 	for _, one := range rows {
 		if one.Loaded || one.Threads != 1 || one.NoPrefill {
 			continue
 		}
-		var best *row
+		var best, oneLoaded *row
 		for i := range rows {
 			r := &rows[i]
-			if r.Loaded && r.Preset == one.Preset && r.Mode == one.Mode && r.Kernels == one.Kernels && r.Threads > 1 && !r.NoPrefill && (best == nil || r.Threads > best.Threads) {
+			if !r.Loaded || r.Preset != one.Preset || r.Mode != one.Mode || r.Kernels != one.Kernels || r.NoPrefill {
+				continue
+			}
+			if r.Threads == 1 {
+				oneLoaded = r
+			} else if best == nil || r.Threads > best.Threads {
 				best = r
 			}
 		}
@@ -156,13 +176,32 @@ func compareUnderLoad(rows []row) []underLoad {
 		}
 		u := underLoad{Preset: one.Preset, Mode: one.Mode, Kernels: one.Kernels, Threads: best.Threads,
 			DecodeLoaded: best.Decode.Median, DecodeAlone1: one.Decode.Median,
-			PrefillLoaded: best.Prefill.Median, PrefillAlone1: one.Prefill.Median}
+			PrefillLoaded: best.Prefill.Median, PrefillAlone1: one.Prefill.Median,
+			DecodePaired:  pairedRatio(best.rounds.decode, one.rounds.decode),
+			PrefillPaired: pairedRatio(best.rounds.prefill, one.rounds.prefill)}
 		u.DecodeRatio = u.DecodeLoaded / u.DecodeAlone1
 		u.PrefillRatio = u.PrefillLoaded / u.PrefillAlone1
-		u.GracefulDecode = u.DecodeRatio >= 1
+		if oneLoaded != nil {
+			u.DecodeSameLoad = pairedRatio(best.rounds.decode, oneLoaded.rounds.decode)
+		}
+		u.GracefulDecode = u.DecodePaired.Median >= 1
 		out = append(out, u)
 	}
 	return out
+}
+
+// pairedRatio is the spread of num[i]/den[i] over the rounds both have;
+// the zero spread when they have none.
+func pairedRatio(num, den []float64) spread {
+	n := min(len(num), len(den))
+	if n == 0 {
+		return spread{}
+	}
+	r := make([]float64, n)
+	for i := range r {
+		r[i] = num[i] / den[i]
+	}
+	return spreadOf(r)
 }
 
 func writeUnderLoad(w io.Writer, us []underLoad) {
@@ -175,9 +214,13 @@ func writeUnderLoad(w io.Writer, us []underLoad) {
 		if u.Kernels != "" {
 			what += ", " + u.Kernels
 		}
-		fmt.Fprintf(w, "%s: %d threads under load vs 1 thread unloaded: decode %.1f vs %.1f tok/s (%.2f×), prefill %.1f vs %.1f tok/s (%.2f×): decode %s\n",
-			what, u.Threads, u.DecodeLoaded, u.DecodeAlone1, u.DecodeRatio,
-			u.PrefillLoaded, u.PrefillAlone1, u.PrefillRatio, verdict)
+		fmt.Fprintf(w, "%s: %d threads under load vs 1 thread unloaded: decode %.1f vs %.1f tok/s (%.2f×; paired by round %s), prefill %.1f vs %.1f tok/s (%.2f×; paired %s)",
+			what, u.Threads, u.DecodeLoaded, u.DecodeAlone1, u.DecodeRatio, fmtSpread(u.DecodePaired, 2),
+			u.PrefillLoaded, u.PrefillAlone1, u.PrefillRatio, fmtSpread(u.PrefillPaired, 2))
+		if u.DecodeSameLoad != (spread{}) {
+			fmt.Fprintf(w, "; decode vs 1 thread under the same load, paired %s", fmtSpread(u.DecodeSameLoad, 2))
+		}
+		fmt.Fprintf(w, ": decode %s\n", verdict)
 	}
 }
 

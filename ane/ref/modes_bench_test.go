@@ -2,6 +2,7 @@ package ref
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -119,10 +120,21 @@ func BenchmarkFastNumericsKLVerify(b *testing.B) {
 // the fast mode against the exact one on preset's quick export over 2,048
 // held-out positions, reports mean KL and top-1, and fails outside the
 // bound of docs/KERNELS.md (KL ≤ 1e-3 nats, top-1 ≥ 99%).
-func benchAgreement(b *testing.B, preset string, agree func(*testing.B, *Model, *Model, []int) (float64, float64), how string) {
+func benchAgreement(b *testing.B, preset string, agree agreement, how string) {
 	bm := loadBench(b, preset)
 	exact, fast := exactAndFast(b, bm)
-	ids := heldOutIDs(b, bm.dir, 2048)
+	reportAgreement(b, preset, bm.dir, exact, fast, agree, how)
+}
+
+// agreement compares two models' next-token distributions over ids:
+// mean KL(ref‖fast) in nats and the top-1 agreement.
+type agreement func(b *testing.B, ref, fast *Model, ids []int) (meanKL, top1 float64)
+
+// reportAgreement runs agree over 2,048 held-out positions (tokenized by
+// the tokenizer in dir), reports mean KL and top-1, and fails outside the
+// bound of docs/KERNELS.md (KL ≤ 1e-3 nats, top-1 ≥ 99%).
+func reportAgreement(b *testing.B, what, dir string, exact, fast *Model, agree agreement, how string) {
+	ids := heldOutIDs(b, dir, 2048)
 	b.ResetTimer()
 	var kl, top1 float64
 	for range b.N {
@@ -131,10 +143,36 @@ func benchAgreement(b *testing.B, preset string, agree func(*testing.B, *Model, 
 	b.ReportMetric(kl, "meanKL_nats")
 	b.ReportMetric(100*top1, "top1_%")
 	b.ReportMetric(float64(len(ids)), "positions")
-	b.Logf("%s, %d positions %s, fast vs exact: mean KL %.3g nats, top-1 agreement %.2f%%", preset, len(ids), how, kl, 100*top1)
+	b.Logf("%s, %d positions %s, fast vs exact: mean KL %.3g nats, top-1 agreement %.2f%%", what, len(ids), how, kl, 100*top1)
 	if kl > 1e-3 || top1 < 0.99 {
 		b.Errorf("fast vs exact: mean KL %.3g nats, top-1 %.2f%%: outside the bound (KL ≤ 1e-3, top-1 ≥ 99%%)", kl, 100*top1)
 	}
+}
+
+// BenchmarkFastNumericsKLExport is the fast mode's bound on an export the
+// rebuild made (ane/rebuild: GPTQ codebooks under the recipe's plan, the
+// online basis) where the other KL benchmarks use the quick export's
+// round-to-nearest, fixed codebooks: one position at a time and in Verify
+// blocks, the same 2,048 held-out positions and bound. FORGED_BENCH_MODEL
+// names the checkpoint directory and FORGED_BENCH_EXPORT the export's;
+// without them it is skipped. bench/rebuild/fastkl.sh makes both and runs it.
+func BenchmarkFastNumericsKLExport(b *testing.B) {
+	modelDir, exportDir := os.Getenv("FORGED_BENCH_MODEL"), os.Getenv("FORGED_BENCH_EXPORT")
+	if modelDir == "" || exportDir == "" {
+		b.Skip("FORGED_BENCH_MODEL and FORGED_BENCH_EXPORT name a checkpoint and its export (bench/rebuild/fastkl.sh)")
+	}
+	var m [2]*Model
+	for i, f := range []bool{false, true} {
+		var err error
+		if m[i], err = OpenExport(modelDir, exportDir, Options{Ladder: []int{4096}, Fast: f}); err != nil {
+			b.Fatal(err)
+		}
+		defer m[i].Close()
+	}
+	b.Run("decode", func(b *testing.B) { reportAgreement(b, exportDir, modelDir, m[0], m[1], modeAgreement, "one at a time") })
+	b.Run("verify", func(b *testing.B) {
+		reportAgreement(b, exportDir, modelDir, m[0], m[1], modeAgreementVerify, fmt.Sprintf("in Verify blocks of %d", ane.VerifyRows))
+	})
 }
 
 // prefillPrompt is the prefill benchmarks' 512-token prompt for bm.

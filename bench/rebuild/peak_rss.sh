@@ -26,27 +26,13 @@ bin="$work/forgectl"
 (cd "$root" && go build -o "$bin" ./cmd/forgectl)
 full="$work/$preset"
 [ -f "$full/config.json" ] || "$bin" rebuild synth --preset "$preset" --seed 1 --out "$full" >/dev/null
-python3 - "$work" "$full" "$shallow" "$deep" "${PLAN:-}" <<'PY'
-import json, os, random, struct, sys
-work, full, depths, plan_file = sys.argv[1], sys.argv[2], [int(sys.argv[3]), int(sys.argv[4])], sys.argv[5]
+python3 - "$work" "$full" "$shallow" "$deep" <<'PY'
+import json, os, sys
+work, full, depths = sys.argv[1], sys.argv[2], [int(sys.argv[3]), int(sys.argv[4])]
 c = json.load(open(os.path.join(full, "config.json")))
 t = c.get("text_config", c)
 if max(depths) > t["num_hidden_layers"]:
     sys.exit("the %s checkpoint has %d layers, fewer than %d" % (full, t["num_hidden_layers"], max(depths)))
-# mix25in_mixr.json: MLP layers in LUT4 (of 64), mixers 0..23 in vector 2x16.
-lut4_64 = {23, 24, 25, 27, 28, 30, 32, 35, 36, 37, 39, 40, 41, 42, 44, 45, 49, 51, 53, 54, 55, 58, 60, 61, 62, 63}
-deep = max(depths)
-per = 64 / deep  # published layers each of ours stands for
-def recipe(layers):
-    p = {}
-    for i in range(layers):
-        span = range(round(i * per), round((i + 1) * per))
-        if sum(j in lut4_64 for j in span) * 2 >= len(span):
-            for m in ("gate", "up", "down"):
-                p["%d.%s" % (i, m)] = "LUT4 per-tensor + pcs"
-        if span.start <= 23:
-            p["%d.mixer" % i] = "vector 2x16 + pcs"
-    return p
 for n in depths:
     d = os.path.join(work, "m%d" % n)
     os.makedirs(d, exist_ok=True)
@@ -58,17 +44,11 @@ for n in depths:
     tn["num_hidden_layers"] = n
     tn["layer_types"] = tn["layer_types"][:n]
     json.dump(cn, open(os.path.join(d, "config.json"), "w"), indent=2)
-    plan = json.load(open(plan_file)) if plan_file else recipe(n)
-    json.dump(plan, open(os.path.join(work, "plan%d.json" % n), "w"), indent=1, sort_keys=True)
-rng = random.Random(1)
-n, seq, vocab = int(os.environ.get("NCAL", 8)), int(os.environ.get("SEQ", 128)), t["vocab_size"]
-ids = [rng.randrange(vocab) for _ in range(n * seq)]
-hdr = "{'descr': '<i4', 'fortran_order': False, 'shape': (%d, %d), }" % (n, seq)
-hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
-with open(os.path.join(work, "calib.npy"), "wb") as fh:
-    fh.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
-    fh.write(struct.pack("<%di" % len(ids), *ids))
 PY
+for n in "$shallow" "$deep"; do
+  if [ -n "${PLAN:-}" ]; then cp "$PLAN" "$work/plan$n.json"; else python3 "$root/bench/rebuild/inputs.py" recipe "$work/m$n" "$deep" "$work/plan$n.json"; fi
+done
+python3 "$root/bench/rebuild/inputs.py" calib "$full" "${NCAL:-8}" "${SEQ:-128}" 1 "$work/calib.npy"
 run() { # layers → "peak_kib wall_s user_s"
   rm -rf "$work/out$1"
   /usr/bin/time -f "%M %e %U" -o "$work/time$1.txt" "$bin" rebuild quantize --model "$work/m$1" --out "$work/out$1" \

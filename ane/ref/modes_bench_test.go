@@ -169,7 +169,9 @@ func BenchmarkFastNumericsKLExport(b *testing.B) {
 		}
 		defer m[i].Close()
 	}
-	b.Run("decode", func(b *testing.B) { reportAgreement(b, exportDir, modelDir, m[0], m[1], modeAgreement, "one at a time") })
+	b.Run("decode", func(b *testing.B) {
+		reportAgreement(b, exportDir, modelDir, m[0], m[1], modeAgreement, "one at a time")
+	})
 	b.Run("verify", func(b *testing.B) {
 		reportAgreement(b, exportDir, modelDir, m[0], m[1], modeAgreementVerify, fmt.Sprintf("in Verify blocks of %d", ane.VerifyRows))
 	})

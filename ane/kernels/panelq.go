@@ -76,7 +76,7 @@ func (px *panelQX) RunRange(w, lo, hi int) {
 		s := px.s[t/panelTokens*nb*panelTokens:]
 		for b0 := 0; b0 < nb; b0 += Q16Group {
 			b1 := min(nb, b0+Q16Group)
-			sc, iv := runScale(row[b0*Q16Block:min(b1*Q16Block, cols)], 32767)
+			sc, iv := runScale(row[b0*Q16Block:min(b1*Q16Block, cols)], q16Max)
 			for b := b0; b < b1; b++ {
 				s[b*panelTokens+tt], inv[(t-lo)*nb+b] = sc, iv
 			}

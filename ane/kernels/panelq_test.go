@@ -11,9 +11,9 @@ import (
 
 // panelQInputs is a random integer panel operand: 12 rows of codes in
 // [−codeMax, codeMax] at stride, one 32-token group of column pairs with
-// codes in [−32767, 32767] and positive block scales. With extremes every
+// codes in [−q16Max, q16Max] and positive block scales. With extremes every
 // code is at its limit with the same sign, so each block's int32 sum is
-// 32·2047·32767, the most codeMax allows.
+// 32·codeMax·q16Max, the most the bounds allow.
 func panelQInputs(r *rand.Rand, stride, blocks int, extremes bool) ([]int16, []int32, []float32) {
 	w := make([]int16, panelRows*stride)
 	for i := range w {
@@ -24,9 +24,9 @@ func panelQInputs(r *rand.Rand, stride, blocks int, extremes bool) ([]int16, []i
 	}
 	xq := make([]int32, blocks*Q16Block/2*panelTokens)
 	for i := range xq {
-		a, b := r.IntN(65535)-32767, r.IntN(65535)-32767
+		a, b := r.IntN(2*q16Max+1)-q16Max, r.IntN(2*q16Max+1)-q16Max
 		if extremes {
-			a, b = 32767, 32767
+			a, b = q16Max, q16Max
 		}
 		xq[i] = int32(uint32(uint16(a)) | uint32(uint16(b))<<16)
 	}

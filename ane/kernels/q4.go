@@ -5,7 +5,7 @@ import "math"
 // Integer products for the packed ≤ 16-entry codebook formats (LUT4,
 // vector 2x16 and 4x16, each with or without a per-channel scale;
 // docs/KERNELS.md, #21): each component codebook becomes 16 integer codes
-// of 12 bits times one float scale (intCodebook), the packed nibbles select
+// of 14 bits times one float scale (intCodebook), the packed nibbles select
 // codes (two VPSHUFB per 32 weights on AVX2, for the low and high bytes,
 // as llama.cpp's IQ4_NL looks up its int8 codebook; one VPERMW per 32 with
 // AVX-512 VNNI), and the codes multiply the activations quantized once per
@@ -16,9 +16,18 @@ import "math"
 // Runner.Integer uses it for single-row products; otherwise the float
 // kernels run.
 
-// codeMax bounds the codebook codes: 32 products of a code and an int16
-// activation code sum exactly in int32 (32·2047·32767 < 2³¹).
-const codeMax = 2047
+// codeMax and q16Max bound the codebook codes and the activation codes
+// (14 bits each, in int16): the 32 products of a code and an activation
+// code that one int32 lane adds per Q16Group run (or per panel block) sum
+// exactly (32·8191·8191 < 2³¹). The split is measured: 12-bit codes with
+// 16-bit activations (2047, 32767) kept the quick export's fast mode 100×
+// inside its KL bound but missed the top-1 bound on a GPTQ export, whose
+// codebooks have rare outlier entries 6× the bulk's magnitude that set the
+// step (docs/KERNELS.md, "Codebook formats").
+const (
+	codeMax = 8191
+	q16Max  = 8191
+)
 
 // intCodebook is the integer form of a LUT's ≤ 16-entry codebook:
 // component t of entry e is approximately scale[t]·code[t][e].
@@ -167,16 +176,16 @@ func (q *Q16) at(j int) int {
 }
 
 // QuantizeQ16 quantizes x into q, reusing q's storage: per run of
-// Q16Group blocks scale = max|x|/32767, code = round(x/scale) (an all-zero
+// Q16Group blocks scale = max|x|/q16Max, code = round(x/scale) (an all-zero
 // run has scale 0 and codes 0), in the layout of this machine's kernels
 // (q16Pairs). Each value is reconstructed within scale/2.
 func QuantizeQ16(q *Q16, x []float32) {
 	q.pairs = q16Pairs()
 	if !q.pairs {
-		quantizeBlocks(&q.Q, &q.Scale, x, 32767, Q16Group, q16Pos)
+		quantizeBlocks(&q.Q, &q.Scale, x, q16Max, Q16Group, q16Pos)
 		return
 	}
-	quantizeBlocks(&q.Q, &q.Scale, x, 32767, Q16Group, func(j int) int { return j })
+	quantizeBlocks(&q.Q, &q.Scale, x, q16Max, Q16Group, func(j int) int { return j })
 	for b := 0; b+1 < len(q.Scale); b += 2 { // swap b's values 16–31 and b+1's 0–15
 		pair := q.Q[b*Q16Block : (b+2)*Q16Block]
 		var tmp [16]int16

@@ -16,7 +16,7 @@
 // bytes from hi, VPSHUFB of the indices Y1) unpacked to int16, in the
 // order 0–7, 16–23 (Y3) and 8–15, 24–31 (Y4) that Q16 stores the
 // activations in; VPMADDWD multiplies them by the Q16 block at (DI) and
-// adds pairs to int32 (|code| ≤ 2047, |q| ≤ 32767: exact), and both
+// adds pairs to int32 (|code|, |q| ≤ 8191: exact), and both
 // halves are added to the int32 lanes of acc (a run of Q16Group blocks
 // stays exact: q4.go). Clobbers Y3–Y6.
 #define ROW(lo, hi, acc) \

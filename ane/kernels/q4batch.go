@@ -64,7 +64,7 @@ func quantizeQ16Batch(q *q16Batch, x []float32, n, cols int) {
 		}
 		for k := 0; k < w && t0+k < n; k++ {
 			t := t0 + k
-			quantizeBlocks(&q.one.Q, &q.one.Scale, x[t*cols:(t+1)*cols], 32767, Q16Group, q16Pos)
+			quantizeBlocks(&q.one.Q, &q.one.Scale, x[t*cols:(t+1)*cols], q16Max, Q16Group, q16Pos)
 			for b := range q.blocks {
 				copy(q.Q[base+(b*w+k)*Q16Block:][:Q16Block], q.one.Q[b*Q16Block:])
 			}

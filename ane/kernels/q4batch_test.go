@@ -64,7 +64,7 @@ func checkBatchCodes(t *testing.T, qb *q16Batch, tok int, q *Q16) {
 	}
 }
 
-// TestQ16BatchExtremes: codes ±codeMax against activation codes ±32767 in
+// TestQ16BatchExtremes: codes ±codeMax against activation codes ±q16Max in
 // whole runs of one sign (the int32 limit, as TestLUTQ16DotExtremes) for
 // both kernel widths, every token alike: no overflow, each token within
 // float rounding of the exact sum and equal to the single-row kernel.
@@ -78,7 +78,7 @@ func TestQ16BatchExtremes(t *testing.T) {
 		for _, n := range []int{3, 8} { // widths 4 and 8
 			x := make([]float32, n*cols)
 			for j := range x {
-				x[j] = float32(1 + j/cols) // token k: all k+1, codes 32767
+				x[j] = float32(1 + j/cols) // token k: all k+1, codes q16Max
 			}
 			var qb q16Batch
 			quantizeQ16Batch(&qb, x, n, cols)
@@ -90,7 +90,7 @@ func TestQ16BatchExtremes(t *testing.T) {
 				for tok := range n {
 					QuantizeQ16(&q, x[tok*cols:(tok+1)*cols])
 					got, single := hsum8(&acc[tok]), lutQ16Dot(cb, c, p, &q)
-					want := sign * cols * codeMax * 32767 * float64(q.Scale[0])
+					want := sign * cols * codeMax * q16Max * float64(q.Scale[0])
 					if math.Abs(float64(got)-want) > 1e-6*math.Abs(want) || got != single {
 						t.Fatalf("n %d token %d component %d: %g, want %g (single row %g)", n, tok, c, got, want, single)
 					}

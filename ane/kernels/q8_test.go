@@ -25,7 +25,7 @@ func q8Inputs(r *rand.Rand, n int) ([]int8, []float32) {
 
 // TestQuantizeQ8: every value within scale/2 of scale·code, codes within
 // ±127 (the largest magnitude of a block exactly ±127), the padding and an
-// all-zero block zero; the same for QuantizeQ16 (±32767, each code stored
+// all-zero block zero; the same for QuantizeQ16 (±q16Max, each code stored
 // at q16Pos, one scale per run of Q16Group blocks).
 func TestQuantizeQ8(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
@@ -36,7 +36,7 @@ func TestQuantizeQ8(t *testing.T) {
 		QuantizeQ8(&q, x)
 		checkQuantized(t, x, q.Q, q.Scale, 127, 1, func(j int) int { return j })
 		QuantizeQ16(&q16, x)
-		checkQuantized(t, x, q16.Q, q16.Scale, 32767, Q16Group, q16.at)
+		checkQuantized(t, x, q16.Q, q16.Scale, q16Max, Q16Group, q16.at)
 	}
 }
 

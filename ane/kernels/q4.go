@@ -29,6 +29,10 @@ const (
 	q16Max  = 8191
 )
 
+// A lane's largest run sum must be an int32: this does not compile if the
+// bounds above are raised past it.
+const _ int32 = 32 * codeMax * q16Max
+
 // intCodebook is the integer form of a LUT's ≤ 16-entry codebook:
 // component t of entry e is approximately scale[t]·code[t][e].
 type intCodebook struct {

@@ -84,14 +84,14 @@ func (r *Runner) usePanels(t *pairTask, x []float32, n int) {
 	if n < panelMinTokens || !havePanel() {
 		return
 	}
-	done, quantized := false, false
+	integer := func(p *product) bool { return p.m != nil && p.q8 == nil && r.usePanelQ16(p.m, n) }
+	if levels, cols := sharedLevels(t, integer); levels != 0 {
+		r.quantizePanelsQ16(&r.pq, x, n, cols, levels)
+	}
+	done := false
 	for i := range t.parts {
 		if p := &t.parts[i]; p.m != nil && p.q8 == nil {
-			if r.usePanelQ16(p.m, n) {
-				if !quantized {
-					r.quantizePanelsQ16(&r.pq, x, n, p.m.Cols())
-					quantized = true
-				}
+			if integer(p) {
 				p.pq = &r.pq
 				continue
 			}

@@ -12,7 +12,7 @@ package kernels
 // pairs of columns with VPMADDWD: 16 multiply-adds per instruction where
 // the float panel kernel's FMA does 8 (AVX2; AVX-512 VNNI's VPDPWSSD does
 // 32 and the add, where the float FMA does 16). A block of 32 columns sums exactly
-// in int32 (codeMax), then one conversion and one FMA by the token's block
+// in int32 (laneBudget), then one conversion and one FMA by the token's block
 // scale add it to the float output; the codebook and row scales multiply
 // each output once at the end. As in the float panel path, each output
 // (row, token) is one chain over the blocks in order, so it does not
@@ -28,6 +28,7 @@ type panelQX struct {
 	s              []float32
 	n, cols        int
 	blocks, groups int
+	levels         float32     // the codes' bound, QuantizeQ16's
 	src            []float32   // the rows being quantized (RunRange)
 	inv            [][]float64 // per worker: its tokens' inverse block scales
 }
@@ -35,10 +36,10 @@ type panelQX struct {
 // pairs is the number of column pairs per token (whole blocks).
 func (px *panelQX) pairs() int { return px.blocks * Q16Block / 2 }
 
-// quantizePanelsQ16 quantizes the n rows of x (n×cols) into px, the
-// tokens split over the pool's workers when the product is large.
-func (r *Runner) quantizePanelsQ16(px *panelQX, x []float32, n, cols int) {
-	px.n, px.cols, px.src = n, cols, x
+// quantizePanelsQ16 quantizes the n rows of x (n×cols) to ±levels into
+// px, the tokens split over the pool's workers when the product is large.
+func (r *Runner) quantizePanelsQ16(px *panelQX, x []float32, n, cols int, levels float32) {
+	px.n, px.cols, px.src, px.levels = n, cols, x, levels
 	px.blocks = (cols + Q16Block - 1) / Q16Block
 	px.groups = (n + panelTokens - 1) / panelTokens
 	nq, ns := px.groups*px.pairs()*panelTokens, px.groups*px.blocks*panelTokens
@@ -76,7 +77,7 @@ func (px *panelQX) RunRange(w, lo, hi int) {
 		s := px.s[t/panelTokens*nb*panelTokens:]
 		for b0 := 0; b0 < nb; b0 += Q16Group {
 			b1 := min(nb, b0+Q16Group)
-			sc, iv := runScale(row[b0*Q16Block:min(b1*Q16Block, cols)], q16Max)
+			sc, iv := runScale(row[b0*Q16Block:min(b1*Q16Block, cols)], px.levels)
 			for b := b0; b < b1; b++ {
 				s[b*panelTokens+tt], inv[(t-lo)*nb+b] = sc, iv
 			}
@@ -122,6 +123,7 @@ func (r *Runner) usePanelQ16(m Matrix, n int) bool {
 // p (a *LUT with an integer codebook) for every token of p.pq.
 func (r *Runner) mulPanelsQ16(w int, p *product, lo, hi int) {
 	m, px := p.m.(*LUT), p.pq
+	m.icb.checkActs(px.levels)
 	padded := px.blocks * Q16Block
 	tile := min(padded, panelCols)
 	need := panelRows * tile

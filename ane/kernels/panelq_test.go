@@ -11,15 +11,16 @@ import (
 
 // panelQInputs is a random integer panel operand: 12 rows of codes in
 // [−codeMax, codeMax] at stride, one 32-token group of column pairs with
-// codes in [−q16Max, q16Max] and positive block scales. With extremes every
-// code is at its limit with the same sign, so each block's int32 sum is
-// 32·codeMax·q16Max, the most the bounds allow.
-func panelQInputs(r *rand.Rand, stride, blocks int, extremes bool) ([]int16, []int32, []float32) {
+// codes in [−actMax(codeMax), actMax(codeMax)] and positive block scales.
+// With extremes every code is at its limit with the same sign, so each
+// block's int32 sum is 32·codeMax·actMax(codeMax), the most the bounds allow.
+func panelQInputs(r *rand.Rand, stride, blocks, codeMax int, extremes bool) ([]int16, []int32, []float32) {
+	q16Max := int(actMax(codeMax))
 	w := make([]int16, panelRows*stride)
 	for i := range w {
 		w[i] = int16(r.IntN(2*codeMax+1) - codeMax)
 		if extremes {
-			w[i] = codeMax
+			w[i] = int16(codeMax)
 		}
 	}
 	xq := make([]int32, blocks*Q16Block/2*panelTokens)
@@ -44,9 +45,10 @@ func TestPanelQKernel(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(51, 52))
 		for _, blocks := range []int{0, 1, 2, 9} {
-			for _, extremes := range []bool{false, true} {
+			for i, extremes := range []bool{false, true, true, true} {
 				stride := blocks*Q16Block + 32
-				w, xq, xs := panelQInputs(r, stride, blocks, extremes)
+				codeMax := codeLevels[max(0, i-1)] // the int32 limit at every level
+				w, xq, xs := panelQInputs(r, stride, blocks, codeMax, extremes)
 				var got, goRef [panelRows * panelTokens]float32
 				copy(got[:], randVec(r, len(got)))
 				start := got
@@ -86,7 +88,7 @@ func TestPanelQKernelLevelsAgree(t *testing.T) {
 	r := rand.New(rand.NewPCG(57, 58))
 	const blocks = 5
 	stride := blocks*Q16Block + 32
-	w, xq, xs := panelQInputs(r, stride, blocks, false)
+	w, xq, xs := panelQInputs(r, stride, blocks, codeLevels[0], false)
 	start := randVec(r, panelRows*panelTokens)
 	var first []float32
 	var firstLevel string
@@ -183,7 +185,7 @@ func TestPanelQ16Path(t *testing.T) {
 					var q Q16
 					for tok := range n {
 						xt := x[tok*cols : (tok+1)*cols]
-						QuantizeQ16(&q, xt)
+						QuantizeQ16(&q, xt, actMax(m.icb.codeMax))
 						for i := range rows {
 							tc := i % f.CD
 							var c [16]float32

@@ -1,11 +1,14 @@
 package kernels
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Integer products for the packed ≤ 16-entry codebook formats (LUT4,
 // vector 2x16 and 4x16, each with or without a per-channel scale;
 // docs/KERNELS.md, #21): each component codebook becomes 16 integer codes
-// of 14 bits times one float scale (intCodebook), the packed nibbles select
+// of 12 to 14 bits times one float scale (intCodebook), the packed nibbles select
 // codes (two VPSHUFB per 32 weights on AVX2, for the low and high bytes,
 // as llama.cpp's IQ4_NL looks up its int8 codebook; one VPERMW per 32 with
 // AVX-512 VNNI), and the codes multiply the activations quantized once per
@@ -16,22 +19,30 @@ import "math"
 // Runner.Integer uses it for single-row products; otherwise the float
 // kernels run.
 
-// codeMax and q16Max bound the codebook codes and the activation codes
-// (14 bits each, in int16): the 32 products of a code and an activation
-// code that one int32 lane adds per Q16Group run (or per panel block) sum
-// exactly (32·8191·8191 < 2³¹). The split is measured: 12-bit codes with
-// 16-bit activations (2047, 32767) kept the quick export's fast mode 100×
-// inside its KL bound but missed the top-1 bound on a GPTQ export, whose
-// codebooks have rare outlier entries 6× the bulk's magnitude that set the
-// step (docs/KERNELS.md, "Codebook formats").
-const (
-	codeMax = 8191
-	q16Max  = 8191
-)
+// laneBudget bounds |code|·|activation code|: one int32 lane adds 32 such
+// products per Q16Group run (or per panel block), exact while
+// 32·laneBudget < 2³¹.
+const laneBudget = (1<<31 - 1) / 32
 
-// A lane's largest run sum must be an int32: this does not compile if the
-// bounds above are raised past it.
-const _ int32 = 32 * codeMax * q16Max
+// codeLevels are the bounds a codebook's codes may take, coarsest first
+// (12, 13, 14 bits); the activations it meets get the rest of the lane's
+// budget (actMax). A codebook takes the coarsest level whose weighted error
+// is within codeErrTarget, else the finest: measured, 12-bit codes with
+// 16-bit activations kept the quick export's fast mode ~100× inside its
+// KL bound, but missed the top-1 bound on a GPTQ export whose codebooks
+// have rare outlier entries 6× the bulk's magnitude that set the step; 14
+// bits each met it on both, at a cost to the activations of codebooks that
+// did not need the finer codes (docs/KERNELS.md, "Codebook formats").
+var codeLevels = [...]int{2047, 4095, 8191}
+
+// codeErrTarget is the weighted RMS codebook error, relative to the RMS
+// weight, that a codebook's level must reach: what 12-bit codes gave the
+// quick export's codebooks (TestIntCodebook's random and extreme ones).
+const codeErrTarget = 2.8e-4
+
+// actMax is the activation code bound that goes with codes bounded by
+// codeMax: the rest of the lane's budget, at most int16's.
+func actMax(codeMax int) float32 { return float32(min(32767, laneBudget/codeMax)) }
 
 // intCodebook is the integer form of a LUT's ≤ 16-entry codebook:
 // component t of entry e is approximately scale[t]·code[t][e].
@@ -48,22 +59,43 @@ type intCodebook struct {
 	// weighted RMS value, each entry weighted by how many indices select it:
 	// the relative error the codes add to the matrix's weights.
 	relErr [4]float64
+	// codeMax bounds every component's codes (a codeLevels level);
+	// actMax(codeMax) bounds the activation codes they may meet.
+	codeMax int
 }
 
 // newIntCodebook quantizes the cd components of tab, weighting entry e by
-// its count in idx (the unpacked indices, all < 16).
+// its count in idx (the unpacked indices, all < 16), at the coarsest of
+// codeLevels where every component is within codeErrTarget (else the
+// finest).
 func newIntCodebook(tab *[4][16]float32, cd int, idx []uint8) *intCodebook {
 	var count [16]float64
 	for _, i := range idx {
 		count[i&15]++
 	}
 	cb := new(intCodebook)
-	for t := range cd {
-		var code [16]int16
-		cb.scale[t], cb.relErr[t] = quantizeCodebook(&tab[t], &count, &code)
-		cb.setCodes(t, &code)
+	for _, level := range codeLevels {
+		cb.codeMax = level
+		worst := 0.0
+		for t := range cd {
+			var code [16]int16
+			cb.scale[t], cb.relErr[t] = quantizeCodebook(&tab[t], &count, &code, level)
+			cb.setCodes(t, &code)
+			worst = max(worst, cb.relErr[t])
+		}
+		if worst <= codeErrTarget {
+			break
+		}
 	}
 	return cb
+}
+
+// checkActs panics unless activations quantized to ±levels may meet cb's
+// codes: a caller's mistake that would overflow the int32 lanes.
+func (cb *intCodebook) checkActs(levels float32) {
+	if levels > actMax(cb.codeMax) {
+		panic(fmt.Sprintf("kernels: activation codes of ±%g against codes of ±%d exceed the int32 lanes", levels, cb.codeMax))
+	}
 }
 
 // setCodes sets component t's codes and their byte tables.
@@ -80,7 +112,7 @@ func (cb *intCodebook) setCodes(t int, code *[16]int16) {
 // little) with code[e] = round(c[e]/s) in [−codeMax, codeMax], searching
 // from the finest step that needs no clamping (so every entry is within
 // s/2) to twice that, then refitting s by least squares to the best codes.
-func quantizeCodebook(c *[16]float32, count *[16]float64, code *[16]int16) (scale float32, relErr float64) {
+func quantizeCodebook(c *[16]float32, count *[16]float64, code *[16]int16, codeMax int) (scale float32, relErr float64) {
 	var amax, norm float64
 	for e, v := range c {
 		amax = max(amax, math.Abs(float64(v)))
@@ -90,7 +122,7 @@ func quantizeCodebook(c *[16]float32, count *[16]float64, code *[16]int16) (scal
 	if amax == 0 {
 		return 0, 0
 	}
-	sMin := amax / (codeMax + 0.49) // round(|v|/s) ≤ codeMax
+	sMin := amax / (float64(codeMax) + 0.49) // round(|v|/s) ≤ codeMax
 	codes := func(s float64, out *[16]int16) (err float64) {
 		for e, v := range c {
 			k := math.RoundToEven(float64(v) / s)
@@ -135,7 +167,7 @@ const Q16Block = Q8Block
 // Q16Group is how many consecutive Q16 blocks share one scale: the AVX2
 // kernels sum a run's products in int32 lanes and convert once per run.
 // Each lane adds 4 products a block, so a run of 8 adds the 32 that
-// codeMax keeps exact.
+// laneBudget keeps exact.
 const Q16Group = 8
 
 // Q16 is a vector quantized to int16 blocks of Q16Block values with one
@@ -152,6 +184,8 @@ type Q16 struct {
 	// VPMOVZXBW of the pair's 32 packed bytes yields the low nibbles and,
 	// shifted, the high ones; a lone last block is in order.
 	pairs bool
+	// levels bounds the codes (QuantizeQ16's argument).
+	levels float32
 }
 
 // q16Pos is where element j of a block is stored in the AVX2 order: the
@@ -180,16 +214,17 @@ func (q *Q16) at(j int) int {
 }
 
 // QuantizeQ16 quantizes x into q, reusing q's storage: per run of
-// Q16Group blocks scale = max|x|/q16Max, code = round(x/scale) (an all-zero
+// Q16Group blocks scale = max|x|/levels, code = round(x/scale) (an all-zero
 // run has scale 0 and codes 0), in the layout of this machine's kernels
-// (q16Pairs). Each value is reconstructed within scale/2.
-func QuantizeQ16(q *Q16, x []float32) {
-	q.pairs = q16Pairs()
+// (q16Pairs). Each value is reconstructed within scale/2. levels (at most
+// 32767) must be within the actMax of every codebook q is to meet.
+func QuantizeQ16(q *Q16, x []float32, levels float32) {
+	q.pairs, q.levels = q16Pairs(), levels
 	if !q.pairs {
-		quantizeBlocks(&q.Q, &q.Scale, x, q16Max, Q16Group, q16Pos)
+		quantizeBlocks(&q.Q, &q.Scale, x, levels, Q16Group, q16Pos)
 		return
 	}
-	quantizeBlocks(&q.Q, &q.Scale, x, q16Max, Q16Group, func(j int) int { return j })
+	quantizeBlocks(&q.Q, &q.Scale, x, levels, Q16Group, func(j int) int { return j })
 	for b := 0; b+1 < len(q.Scale); b += 2 { // swap b's values 16–31 and b+1's 0–15
 		pair := q.Q[b*Q16Block : (b+2)*Q16Block]
 		var tmp [16]int16
@@ -243,33 +278,50 @@ func lutQ16Dot2(cb *intCodebook, t int, p []uint8, q *Q16) (s0, s1 float32) {
 // useQ16 quantizes x once for the codebook sides of t with an integer
 // kernel (LUT.hasQ16) when the integer path applies: one row for
 // mulVecQ16, or fewer than the panel path's rows for mulBatchQ16 where
-// that kernel runs (haveQ16Batch; the side not already on the Q8 path).
+// that kernel runs (haveQ16Batch; the side not already on the Q8 path),
+// to the finest levels both sides' codes allow (sharedLevels).
 func (r *Runner) useQ16(t *pairTask, x []float32, n int) {
 	batch := n > 1 && n < panelMinTokens && haveQ16Batch()
 	if !r.Integer || n != 1 && !batch {
 		return
 	}
-	quantized := false
-	for i := range t.parts {
-		p := &t.parts[i]
+	side := func(p *product) bool {
 		m, ok := p.m.(*LUT)
-		if !ok || !m.hasQ16() || p.q8 != nil {
-			continue
-		}
-		if !quantized {
-			if n == 1 {
-				QuantizeQ16(&r.q16, x[:m.Cols()])
-			} else {
-				quantizeQ16Batch(&r.q16b, x, n, m.Cols())
-			}
-			quantized = true
-		}
-		if n == 1 {
+		return ok && m.hasQ16() && p.q8 == nil
+	}
+	levels, cols := sharedLevels(t, side)
+	if levels == 0 {
+		return
+	}
+	if n == 1 {
+		QuantizeQ16(&r.q16, x[:cols], levels)
+	} else {
+		quantizeQ16Batch(&r.q16b, x, n, cols, levels)
+	}
+	for i := range t.parts {
+		if p := &t.parts[i]; side(p) && n == 1 {
 			p.q16 = &r.q16
-		} else {
+		} else if side(p) {
 			p.q16b = &r.q16b
 		}
 	}
+}
+
+// sharedLevels is the activation code bound for the sides of t that side
+// selects (*LUT products with integer codebooks), the smallest of their
+// codebooks' actMax, and their column count; 0, 0 if side selects none.
+// One quantization then serves both sides of an ApplyPair.
+func sharedLevels(t *pairTask, side func(*product) bool) (levels float32, cols int) {
+	for i := range t.parts {
+		if p := &t.parts[i]; side(p) {
+			m := p.m.(*LUT)
+			if a := actMax(m.icb.codeMax); levels == 0 || a < levels {
+				levels = a
+			}
+			cols = m.Cols()
+		}
+	}
+	return levels, cols
 }
 
 // hasQ16: packed ≤ 16-entry codebooks (an index ≥ 16 leaves a matrix
@@ -282,6 +334,7 @@ func (m *LUT) hasQ16() bool { return m.icb != nil && q4Faster() }
 // rows a call.
 func (m *LUT) mulVecQ16(y []float32, q *Q16, r0, r1 int) {
 	cb := m.icb
+	cb.checkActs(q.levels)
 	var sums [2 * q16Chunk]float32
 	if m.cd == 1 {
 		for r := r0; r < r1; r += q16Chunk {

@@ -27,9 +27,10 @@ const q16BatchGroup = 8
 type q16Batch struct {
 	Q      []int16
 	Scale  []float32
-	n      int // tokens
-	blocks int // Q16 blocks per token
-	one    Q16 // a token's own quantization, before it is interleaved
+	n      int     // tokens
+	blocks int     // Q16 blocks per token
+	levels float32 // the codes' bound, QuantizeQ16's
+	one    Q16     // a token's own quantization, before it is interleaved
 }
 
 // runs is the number of Q16Group runs a token's blocks make.
@@ -46,9 +47,9 @@ func (q *q16Batch) group(t0 int) (width, base, sbase int) {
 }
 
 // quantizeQ16Batch quantizes the n rows of x (cols values each, row t at
-// x[t·cols:]) into q, reusing its storage.
-func quantizeQ16Batch(q *q16Batch, x []float32, n, cols int) {
-	q.n, q.blocks = n, (cols+Q16Block-1)/Q16Block
+// x[t·cols:]) to ±levels into q, reusing its storage.
+func quantizeQ16Batch(q *q16Batch, x []float32, n, cols int, levels float32) {
+	q.n, q.blocks, q.levels = n, (cols+Q16Block-1)/Q16Block, levels
 	slots := 0 // token slots, the padding included
 	for t0 := 0; t0 < n; t0 += q16BatchGroup {
 		w, _, _ := q.group(t0)
@@ -64,7 +65,7 @@ func quantizeQ16Batch(q *q16Batch, x []float32, n, cols int) {
 		}
 		for k := 0; k < w && t0+k < n; k++ {
 			t := t0 + k
-			quantizeBlocks(&q.one.Q, &q.one.Scale, x[t*cols:(t+1)*cols], q16Max, Q16Group, q16Pos)
+			quantizeBlocks(&q.one.Q, &q.one.Scale, x[t*cols:(t+1)*cols], levels, Q16Group, q16Pos)
 			for b := range q.blocks {
 				copy(q.Q[base+(b*w+k)*Q16Block:][:Q16Block], q.one.Q[b*Q16Block:])
 			}
@@ -84,6 +85,7 @@ func quantizeQ16Batch(q *q16Batch, x []float32, n, cols int) {
 func (m *LUT) mulBatchQ16(y []float32, q *q16Batch, r0, r1 int) {
 	const tile = q16BatchCols / Q16Block // blocks
 	cb := m.icb
+	cb.checkActs(q.levels)
 	var acc [q16Chunk][q16BatchGroup][8]float32
 	for t0 := 0; t0 < q.n; t0 += q16BatchGroup {
 		w, base, sbase := q.group(t0)

@@ -28,11 +28,12 @@ func TestQ16BatchIsSingleRows(t *testing.T) {
 				m, _, _, _, _ := randLUT(t, r, name, rows, cols, false)
 				for _, n := range []int{2, 3, 4, 5, 8, 9, 12, 15} {
 					_, x := q8Inputs(r, n*cols)
-					quantizeQ16Batch(&qb, x, n, cols)
+					levels := actMax(m.icb.codeMax)
+					quantizeQ16Batch(&qb, x, n, cols, levels)
 					got := make([]float32, n*rows)
 					m.mulBatchQ16(got, &qb, 0, rows)
 					for tok := range n {
-						QuantizeQ16(&q, x[tok*cols:(tok+1)*cols])
+						QuantizeQ16(&q, x[tok*cols:(tok+1)*cols], levels)
 						checkBatchCodes(t, &qb, tok, &q)
 						want := make([]float32, rows)
 						m.mulVecQ16(want, &q, 0, rows)
@@ -64,35 +65,39 @@ func checkBatchCodes(t *testing.T, qb *q16Batch, tok int, q *Q16) {
 	}
 }
 
-// TestQ16BatchExtremes: codes ±codeMax against activation codes ±q16Max in
-// whole runs of one sign (the int32 limit, as TestLUTQ16DotExtremes) for
-// both kernel widths, every token alike: no overflow, each token within
-// float rounding of the exact sum and equal to the single-row kernel.
+// TestQ16BatchExtremes: codes ±codeMax against activation codes
+// ±actMax(codeMax) at each of codeLevels in whole runs of one sign (the
+// int32 limit, as TestLUTQ16DotExtremes) for both kernel widths, every
+// token alike: no overflow, each token within float rounding of the exact
+// sum and equal to the single-row kernel.
 func TestQ16BatchExtremes(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {
 		if !haveQ16Batch() {
 			t.Skip("no batch kernel at this level")
 		}
 		const cols = extremeCols
-		cb, p := extremeCodebook()
-		for _, n := range []int{3, 8} { // widths 4 and 8
-			x := make([]float32, n*cols)
-			for j := range x {
-				x[j] = float32(1 + j/cols) // token k: all k+1, codes q16Max
-			}
-			var qb q16Batch
-			quantizeQ16Batch(&qb, x, n, cols)
-			w, base, sbase := qb.group(0)
-			for c, sign := range []float64{1, -1} {
-				var acc [q16BatchGroup][8]float32
-				lutQ16BatchDot(cb, c, p, qb.Q[base:], qb.Scale[sbase:], qb.blocks, w, &acc)
-				var q Q16
-				for tok := range n {
-					QuantizeQ16(&q, x[tok*cols:(tok+1)*cols])
-					got, single := hsum8(&acc[tok]), lutQ16Dot(cb, c, p, &q)
-					want := sign * cols * codeMax * q16Max * float64(q.Scale[0])
-					if math.Abs(float64(got)-want) > 1e-6*math.Abs(want) || got != single {
-						t.Fatalf("n %d token %d component %d: %g, want %g (single row %g)", n, tok, c, got, want, single)
+		for _, codeMax := range codeLevels {
+			cb, p := extremeCodebook(codeMax)
+			levels := actMax(codeMax)
+			for _, n := range []int{3, 8} { // widths 4 and 8
+				x := make([]float32, n*cols)
+				for j := range x {
+					x[j] = float32(1 + j/cols) // token k: all k+1, codes ±levels
+				}
+				var qb q16Batch
+				quantizeQ16Batch(&qb, x, n, cols, levels)
+				w, base, sbase := qb.group(0)
+				for c, sign := range []float64{1, -1} {
+					var acc [q16BatchGroup][8]float32
+					lutQ16BatchDot(cb, c, p, qb.Q[base:], qb.Scale[sbase:], qb.blocks, w, &acc)
+					var q Q16
+					for tok := range n {
+						QuantizeQ16(&q, x[tok*cols:(tok+1)*cols], levels)
+						got, single := hsum8(&acc[tok]), lutQ16Dot(cb, c, p, &q)
+						want := sign * cols * float64(codeMax) * float64(levels) * float64(q.Scale[0])
+						if math.Abs(float64(got)-want) > 1e-6*math.Abs(want) || got != single {
+							t.Fatalf("codes ±%d n %d token %d component %d: %g, want %g (single row %g)", codeMax, n, tok, c, got, want, single)
+						}
 					}
 				}
 			}

@@ -25,7 +25,7 @@ func q8Inputs(r *rand.Rand, n int) ([]int8, []float32) {
 
 // TestQuantizeQ8: every value within scale/2 of scale·code, codes within
 // ±127 (the largest magnitude of a block exactly ±127), the padding and an
-// all-zero block zero; the same for QuantizeQ16 (±q16Max, each code stored
+// all-zero block zero; the same for QuantizeQ16 (±actMax at each of codeLevels, each code stored
 // at q16Pos, one scale per run of Q16Group blocks).
 func TestQuantizeQ8(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
@@ -35,8 +35,10 @@ func TestQuantizeQ8(t *testing.T) {
 		_, x := q8Inputs(r, n)
 		QuantizeQ8(&q, x)
 		checkQuantized(t, x, q.Q, q.Scale, 127, 1, func(j int) int { return j })
-		QuantizeQ16(&q16, x)
-		checkQuantized(t, x, q16.Q, q16.Scale, q16Max, Q16Group, q16.at)
+		for _, codeMax := range codeLevels {
+			QuantizeQ16(&q16, x, actMax(codeMax))
+			checkQuantized(t, x, q16.Q, q16.Scale, int16(actMax(codeMax)), Q16Group, q16.at)
+		}
 	}
 }
 

@@ -96,7 +96,7 @@ func checkIntegerRow(t *testing.T, scalar, vector *LUT, tab *[2][16]float32, idx
 		return
 	}
 	var q Q16
-	QuantizeQ16(&q, x)
+	QuantizeQ16(&q, x, sharedActs(scalar, vector)) // one quantization for both, as an ApplyPair
 	var y1 [1]float32
 	var y2 [2]float32
 	scalar.mulVecQ16(y1[:], &q, 0, 1)
@@ -125,12 +125,13 @@ func checkBatchRows(t *testing.T, ms []*LUT, x []float32) {
 	}
 	var qb q16Batch
 	var q Q16
-	quantizeQ16Batch(&qb, rows, n, cols)
+	levels := sharedActs(ms...)
+	quantizeQ16Batch(&qb, rows, n, cols, levels)
 	for _, m := range ms {
 		got := make([]float32, n*m.rows)
 		m.mulBatchQ16(got, &qb, 0, m.rows)
 		for tok := range n {
-			QuantizeQ16(&q, rows[tok*cols:(tok+1)*cols])
+			QuantizeQ16(&q, rows[tok*cols:(tok+1)*cols], levels)
 			want := make([]float32, m.rows)
 			m.mulVecQ16(want, &q, 0, m.rows)
 			if !equalBits(got[tok*m.rows:(tok+1)*m.rows], want) {
@@ -138,4 +139,14 @@ func checkBatchRows(t *testing.T, ms []*LUT, x []float32) {
 			}
 		}
 	}
+}
+
+// sharedActs is the activation bound that every matrix of ms allows, as
+// Runner's sharedLevels takes it for both sides of an ApplyPair.
+func sharedActs(ms ...*LUT) float32 {
+	levels := float32(32767)
+	for _, m := range ms {
+		levels = min(levels, actMax(m.icb.codeMax))
+	}
+	return levels
 }

@@ -79,7 +79,7 @@ func NewLUT(format string, rows, cols, cd int, lut []float32, idx []uint8, scale
 		}
 		if nib, stride, ok := packNibbles(idx, rows/cd, cols); ok {
 			m.nib, m.stride, m.idx = nib, stride, nil
-			m.icb = newIntCodebook(m.tab16, cd, idx)
+			m.icb = newIntCodebook(m.tab16, cd, idx, cols)
 		}
 	case m.entries <= 64 && cd > 1:
 		m.tab64 = new([4][64]float32)

@@ -11,11 +11,11 @@ import (
 
 // panelQInputs is a random integer panel operand: 12 rows of codes in
 // [−codeMax, codeMax] at stride, one 32-token group of column pairs with
-// codes in [−actMax(codeMax), actMax(codeMax)] and positive block scales.
-// With extremes every code is at its limit with the same sign, so each
-// block's int32 sum is 32·codeMax·actMax(codeMax), the most the bounds allow.
+// codes within the bound that lanes of codes all at ±codeMax allow and
+// positive block scales. With extremes every code is at its limit with the
+// same sign, so each block's int32 sum is the most the bounds allow.
 func panelQInputs(r *rand.Rand, stride, blocks, codeMax int, extremes bool) ([]int16, []int32, []float32) {
-	q16Max := int(actMax(codeMax))
+	q16Max := int(actMaxFor(lanePicks * codeMax))
 	w := make([]int16, panelRows*stride)
 	for i := range w {
 		w[i] = int16(r.IntN(2*codeMax+1) - codeMax)
@@ -185,7 +185,7 @@ func TestPanelQ16Path(t *testing.T) {
 					var q Q16
 					for tok := range n {
 						xt := x[tok*cols : (tok+1)*cols]
-						QuantizeQ16(&q, xt, actMax(m.icb.codeMax))
+						QuantizeQ16(&q, xt, m.icb.actMax)
 						for i := range rows {
 							tc := i % f.CD
 							var c [16]float32

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Integer products for the packed ≤ 16-entry codebook formats (LUT4,
@@ -19,30 +20,43 @@ import (
 // Runner.Integer uses it for single-row products; otherwise the float
 // kernels run.
 
-// laneBudget bounds |code|·|activation code|: one int32 lane adds 32 such
-// products per Q16Group run (or per panel block), exact while
-// 32·laneBudget < 2³¹.
-const laneBudget = (1<<31 - 1) / 32
+// Every kernel's int32 lane adds at most lanePicks products of a code and
+// an activation code, all from one row's run of runCols columns (the
+// single-row and batch kernels: 4 products a block, 8 blocks a run; the
+// panel path: the 32 of one block). So activations quantized to ±A meet a
+// matrix's codes exactly when A·S < 2³¹, S being the largest sum of the
+// lanePicks largest |code| that any run of any row selects (laneSum): a
+// bound from the matrix's own indices, where the worst case lanePicks ×
+// codeMax would give codebooks with rare outlier entries (whose bulk
+// codes are far below codeMax) much coarser activations.
+const (
+	lanePicks = 32
+	runCols   = Q16Group * Q16Block
+)
 
 // codeLevels are the bounds a codebook's codes may take, coarsest first
-// (12, 13, 14 bits); the activations it meets get the rest of the lane's
-// budget (actMax). A codebook takes the coarsest level whose weighted error
-// is within codeErrTarget, else the finest: measured, 12-bit codes with
-// 16-bit activations kept the quick export's fast mode ~100× inside its
-// KL bound, but missed the top-1 bound on a GPTQ export whose codebooks
-// have rare outlier entries 6× the bulk's magnitude that set the step; 14
-// bits each met it on both, at a cost to the activations of codebooks that
-// did not need the finer codes (docs/KERNELS.md, "Codebook formats").
-var codeLevels = [...]int{2047, 4095, 8191}
+// (12 to 16 bits). A codebook takes the coarsest level whose weighted error
+// is within codeErrTarget, else the finest; its activations get what its
+// lanes leave (actMaxFor). Measured: 12-bit codes kept the quick export's
+// fast mode ~100× inside its KL bound, but a GPTQ export's codebooks have
+// rare outlier entries 6–20× the bulk's magnitude that set the step, and
+// the fast mode missed the top-1 bound there (docs/KERNELS.md, "Codebook
+// formats").
+var codeLevels = [...]int{2047, 4095, 8191, 16383, 32767}
 
 // codeErrTarget is the weighted RMS codebook error, relative to the RMS
 // weight, that a codebook's level must reach: what 12-bit codes gave the
 // quick export's codebooks (TestIntCodebook's random and extreme ones).
 const codeErrTarget = 2.8e-4
 
-// actMax is the activation code bound that goes with codes bounded by
-// codeMax: the rest of the lane's budget, at most int16's.
-func actMax(codeMax int) float32 { return float32(min(32767, laneBudget/codeMax)) }
+// actMaxFor is the activation code bound for lanes whose |code| sums are
+// at most laneSum: (2³¹ − 1)/laneSum, at most int16's.
+func actMaxFor(laneSum int) float32 {
+	if laneSum == 0 {
+		return 32767
+	}
+	return float32(min(32767, (1<<31-1)/laneSum))
+}
 
 // intCodebook is the integer form of a LUT's ≤ 16-entry codebook:
 // component t of entry e is approximately scale[t]·code[t][e].
@@ -60,15 +74,17 @@ type intCodebook struct {
 	// the relative error the codes add to the matrix's weights.
 	relErr [4]float64
 	// codeMax bounds every component's codes (a codeLevels level);
-	// actMax(codeMax) bounds the activation codes they may meet.
+	// actMax bounds the activation codes they may meet (actMaxFor of the
+	// matrix's laneSum).
 	codeMax int
+	actMax  float32
 }
 
-// newIntCodebook quantizes the cd components of tab, weighting entry e by
-// its count in idx (the unpacked indices, all < 16), at the coarsest of
-// codeLevels where every component is within codeErrTarget (else the
-// finest).
-func newIntCodebook(tab *[4][16]float32, cd int, idx []uint8) *intCodebook {
+// newIntCodebook quantizes the cd components of tab for the index rows idx
+// (cols indices each, all < 16), weighting entry e by its count, at the
+// coarsest of codeLevels where every component is within codeErrTarget
+// (else the finest), with the activation bound its lanes leave.
+func newIntCodebook(tab *[4][16]float32, cd int, idx []uint8, cols int) *intCodebook {
 	var count [16]float64
 	for _, i := range idx {
 		count[i&15]++
@@ -87,14 +103,51 @@ func newIntCodebook(tab *[4][16]float32, cd int, idx []uint8) *intCodebook {
 			break
 		}
 	}
+	cb.actMax = actMaxFor(laneSum(&cb.code, cd, idx, cols))
 	return cb
+}
+
+// laneSum is the largest sum of the lanePicks largest |code[t][e]| (with
+// multiplicity) that the indices of any run of runCols columns of any
+// row of idx (cols indices each) select, over the cd components.
+func laneSum(code *[4][16]int16, cd int, idx []uint8, cols int) int {
+	var order [4][16]uint8 // each component's entries by |code|, largest first
+	for t := range cd {
+		for e := range order[t] {
+			order[t][e] = uint8(e)
+		}
+		abs := func(e uint8) int { return max(int(code[t][e]), -int(code[t][e])) }
+		slices.SortFunc(order[t][:], func(a, b uint8) int { return abs(b) - abs(a) })
+	}
+	worst := 0
+	for r0 := 0; r0 < len(idx); r0 += cols {
+		row := idx[r0 : r0+cols]
+		for c0 := 0; c0 < cols; c0 += runCols {
+			var n [16]int
+			for _, i := range row[c0:min(c0+runCols, cols)] {
+				n[i&15]++
+			}
+			for t := range cd {
+				sum, left := 0, lanePicks
+				for _, e := range order[t] {
+					k := min(n[e], left)
+					sum += k * max(int(code[t][e]), -int(code[t][e]))
+					if left -= k; left == 0 {
+						break
+					}
+				}
+				worst = max(worst, sum)
+			}
+		}
+	}
+	return worst
 }
 
 // checkActs panics unless activations quantized to ±levels may meet cb's
 // codes: a caller's mistake that would overflow the int32 lanes.
 func (cb *intCodebook) checkActs(levels float32) {
-	if levels > actMax(cb.codeMax) {
-		panic(fmt.Sprintf("kernels: activation codes of ±%g against codes of ±%d exceed the int32 lanes", levels, cb.codeMax))
+	if levels > cb.actMax {
+		panic(fmt.Sprintf("kernels: activation codes of ±%g against codes bounded for ±%g exceed the int32 lanes", levels, cb.actMax))
 	}
 }
 
@@ -315,7 +368,7 @@ func sharedLevels(t *pairTask, side func(*product) bool) (levels float32, cols i
 	for i := range t.parts {
 		if p := &t.parts[i]; side(p) {
 			m := p.m.(*LUT)
-			if a := actMax(m.icb.codeMax); levels == 0 || a < levels {
+			if a := m.icb.actMax; levels == 0 || a < levels {
 				levels = a
 			}
 			cols = m.Cols()

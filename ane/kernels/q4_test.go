@@ -73,7 +73,7 @@ func TestIntCodebook(t *testing.T) {
 				idx = append(idx, uint8(e))
 			}
 		}
-		cb := newIntCodebook(&tab, 1, idx)
+		cb := newIntCodebook(&tab, 1, idx, len(idx))
 		code, s, relErr, codeMax := &cb.code[0], float64(cb.scale[0]), cb.relErr[0], cb.codeMax
 		used[codeMax]++
 		if level := slices.Index(codeLevels[:], codeMax); level < 0 || relErr > codeErrTarget && level < len(codeLevels)-1 {
@@ -232,9 +232,9 @@ func TestLUTQ16Dot(t *testing.T) {
 				copy(tab[i][:], randVec(r, 16))
 			}
 			p, idx := q4Row(r, n)
-			cb := newIntCodebook(&tab, 2, idx)
+			cb := newIntCodebook(&tab, 2, idx, n)
 			_, x := q8Inputs(r, n)
-			QuantizeQ16(&q, x, actMax(cb.codeMax))
+			QuantizeQ16(&q, x, cb.actMax)
 			checkQ4Dot(t, "lutQ16Dot", lutQ16Dot(cb, 0, p, &q)*cb.scale[0], &tab[0], &cb.code[0], cb.scale[0], idx, x, &q)
 			s0, s1 := lutQ16Dot2(cb, 0, p, &q)
 			checkQ4Dot(t, "lutQ16Dot2 row 0", s0*cb.scale[0], &tab[0], &cb.code[0], cb.scale[0], idx, x, &q)
@@ -249,7 +249,7 @@ const extremeCols = (2*Q16Group + 5) * Q16Block
 // extremeCodebook is component 0 all +codeMax and component 1 all
 // −codeMax, and a packed row of extremeCols indices using every entry.
 func extremeCodebook(codeMax int) (*intCodebook, []uint8) {
-	cb := &intCodebook{codeMax: codeMax}
+	cb := &intCodebook{codeMax: codeMax, actMax: actMaxFor(lanePicks * codeMax)}
 	var pos, neg [16]int16
 	for e := range 16 {
 		pos[e], neg[e] = int16(codeMax), -int16(codeMax)
@@ -265,7 +265,7 @@ func extremeCodebook(codeMax int) (*intCodebook, []uint8) {
 }
 
 // TestLUTQ16DotExtremes: codes ±codeMax against activation codes
-// ±actMax(codeMax) at each of codeLevels, all products of one sign (the
+// ±actMax at each of codeLevels, all products of one sign (the
 // largest int32 block sums, 32·laneBudget < 2³¹), at every level, for both
 // kernels: no overflow, the result within float rounding of the exact sum.
 func TestLUTQ16DotExtremes(t *testing.T) {
@@ -278,8 +278,8 @@ func TestLUTQ16DotExtremes(t *testing.T) {
 				x[j] = 1
 			}
 			var q Q16
-			QuantizeQ16(&q, x, actMax(codeMax))
-			want := float64(n) * float64(codeMax) * float64(actMax(codeMax)) * float64(q.Scale[0])
+			QuantizeQ16(&q, x, cb.actMax)
+			want := float64(n) * float64(codeMax) * float64(cb.actMax) * float64(q.Scale[0])
 			s0, s1 := lutQ16Dot2(cb, 0, p, &q)
 			for _, got := range []float32{lutQ16Dot(cb, 0, p, &q), s0, -s1, -lutQ16Dot(cb, 1, p, &q)} {
 				if math.Abs(float64(got)-want) > 1e-6*want {
@@ -336,7 +336,7 @@ func TestRunnerIntegerLUT(t *testing.T) {
 						continue
 					}
 					var q Q16
-					QuantizeQ16(&q, x[:cols], actMax(m.icb.codeMax))
+					QuantizeQ16(&q, x[:cols], m.icb.actMax)
 					for i := range rows {
 						tc := i % f.CD
 						var c [16]float32
@@ -405,7 +405,7 @@ func BenchmarkLUTQ16(b *testing.B) {
 				t0 := time.Now()
 				m.mulVec(y, x, 0, rows)
 				t1 := time.Now()
-				QuantizeQ16(&q, x, actMax(m.icb.codeMax))
+				QuantizeQ16(&q, x, m.icb.actMax)
 				m.mulVecQ16(y, &q, 0, rows)
 				f, i := float64(t1.Sub(t0)), float64(time.Since(t1))
 				tf, ti, ratio = append(tf, f), append(ti, i), append(ratio, f/i)
@@ -457,7 +457,7 @@ func TestIntCodebookOutliers(t *testing.T) {
 	for e, n := range gptqHeadCounts {
 		idx = append(idx, slices.Repeat([]uint8{uint8(e)}, n)...)
 	}
-	if cb := newIntCodebook(&tab, 1, idx); cb.relErr[0] > 2.8e-4 {
+	if cb := newIntCodebook(&tab, 1, idx, len(idx)); cb.relErr[0] > 2.8e-4 {
 		t.Errorf("weighted RMS codebook error %.3g of the RMS weight (codes ±%d), want ≤ 2.8e-4", cb.relErr[0], cb.codeMax)
 	} else {
 		t.Logf("weighted RMS codebook error %.3g of the RMS weight (codes ±%d)", cb.relErr[0], cb.codeMax)
@@ -465,9 +465,9 @@ func TestIntCodebookOutliers(t *testing.T) {
 }
 
 // TestRunnerIntegerPairLevels: an ApplyPair whose sides' codebooks take
-// different code bounds (a plain codebook, 12-bit codes; the outlier one
-// of TestIntCodebookOutliers, 14-bit) quantizes the activations once, to
-// the finer codes' smaller activation bound, for both sides: one row and a
+// different code bounds (a plain codebook, 12-bit codes; gptqHead, finer)
+// quantizes the activations once, to the smaller of the two activation
+// bounds, for both sides: one row and a
 // Verify-sized block bit-identical to mulVecQ16 on that quantization, and
 // a prefill-sized block (the integer panel path) within the single-row
 // product's bound of the float one. A side given activations its codes
@@ -476,22 +476,31 @@ func TestRunnerIntegerPairLevels(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(21, 11))
 		const rows, cols = 16, 300
-		idx := gptqHeadIndices(r, rows*cols)
+		// gptqHead's indices, except that one run selects only its two
+		// outliers: that run's lanes are what bound its activations.
+		outlierRun := gptqHeadIndices(r, rows*cols)
+		for j := range runCols {
+			outlierRun[j] = uint8(j % 2 * 15)
+		}
+		idxs := [2][]uint8{make([]uint8, rows*cols), outlierRun}
+		for i := range idxs[0] {
+			idxs[0][i] = uint8(r.IntN(16))
+		}
 		luts := [2][]float32{randVec(r, 16), gptqHead[:]}
 		var ms [2]*LUT
 		for i, lut := range luts {
 			var err error
-			if ms[i], err = NewLUT("LUT4 per-tensor", rows, cols, 1, lut, idx, nil); err != nil {
+			if ms[i], err = NewLUT("LUT4 per-tensor", rows, cols, 1, lut, slices.Clone(idxs[i]), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if !ms[0].hasQ16() {
 			t.Skip("no integer codebook kernel at this level")
 		}
-		if ms[0].icb.codeMax != codeLevels[0] || ms[1].icb.codeMax != codeLevels[len(codeLevels)-1] {
-			t.Fatalf("code bounds %d and %d", ms[0].icb.codeMax, ms[1].icb.codeMax)
+		if a, b := ms[0].icb, ms[1].icb; a.codeMax != codeLevels[0] || b.codeMax <= a.codeMax || b.actMax >= a.actMax {
+			t.Fatalf("code bounds %d and %d, activation bounds %g and %g", a.codeMax, b.codeMax, a.actMax, b.actMax)
 		}
-		levels := actMax(ms[1].icb.codeMax)
+		levels := ms[1].icb.actMax
 		run := NewRunner(2)
 		defer run.Close()
 		run.MinParallel, run.Integer = 1, true
@@ -519,8 +528,110 @@ func TestRunnerIntegerPairLevels(t *testing.T) {
 					var c [16]float32
 					copy(c[:], luts[side])
 					for i := range rows {
-						checkQ4Dot(t, fmt.Sprintf("n %d token %d side %d row %d", n, tok, side, i), got[i], &c, &m.icb.code[0], m.icb.scale[0], idx[i*cols:(i+1)*cols], xt, &q)
+						checkQ4Dot(t, fmt.Sprintf("n %d token %d side %d row %d", n, tok, side, i), got[i], &c, &m.icb.code[0], m.icb.scale[0], idxs[side][i*cols:(i+1)*cols], xt, &q)
 					}
+				}
+			}
+		}
+	})
+}
+
+// TestLaneSum: laneSum against a brute force (each run's |codes| sorted,
+// the largest lanePicks added) on random codebooks and index rows with
+// ragged last runs, for every CD.
+func TestLaneSum(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 12))
+	for _, cd := range []int{1, 2, 4} {
+		for _, cols := range []int{1, 31, 256, 300, 700} {
+			var code [4][16]int16
+			for tc := range cd {
+				for e := range code[tc] {
+					code[tc][e] = int16(r.IntN(2*32767+1) - 32767)
+				}
+			}
+			rows := 3
+			idx := make([]uint8, rows*cols)
+			for i := range idx {
+				idx[i] = uint8(r.IntN(16))
+			}
+			want := 0
+			for row := range rows {
+				for c0 := 0; c0 < cols; c0 += runCols {
+					for tc := range cd {
+						var abs []int
+						for _, i := range idx[row*cols+c0 : row*cols+min(c0+runCols, cols)] {
+							abs = append(abs, max(int(code[tc][i]), -int(code[tc][i])))
+						}
+						slices.Sort(abs)
+						slices.Reverse(abs)
+						sum := 0
+						for _, a := range abs[:min(lanePicks, len(abs))] {
+							sum += a
+						}
+						want = max(want, sum)
+					}
+				}
+			}
+			if got := laneSum(&code, cd, idx, cols); got != want {
+				t.Errorf("cd %d cols %d: laneSum %d, brute force %d", cd, cols, got, want)
+			}
+		}
+	}
+}
+
+// TestLaneSumBound: gptqHead's codes (finer than 12 bits) with one run whose indices
+// all select its two outliers, the worst lanes its matrix has, and every
+// activation at its bound with its weight's sign, so that every product is
+// as large as the bound allows: one row, a Verify block and a prefill
+// block through the Runner at every level give the exact sum (float64
+// over the integer codes) within float rounding, no int32 lane wrapping.
+// The activation bound is what that run leaves.
+func TestLaneSumBound(t *testing.T) {
+	withSIMD(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(21, 13))
+		const rows, cols = 8, 2*runCols + 40
+		idx := gptqHeadIndices(r, rows*cols)
+		for j := range runCols {
+			idx[3*cols+runCols+j] = uint8(j % 2 * 15) // row 3's second run
+		}
+		m, err := NewLUT("LUT4 per-tensor", rows, cols, 1, gptqHead[:], slices.Clone(idx), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.hasQ16() {
+			t.Skip("no integer codebook kernel at this level")
+		}
+		cb := m.icb
+		if cb.codeMax == codeLevels[0] {
+			t.Fatalf("codes of ±%d: the outliers should need finer ones", cb.codeMax)
+		}
+		worst := lanePicks * max(int(cb.code[0][0]), -int(cb.code[0][0]), int(cb.code[0][15]))
+		if cb.actMax != actMaxFor(worst) {
+			t.Fatalf("activation bound %g, want %g for the all-outlier run", cb.actMax, actMaxFor(worst))
+		}
+		run := NewRunner(2)
+		defer run.Close()
+		run.MinParallel, run.Integer = 1, true
+		for _, n := range []int{1, 3, panelMinTokens} {
+			// Token k's activations are k+1 with the sign of row 3's weight.
+			x := make([]float32, n*cols)
+			for k := range n {
+				for j := range cols {
+					x[k*cols+j] = float32(k+1) * float32(math.Copysign(1, float64(gptqHead[idx[3*cols+j]])))
+				}
+			}
+			got := make([]float32, n*rows)
+			run.Apply(&Linear{W: m}, got, x, n)
+			var q Q16
+			for k := range n {
+				QuantizeQ16(&q, x[k*cols:(k+1)*cols], cb.actMax)
+				var want float64
+				for j := range cols {
+					want += float64(cb.code[0][idx[3*cols+j]]) * float64(q.Q[q.at(j)]) * float64(q.Scale[j/Q16Block])
+				}
+				want *= float64(cb.scale[0])
+				if g := float64(got[k*rows+3]); math.Abs(g-want) > 1e-5*math.Abs(want) {
+					t.Fatalf("n %d token %d: row 3 is %g, want %g", n, k, g, want)
 				}
 			}
 		}

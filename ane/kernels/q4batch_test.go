@@ -28,7 +28,7 @@ func TestQ16BatchIsSingleRows(t *testing.T) {
 				m, _, _, _, _ := randLUT(t, r, name, rows, cols, false)
 				for _, n := range []int{2, 3, 4, 5, 8, 9, 12, 15} {
 					_, x := q8Inputs(r, n*cols)
-					levels := actMax(m.icb.codeMax)
+					levels := m.icb.actMax
 					quantizeQ16Batch(&qb, x, n, cols, levels)
 					got := make([]float32, n*rows)
 					m.mulBatchQ16(got, &qb, 0, rows)
@@ -66,7 +66,7 @@ func checkBatchCodes(t *testing.T, qb *q16Batch, tok int, q *Q16) {
 }
 
 // TestQ16BatchExtremes: codes ±codeMax against activation codes
-// ±actMax(codeMax) at each of codeLevels in whole runs of one sign (the
+// ±actMax at each of codeLevels in whole runs of one sign (the
 // int32 limit, as TestLUTQ16DotExtremes) for both kernel widths, every
 // token alike: no overflow, each token within float rounding of the exact
 // sum and equal to the single-row kernel.
@@ -78,7 +78,7 @@ func TestQ16BatchExtremes(t *testing.T) {
 		const cols = extremeCols
 		for _, codeMax := range codeLevels {
 			cb, p := extremeCodebook(codeMax)
-			levels := actMax(codeMax)
+			levels := cb.actMax
 			for _, n := range []int{3, 8} { // widths 4 and 8
 				x := make([]float32, n*cols)
 				for j := range x {

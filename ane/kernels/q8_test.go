@@ -36,8 +36,9 @@ func TestQuantizeQ8(t *testing.T) {
 		QuantizeQ8(&q, x)
 		checkQuantized(t, x, q.Q, q.Scale, 127, 1, func(j int) int { return j })
 		for _, codeMax := range codeLevels {
-			QuantizeQ16(&q16, x, actMax(codeMax))
-			checkQuantized(t, x, q16.Q, q16.Scale, int16(actMax(codeMax)), Q16Group, q16.at)
+			levels := actMaxFor(lanePicks * codeMax)
+			QuantizeQ16(&q16, x, levels)
+			checkQuantized(t, x, q16.Q, q16.Scale, int16(levels), Q16Group, q16.at)
 		}
 	}
 }

@@ -146,7 +146,7 @@ func checkBatchRows(t *testing.T, ms []*LUT, x []float32) {
 func sharedActs(ms ...*LUT) float32 {
 	levels := float32(32767)
 	for _, m := range ms {
-		levels = min(levels, actMax(m.icb.codeMax))
+		levels = min(levels, m.icb.actMax)
 	}
 	return levels
 }

@@ -25,7 +25,7 @@ lut='{".*mlp\\..*": "LUT4 per-tensor + pcs"}'
 echo "$vec" > "$work/vec.json"; echo "$lut" > "$work/lut4.json"
 q() { # name method plan
   [ -f "$work/$1/lm_head.safetensors" ] && return
-  rm -rf "$work/$1"
+  rm -rf "${work:?}/$1"
   f quantize --model "$work/model" --out "$work/$1" --calib "$work/calib.npy" --method "$2" --plan "$3" --seed 1 >"$work/$1.log"
 }
 t0=$(date +%s)

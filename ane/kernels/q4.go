@@ -35,19 +35,28 @@ const (
 )
 
 // codeLevels are the bounds a codebook's codes may take, coarsest first
-// (12 to 16 bits). A codebook takes the coarsest level whose weighted error
-// is within codeErrTarget, else the finest; its activations get what its
-// lanes leave (actMaxFor). Measured: 12-bit codes kept the quick export's
-// fast mode ~100× inside its KL bound, but a GPTQ export's codebooks have
-// rare outlier entries 6–20× the bulk's magnitude that set the step, and
-// the fast mode missed the top-1 bound there (docs/KERNELS.md, "Codebook
-// formats").
+// (12 to 16 bits). Finer codes leave coarser activations (actMaxFor), so
+// a matrix takes the level of least levelCost. Measured: 12-bit codes
+// kept the quick export's fast mode ~100× inside its KL bound, but a GPTQ
+// export's codebooks have rare outlier entries 6–20× the bulk's magnitude
+// that set the step, and the fast mode missed the top-1 bound there
+// (docs/KERNELS.md, "Codebook formats").
 var codeLevels = [...]int{2047, 4095, 8191, 16383, 32767}
 
-// codeErrTarget is the weighted RMS codebook error, relative to the RMS
-// weight, that a codebook's level must reach: what 12-bit codes gave the
-// quick export's codebooks (TestIntCodebook's random and extreme ones).
-const codeErrTarget = 2.8e-4
+// actErrScale is how the activations' step weighs against the codes':
+// activation codes bounded by ±A cost about what a codebook error of
+// actErrScale/A of the RMS weight costs. Measured on the quick export's
+// medium preset, where 12-bit codes (weighted error 2.8e-4) and
+// activations at ±8191 each cost the fast mode the same KL (1.8e-5 and
+// 1.9e-5 nats, docs/KERNELS.md): 2.8e-4 × 8191 ≈ 2.3.
+const actErrScale = 2.3
+
+// levelCost is the squared relative error a level adds: its codebook's
+// worst weighted error and its activations' step, as actErrScale weighs it.
+func levelCost(codeErr float64, actMax float32) float64 {
+	a := actErrScale / float64(actMax)
+	return codeErr*codeErr + a*a
+}
 
 // actMaxFor is the activation code bound for lanes whose |code| sums are
 // at most laneSum: (2³¹ − 1)/laneSum, at most int16's.
@@ -81,17 +90,21 @@ type intCodebook struct {
 }
 
 // newIntCodebook quantizes the cd components of tab for the index rows idx
-// (cols indices each, all < 16), weighting entry e by its count, at the
-// coarsest of codeLevels where every component is within codeErrTarget
-// (else the finest), with the activation bound its lanes leave.
+// (cols indices each, all < 16), weighting entry e by its count, at each
+// of codeLevels, and keeps the level of least levelCost (the coarser of a
+// tie) with the activation bound its lanes leave.
 func newIntCodebook(tab *[4][16]float32, cd int, idx []uint8, cols int) *intCodebook {
+	runs := runCounts(idx, cols)
 	var count [16]float64
-	for _, i := range idx {
-		count[i&15]++
+	for _, n := range runs {
+		for e, k := range n {
+			count[e] += float64(k)
+		}
 	}
-	cb := new(intCodebook)
+	var best *intCodebook
+	bestCost := math.Inf(1)
 	for _, level := range codeLevels {
-		cb.codeMax = level
+		cb := &intCodebook{codeMax: level}
 		worst := 0.0
 		for t := range cd {
 			var code [16]int16
@@ -99,18 +112,36 @@ func newIntCodebook(tab *[4][16]float32, cd int, idx []uint8, cols int) *intCode
 			cb.setCodes(t, &code)
 			worst = max(worst, cb.relErr[t])
 		}
-		if worst <= codeErrTarget {
-			break
+		cb.actMax = actMaxFor(laneSum(&cb.code, cd, runs))
+		if c := levelCost(worst, cb.actMax); c < bestCost {
+			best, bestCost = cb, c
 		}
 	}
-	cb.actMax = actMaxFor(laneSum(&cb.code, cd, idx, cols))
-	return cb
+	return best
+}
+
+// runCounts is, for each run of runCols columns of each row of idx (cols
+// indices each, all < 16), how many of its indices select each entry.
+func runCounts(idx []uint8, cols int) [][16]uint16 {
+	perRow := (cols + runCols - 1) / runCols
+	out := make([][16]uint16, 0, len(idx)/cols*perRow)
+	for r0 := 0; r0 < len(idx); r0 += cols {
+		row := idx[r0 : r0+cols]
+		for c0 := 0; c0 < cols; c0 += runCols {
+			var n [16]uint16
+			for _, i := range row[c0:min(c0+runCols, cols)] {
+				n[i&15]++
+			}
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // laneSum is the largest sum of the lanePicks largest |code[t][e]| (with
-// multiplicity) that the indices of any run of runCols columns of any
-// row of idx (cols indices each) select, over the cd components.
-func laneSum(code *[4][16]int16, cd int, idx []uint8, cols int) int {
+// multiplicity) that any run selects (runs: runCounts), over the cd
+// components.
+func laneSum(code *[4][16]int16, cd int, runs [][16]uint16) int {
 	var order [4][16]uint8 // each component's entries by |code|, largest first
 	for t := range cd {
 		for e := range order[t] {
@@ -120,24 +151,17 @@ func laneSum(code *[4][16]int16, cd int, idx []uint8, cols int) int {
 		slices.SortFunc(order[t][:], func(a, b uint8) int { return abs(b) - abs(a) })
 	}
 	worst := 0
-	for r0 := 0; r0 < len(idx); r0 += cols {
-		row := idx[r0 : r0+cols]
-		for c0 := 0; c0 < cols; c0 += runCols {
-			var n [16]int
-			for _, i := range row[c0:min(c0+runCols, cols)] {
-				n[i&15]++
-			}
-			for t := range cd {
-				sum, left := 0, lanePicks
-				for _, e := range order[t] {
-					k := min(n[e], left)
-					sum += k * max(int(code[t][e]), -int(code[t][e]))
-					if left -= k; left == 0 {
-						break
-					}
+	for _, n := range runs {
+		for t := range cd {
+			sum, left := 0, lanePicks
+			for _, e := range order[t] {
+				k := min(int(n[e]), left)
+				sum += k * max(int(code[t][e]), -int(code[t][e]))
+				if left -= k; left == 0 {
+					break
 				}
-				worst = max(worst, sum)
 			}
+			worst = max(worst, sum)
 		}
 	}
 	return worst
@@ -187,6 +211,9 @@ func quantizeCodebook(c *[16]float32, count *[16]float64, code *[16]int16, codeM
 	}
 	best, bestErr := sMin, codes(sMin, code)
 	var try [16]int16
+	if s := amax / float64(codeMax); codes(s, &try) < bestErr { // the plain scale, between the first two steps
+		best, bestErr = s, codes(s, code)
+	}
 	for i := 1; i <= 1000; i++ {
 		if s := sMin * (1 + float64(i)/1000); codes(s, &try) < bestErr {
 			best, bestErr = s, codes(s, code)

@@ -152,8 +152,8 @@ func reportAgreement(b *testing.B, what, dir string, exact, fast *Model, agree a
 // BenchmarkFastNumericsKLExport is the fast mode's bound on an export the
 // rebuild made (ane/rebuild: GPTQ codebooks under the recipe's plan, the
 // online basis) where the other KL benchmarks use the quick export's
-// round-to-nearest, fixed codebooks: one position at a time and in Verify
-// blocks, the same 2,048 held-out positions and bound. FORGED_BENCH_MODEL
+// round-to-nearest, fixed codebooks: one position at a time, in Verify
+// blocks and in prefill blocks, the same 2,048 held-out positions and bound. FORGED_BENCH_MODEL
 // names the checkpoint directory and FORGED_BENCH_EXPORT the export's;
 // without them it is skipped. bench/rebuild/fastkl.sh makes both and runs it.
 func BenchmarkFastNumericsKLExport(b *testing.B) {
@@ -174,6 +174,9 @@ func BenchmarkFastNumericsKLExport(b *testing.B) {
 	})
 	b.Run("verify", func(b *testing.B) {
 		reportAgreement(b, exportDir, modelDir, m[0], m[1], modeAgreementVerify, fmt.Sprintf("in Verify blocks of %d", ane.VerifyRows))
+	})
+	b.Run("prefill", func(b *testing.B) {
+		reportAgreement(b, exportDir, modelDir, m[0], m[1], modeAgreementPrefill, fmt.Sprintf("in prefill blocks of %d", ane.PrefillRows))
 	})
 }
 

@@ -4,8 +4,8 @@
 # (round-to-nearest, fixed codebooks): synth PRESET → GPTQ quantize under
 # the published recipe scaled to the preset's depth (inputs.py recipe; the
 # online basis) → BenchmarkFastNumericsKLExport: the fast mode against the
-# exact one on 2,048 held-out positions, one at a time and in Verify
-# blocks; it fails outside mean KL ≤ 1e-3 nats, top-1 ≥ 99%.
+# exact one on 2,048 held-out positions, one at a time, in Verify blocks
+# and in prefill blocks; it fails outside mean KL ≤ 1e-3 nats, top-1 ≥ 99%.
 #   NCAL=32 SEQ=128   calibration rows × tokens (random ids)
 #   WORK=DIR          reuse a work directory (the export is kept there)
 # Usage: bench/rebuild/fastkl.sh [preset]   (default small; heavy: run alone)

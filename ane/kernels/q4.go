@@ -9,7 +9,7 @@ import (
 // Integer products for the packed ≤ 16-entry codebook formats (LUT4,
 // vector 2x16 and 4x16, each with or without a per-channel scale;
 // docs/KERNELS.md, #21): each component codebook becomes 16 integer codes
-// of 12 to 14 bits times one float scale (intCodebook), the packed nibbles select
+// of 12 to 16 bits times one float scale (intCodebook), the packed nibbles select
 // codes (two VPSHUFB per 32 weights on AVX2, for the low and high bytes,
 // as llama.cpp's IQ4_NL looks up its int8 codebook; one VPERMW per 32 with
 // AVX-512 VNNI), and the codes multiply the activations quantized once per

@@ -257,7 +257,7 @@ d2done:
 // 16 tokens' int16 activation codes stored as column pairs. Per pair,
 // two loads bring the 16 tokens' pairs; each row's pair, broadcast, meets
 // them in two VPMADDWD (16 multiply-adds each) added to int32 lanes. A
-// block of 16 pairs (32 columns) sums exactly (laneBudget); then each lane
+// block of 16 pairs (32 columns) sums exactly (laneSum, q4.go); then each lane
 // is converted and added to out by one FMA with its token's block scale.
 
 // ROWMADD(addr, a, b): row pair at addr (broadcast) times the pairs Y12
@@ -447,7 +447,7 @@ q16zdone:
 // Z25: 16–31); each row's pair, broadcast, meets them in two VPDPWSSD (32
 // multiply-adds each, the add fused) into the row's int32 lanes (Z0–Z23,
 // two a row). A block of 16 pairs sums exactly, as in the AVX2 kernel
-// (32 products a lane, laneBudget); each lane then goes to out by the same
+// (32 products a lane, laneSum); each lane then goes to out by the same
 // conversion and FMA, so both kernels give the same bits.
 
 // ZROW(addr, a, b): one row's pair at addr, broadcast, times Z24 and Z25

@@ -12,7 +12,7 @@ package kernels
 // pairs of columns with VPMADDWD: 16 multiply-adds per instruction where
 // the float panel kernel's FMA does 8 (AVX2; AVX-512 VNNI's VPDPWSSD does
 // 32 and the add, where the float FMA does 16). A block of 32 columns sums exactly
-// in int32 (laneBudget), then one conversion and one FMA by the token's block
+// in int32 (laneSum), then one conversion and one FMA by the token's block
 // scale add it to the float output; the codebook and row scales multiply
 // each output once at the end. As in the float panel path, each output
 // (row, token) is one chain over the blocks in order, so it does not

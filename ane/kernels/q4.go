@@ -247,7 +247,7 @@ const Q16Block = Q8Block
 // Q16Group is how many consecutive Q16 blocks share one scale: the AVX2
 // kernels sum a run's products in int32 lanes and convert once per run.
 // Each lane adds 4 products a block, so a run of 8 adds the 32 that
-// laneBudget keeps exact.
+// laneSum bounds.
 const Q16Group = 8
 
 // Q16 is a vector quantized to int16 blocks of Q16Block values with one
@@ -359,7 +359,7 @@ func lutQ16Dot2(cb *intCodebook, t int, p []uint8, q *Q16) (s0, s1 float32) {
 // kernel (LUT.hasQ16) when the integer path applies: one row for
 // mulVecQ16, or fewer than the panel path's rows for mulBatchQ16 where
 // that kernel runs (haveQ16Batch; the side not already on the Q8 path),
-// to the finest levels both sides' codes allow (sharedLevels).
+// to the smaller of both sides' activation bounds (sharedLevels).
 func (r *Runner) useQ16(t *pairTask, x []float32, n int) {
 	batch := n > 1 && n < panelMinTokens && haveQ16Batch()
 	if !r.Integer || n != 1 && !batch {

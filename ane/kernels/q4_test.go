@@ -274,7 +274,7 @@ func extremeCodebook(codeMax int) (*intCodebook, []uint8) {
 
 // TestLUTQ16DotExtremes: codes ±codeMax against activation codes
 // ±actMax at each of codeLevels, all products of one sign (the
-// largest int32 block sums, 32·laneBudget < 2³¹), at every level, for both
+// largest int32 block sums the lane bound allows, < 2³¹), at every level, for both
 // kernels: no overflow, the result within float rounding of the exact sum.
 func TestLUTQ16DotExtremes(t *testing.T) {
 	withSIMD(t, func(t *testing.T) {

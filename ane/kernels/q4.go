@@ -142,13 +142,13 @@ func runCounts(idx []uint8, cols int) [][16]uint16 {
 // multiplicity) that any run selects (runs: runCounts), over the cd
 // components.
 func laneSum(code *[4][16]int16, cd int, runs [][16]uint16) int {
+	var abs [4][16]int
 	var order [4][16]uint8 // each component's entries by |code|, largest first
 	for t := range cd {
-		for e := range order[t] {
-			order[t][e] = uint8(e)
+		for e, c := range code[t] {
+			abs[t][e], order[t][e] = max(int(c), -int(c)), uint8(e)
 		}
-		abs := func(e uint8) int { return max(int(code[t][e]), -int(code[t][e])) }
-		slices.SortFunc(order[t][:], func(a, b uint8) int { return abs(b) - abs(a) })
+		slices.SortFunc(order[t][:], func(a, b uint8) int { return abs[t][b] - abs[t][a] })
 	}
 	worst := 0
 	for _, n := range runs {
@@ -156,7 +156,7 @@ func laneSum(code *[4][16]int16, cd int, runs [][16]uint16) int {
 			sum, left := 0, lanePicks
 			for _, e := range order[t] {
 				k := min(int(n[e]), left)
-				sum += k * max(int(code[t][e]), -int(code[t][e]))
+				sum += k * abs[t][e]
 				if left -= k; left == 0 {
 					break
 				}
@@ -379,9 +379,11 @@ func (r *Runner) useQ16(t *pairTask, x []float32, n int) {
 		quantizeQ16Batch(&r.q16b, x, n, cols, levels)
 	}
 	for i := range t.parts {
-		if p := &t.parts[i]; side(p) && n == 1 {
+		if p := &t.parts[i]; !side(p) {
+			continue
+		} else if n == 1 {
 			p.q16 = &r.q16
-		} else if side(p) {
+		} else {
 			p.q16b = &r.q16b
 		}
 	}

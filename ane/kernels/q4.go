@@ -51,6 +51,15 @@ var codeLevels = [...]int{2047, 4095, 8191, 16383, 32767}
 // 1.9e-5 nats, docs/KERNELS.md): 2.8e-4 × 8191 ≈ 2.3.
 const actErrScale = 2.3
 
+// maxIntRelErr bounds the relative error (√levelCost) a matrix's integer
+// form may add; a matrix whose every level adds more stays on the float
+// kernels in the fast mode too. Measured (docs/KERNELS.md, "On an export
+// the rebuild made"): with every codebook matrix near 1e-3 the fast mode
+// missed the top-1 bound (97.3%); the exports measured since have no
+// matrix above 2.0e-4, so the bound only catches codebooks further out
+// than any seen.
+const maxIntRelErr = 1e-3
+
 // levelCost is the squared relative error a level adds: its codebook's
 // worst weighted error and its activations' step, as actErrScale weighs it.
 func levelCost(codeErr float64, actMax float32) float64 {
@@ -87,12 +96,15 @@ type intCodebook struct {
 	// matrix's laneSum).
 	codeMax int
 	actMax  float32
+	// cost is the chosen level's levelCost.
+	cost float64
 }
 
 // newIntCodebook quantizes the cd components of tab for the index rows idx
 // (cols indices each, all < 16), weighting entry e by its count, at each
 // of codeLevels, and keeps the level of least levelCost (the coarser of a
-// tie) with the activation bound its lanes leave.
+// tie) with the activation bound its lanes leave; nil (the float
+// kernels) when that level adds more than maxIntRelErr.
 func newIntCodebook(tab *[4][16]float32, cd int, idx []uint8, cols int) *intCodebook {
 	runs := runCounts(idx, cols)
 	var count [16]float64
@@ -113,11 +125,25 @@ func newIntCodebook(tab *[4][16]float32, cd int, idx []uint8, cols int) *intCode
 			worst = max(worst, cb.relErr[t])
 		}
 		cb.actMax = actMaxFor(laneSum(&cb.code, cd, runs))
-		if c := levelCost(worst, cb.actMax); c < bestCost {
-			best, bestCost = cb, c
+		if cb.cost = levelCost(worst, cb.actMax); cb.cost < bestCost {
+			best, bestCost = cb, cb.cost
 		}
 	}
+	if bestCost > maxIntRelErr*maxIntRelErr {
+		return nil
+	}
 	return best
+}
+
+// IntegerForm describes m's integer codebook, the fast mode's (#21): its
+// codes' and activations' bounds and the relative error they add, the
+// square root of levelCost; ok is false for a matrix that stays on the
+// float kernels.
+func (m *LUT) IntegerForm() (codeMax int, actMax float32, relErr float64, ok bool) {
+	if m.icb == nil {
+		return 0, 0, 0, false
+	}
+	return m.icb.codeMax, m.icb.actMax, math.Sqrt(m.icb.cost), true
 }
 
 // runCounts is, for each run of runCols columns of each row of idx (cols

@@ -651,3 +651,91 @@ func TestLaneSumBound(t *testing.T) {
 		}
 	})
 }
+
+// TestIntCodebookFloatFallback: a codebook whose every level adds more
+// than maxIntRelErr (one outlier that a whole run's lanes select, so its
+// fine codes leave coarse activations, far enough out that its coarse
+// codes leave the bulk coarse) has no integer form, and the fast mode's
+// products by it are the float kernel's, bit for bit; with the outlier
+// one step nearer it keeps one, within the bound.
+func TestIntCodebookFloatFallback(t *testing.T) {
+	// Enough bulk indices that its error can outweigh the outlier's share
+	// of the weighted RMS.
+	const rows, cols = 256, 512
+	r := rand.New(rand.NewPCG(21, 12))
+	idx := make([]uint8, rows*cols)
+	for i := range idx {
+		idx[i] = uint8(r.IntN(15))
+	}
+	for j := range lanePicks { // the outlier, entry 15, fills the first run's lanes
+		idx[j*runCols/lanePicks] = 15
+	}
+	var count [16]float64
+	for _, e := range idx {
+		count[e]++
+	}
+	bulk := randVec(r, 15)
+	codebook := func(outlier float64) *[4][16]float32 {
+		var tab [4][16]float32
+		copy(tab[0][:], bulk)
+		tab[0][15] = float32(outlier)
+		return &tab
+	}
+	// The least relative error any level adds, computed as TestIntCodebook does.
+	leastErr := func(tab *[4][16]float32) float64 {
+		least := math.Inf(1)
+		for _, level := range codeLevels {
+			var code [4][16]int16
+			_, e := quantizeCodebook(&tab[0], &count, &code[0], level)
+			least = min(least, levelCost(e, actMaxFor(bruteLaneSum(&code, 1, idx, cols))))
+		}
+		return math.Sqrt(least)
+	}
+	outlier := 4.0
+	for leastErr(codebook(2*outlier)) <= maxIntRelErr {
+		if outlier *= 2; outlier > 1e12 {
+			t.Fatal("no outlier takes every level past maxIntRelErr")
+		}
+	}
+	near, far := codebook(outlier), codebook(2*outlier)
+	t.Logf("outlier %g (the bulk ~N(0,1)): least error %.3g; at %g: %.3g (bound %g)",
+		outlier, leastErr(near), 2*outlier, leastErr(far), maxIntRelErr)
+	if cb := newIntCodebook(near, 1, idx, cols); cb == nil || math.Sqrt(cb.cost) > maxIntRelErr {
+		t.Fatalf("outlier %g: no integer form within the bound (%v)", outlier, cb)
+	}
+	if cb := newIntCodebook(far, 1, idx, cols); cb != nil {
+		t.Fatalf("outlier %g: an integer form adding %.3g > %g", 2*outlier, math.Sqrt(cb.cost), maxIntRelErr)
+	}
+	var ms [2]*LUT // near, far
+	for i, tab := range []*[4][16]float32{near, far} {
+		var err error
+		if ms[i], err = NewLUT("LUT4 per-tensor", rows, cols, 1, tab[0][:], slices.Clone(idx), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, _, ok := ms[1].IntegerForm(); ok {
+		t.Fatal("NewLUT kept an integer form past the bound")
+	}
+	withSIMD(t, func(t *testing.T) {
+		run := NewRunner(2)
+		defer run.Close()
+		run.MinParallel = 1
+		for _, n := range []int{1, 3, panelMinTokens} {
+			_, x := q8Inputs(r, n*cols)
+			for i, m := range ms {
+				var out [2][]float32
+				for j, integer := range []bool{false, true} {
+					run.Integer = integer
+					out[j] = make([]float32, n*rows)
+					run.Apply(&Linear{W: m}, out[j], x, n)
+				}
+				switch same := equalBits(out[1], out[0]); {
+				case i == 1 && !same:
+					t.Fatalf("%d rows: the fast mode left the float kernel", n)
+				case i == 0 && same && n == 1 && m.hasQ16():
+					t.Fatalf("%d rows: the codebook within the bound did not take the integer kernel", n)
+				}
+			}
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package ref
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forgedaemon/forged/ane"
+	"github.com/forgedaemon/forged/ane/kernels"
 )
 
 // exactAndFast is bm's quick export as an exact-mode and a fast-mode model.
@@ -123,6 +125,7 @@ func BenchmarkFastNumericsKLVerify(b *testing.B) {
 func benchAgreement(b *testing.B, preset string, agree agreement, how string) {
 	bm := loadBench(b, preset)
 	exact, fast := exactAndFast(b, bm)
+	logIntegerForms(b, fast)
 	reportAgreement(b, preset, bm.dir, exact, fast, agree, how)
 }
 
@@ -170,6 +173,7 @@ func BenchmarkFastNumericsKLExport(b *testing.B) {
 		defer m[i].Close()
 	}
 	b.Run("decode", func(b *testing.B) {
+		logIntegerForms(b, m[1]) // here: a parent benchmark's log is not printed
 		reportAgreement(b, exportDir, modelDir, m[0], m[1], modeAgreement, "one at a time")
 	})
 	b.Run("verify", func(b *testing.B) {
@@ -268,5 +272,52 @@ func BenchmarkFeedBlock(b *testing.B) {
 			b.ReportMetric(n/spent[1], fmt.Sprintf("tok/s_%d", blocks[1]))
 			b.ReportMetric(ratios[len(ratios)/2], "speedup")
 		})
+	}
+}
+
+// logIntegerForms logs how the fast mode holds m's codebook matrices
+// (kernels.LUT.IntegerForm): how many take each code bound, how many stay
+// on the float kernels, and the largest relative errors with their names,
+// so a KL figure can be read against the matrices that cause it.
+func logIntegerForms(b *testing.B, m *Model) {
+	type form struct {
+		name    string
+		codeMax int
+		actMax  float32
+		relErr  float64
+	}
+	var forms []form
+	float := 0
+	add := func(name string, l *kernels.Linear) {
+		lut, isLUT := l.W.(*kernels.LUT)
+		if !isLUT {
+			return
+		}
+		if c, a, e, ok := lut.IntegerForm(); ok {
+			forms = append(forms, form{name, c, a, e})
+		} else {
+			float++
+		}
+	}
+	for i, L := range m.w.layers {
+		for _, p := range []struct {
+			name string
+			l    *kernels.Linear
+		}{{"q", L.q}, {"k", L.k}, {"v", L.v}, {"o", L.o}, {"qkv", L.qkv}, {"z", L.z}, {"out", L.out},
+			{"gate", L.gate}, {"up", L.up}, {"down", L.down}} {
+			if p.l != nil {
+				add(fmt.Sprintf("%d.%s", i, p.name), p.l)
+			}
+		}
+	}
+	add("head", m.w.head)
+	perLevel := map[int]int{}
+	for _, f := range forms {
+		perLevel[f.codeMax]++
+	}
+	slices.SortFunc(forms, func(x, y form) int { return cmp.Compare(y.relErr, x.relErr) })
+	b.Logf("codebook matrices: %d on the float kernels; integer, by code bound: %v", float, perLevel)
+	for _, f := range forms[:min(6, len(forms))] {
+		b.Logf("  %s: codes ±%d, activations ±%g, relative error %.3g", f.name, f.codeMax, f.actMax, f.relErr)
 	}
 }

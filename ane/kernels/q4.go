@@ -56,7 +56,7 @@ const actErrScale = 2.3
 // kernels in the fast mode too. Measured (docs/KERNELS.md, "On an export
 // the rebuild made"): with every codebook matrix near 1e-3 the fast mode
 // missed the top-1 bound (97.3%); the exports measured since have no
-// matrix above 2.0e-4, so the bound only catches codebooks further out
+// matrix above 2.8e-4, so the bound only catches codebooks further out
 // than any seen.
 const maxIntRelErr = 1e-3
 

@@ -4,8 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
-	"sort"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/forgedaemon/forged/ane/format/half"
 )
@@ -53,15 +56,19 @@ func (m memFiles) Open(name string) (File, error) {
 	return f, nil
 }
 
+// nearestLevel is the index of the entry of levels (ascending) nearest x,
+// the lower one of a tie.
 func nearestLevel(levels []float32, x float32) int {
-	i := sort.Search(len(levels), func(i int) bool { return levels[i] >= x })
-	if i == 0 {
-		return 0
+	// The pairs whose upper level is the nearer are a prefix of the pairs
+	// (levels ascending), so their count is the index; one comparison a
+	// pair, without the branches a binary search mispredicts.
+	n := 0
+	for k := 0; k+1 < len(levels); k++ {
+		if x-levels[k] > levels[k+1]-x {
+			n++
+		}
 	}
-	if i == len(levels) || x-levels[i-1] <= levels[i]-x {
-		return i - 1
-	}
-	return i
+	return n
 }
 
 func f16Bytes(v []float32) []byte {
@@ -145,13 +152,37 @@ func quickQuantize(dst MapSource, key, format string, w []uint16, rows, cols int
 // per-tensor + pcs" with INT8 k/v, LUT4 head.
 func quickExport(cfg Config, src Source) (memFiles, error) {
 	files := memFiles{}
+	// The matrices are quantized on every CPU (each into its own map, the
+	// maps merged afterwards): a medium preset's take ~30 s on one.
+	type job struct {
+		dst, out    MapSource
+		key, format string
+		t           Tensor
+	}
+	var jobs []*job
 	mat := func(dst MapSource, key, format, name string) error {
 		t, ok := src.Tensor(name)
 		if !ok || len(t.Shape) != 2 || t.DType != "BF16" {
 			return fmt.Errorf("quick export: %s missing or not a BF16 matrix", name)
 		}
-		quickQuantize(dst, key, format, half.View(t.Data), t.Shape[0], t.Shape[1])
+		jobs = append(jobs, &job{dst: dst, out: MapSource{}, key: key, format: format, t: t})
 		return nil
+	}
+	run := func() {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
+					j := jobs[i]
+					quickQuantize(j.out, j.key, j.format, half.View(j.t.Data), j.t.Shape[0], j.t.Shape[1])
+				}
+			})
+		}
+		wg.Wait()
+		for _, j := range jobs {
+			maps.Copy(j.dst, j.out)
+		}
 	}
 	const mlpFmt, mixFmt, kvFmt = "vector 2x16 + pcs", "LUT4 per-tensor + pcs", "INT8 per-channel"
 	for i := 0; i < cfg.Layers; i++ {
@@ -184,5 +215,6 @@ func quickExport(cfg Config, src Source) (memFiles, error) {
 		return nil, err
 	}
 	files[headFile] = head
+	run()
 	return files, nil
 }

@@ -8,11 +8,14 @@ package synth
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/layout"
@@ -94,16 +97,17 @@ func Write(dir string, opts Options) (rep *Report, err error) {
 	shards := planShards(specs, p.MaxShardBytes)
 	weightMap := map[string]string{}
 	var total int64
+	names := make([]string, len(shards))
 	for i, shard := range shards {
-		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(shards))
-		written = append(written, name)
-		if err := writeShard(filepath.Join(dir, name), shard, opts.Seed); err != nil {
-			return nil, err
-		}
+		names[i] = fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(shards))
+		written = append(written, names[i])
 		for _, s := range shard {
-			weightMap[s.Name] = name
+			weightMap[s.Name] = names[i]
 			total += 2 * s.Elements()
 		}
+	}
+	if err := writeShards(dir, names, shards, opts.Seed); err != nil {
+		return nil, err
 	}
 
 	index, err := marshalIndent(orderedObject{
@@ -221,6 +225,29 @@ const chunkElements = 1 << 18
 
 // writeShard streams the shard's tensors through the safetensors Writer,
 // a bounded chunk of rows at a time.
+// writeShards writes shard i to dir/names[i], as many at once as there are
+// CPUs: each tensor has its own generator (tensorRNG), so the bytes do not
+// depend on the order. It returns the shards' errors, joined, after every
+// writer has stopped.
+func writeShards(dir string, names []string, shards [][]layout.TensorSpec, seed uint64) error {
+	errs := make([]error, len(shards))
+	next := make(chan int, len(shards))
+	for i := range shards {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(shards)) {
+		wg.Go(func() {
+			for i := range next {
+				errs[i] = writeShard(filepath.Join(dir, names[i]), shards[i], seed)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 func writeShard(path string, specs []layout.TensorSpec, seed uint64) error {
 	st := make([]tensor.Spec, len(specs))
 	for i, s := range specs {

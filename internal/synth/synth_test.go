@@ -3,6 +3,7 @@ package synth
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -404,6 +405,37 @@ func TestNoPartialOutput(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if e.Name() != "tokenizer.json" {
+			t.Errorf("left behind %s after a failed run", e.Name())
+		}
+	}
+}
+
+// A shard that cannot be written fails the run with its name, and the
+// shards written beside it (in parallel) are removed with the rest.
+func TestShardFailureLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	const blocked = "model-00002-of-"
+	shards := 0
+	for _, name := range slices.Sorted(maps.Keys(readDir(t, tiny(t, 1)))) {
+		if strings.HasSuffix(name, ".safetensors") {
+			shards++
+			if strings.HasPrefix(name, blocked) {
+				if err := os.MkdirAll(filepath.Join(dir, name, "keep"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if shards < 3 {
+		t.Fatalf("the tiny preset has %d shards; the test needs several written at once", shards)
+	}
+	err := Generate(dir, Options{Preset: "tiny", Seed: 1})
+	if err == nil || !strings.Contains(err.Error(), blocked) {
+		t.Fatalf("Generate with shard 2 blocked: %v, want an error naming it", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), blocked) {
 			t.Errorf("left behind %s after a failed run", e.Name())
 		}
 	}

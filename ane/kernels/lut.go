@@ -1,6 +1,10 @@
 package kernels
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+)
 
 // LUT is a scalar (CD = 1) or vector (CD = 2 or 4) codebook matrix: index
 // idx[g, j] selects codebook entry e, and output row g·CD+t at column j is
@@ -107,29 +111,38 @@ func (m *LUT) IndexBytes() int64 { return int64(len(m.idx) + len(m.nib)) }
 // packNibbles packs idx (groups rows of cols indices) into the nib layout;
 // ok is false when an index does not fit in 4 bits (malformed data, which
 // then reads the zero padding of the 256-entry codebook through idx).
+// Whole blocks of 32 go eight bytes at a time: with every index < 16,
+// shifting a word of them by 4 moves each into its byte's high nibble.
+// Large matrices are split across goroutines (splitRows): a load packs
+// every index of the export once.
 func packNibbles(idx []uint8, groups, cols int) (nib []uint8, stride int, ok bool) {
-	for _, i := range idx {
-		if i >= 16 {
-			return nil, 0, false
-		}
-	}
 	stride = (cols + 31) / 32 * 16
 	nib = make([]uint8, groups*stride)
 	whole := cols / 32 * 32
-	for g := 0; g < groups; g++ {
-		row, out := idx[g*cols:(g+1)*cols], nib[g*stride:(g+1)*stride]
-		// Whole blocks of 32 a block at a time (a load of a large export
-		// packs every index once); the ragged tail index by index.
-		for j := 0; j < whole; j += 32 {
-			lo, hi, o := row[j:j+16:j+16], row[j+16:j+32:j+32], out[j/2:j/2+16:j/2+16]
-			for k := range o {
-				o[k] = lo[k] | hi[k]<<4
+	var bad atomic.Bool
+	splitRows(groups, cols, func(g0, g1 int) {
+		var high uint64 // any index's bits above the low nibble
+		for g := g0; g < g1; g++ {
+			row, out := idx[g*cols:(g+1)*cols], nib[g*stride:(g+1)*stride]
+			for j := 0; j < whole; j += 32 {
+				for k := 0; k < 16; k += 8 {
+					lo := binary.LittleEndian.Uint64(row[j+k:])
+					hi := binary.LittleEndian.Uint64(row[j+16+k:])
+					high |= lo | hi
+					binary.LittleEndian.PutUint64(out[j/2+k:], lo|hi<<4)
+				}
+			}
+			for j := whole; j < cols; j++ {
+				high |= uint64(row[j])
+				out[j/32*16+j%16] |= row[j] << (4 * uint(j%32/16))
 			}
 		}
-		for j := whole; j < cols; j++ {
-			b := j/32*16 + j%16
-			out[b] |= row[j] << (4 * uint(j%32/16))
+		if high&0xf0f0f0f0f0f0f0f0 != 0 {
+			bad.Store(true)
 		}
+	})
+	if bad.Load() {
+		return nil, 0, false
 	}
 	return nib, stride, true
 }

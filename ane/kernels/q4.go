@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 )
 
 // Integer products for the packed ≤ 16-entry codebook formats (LUT4,
@@ -148,25 +149,27 @@ func (m *LUT) IntegerForm() (codeMax int, actMax float32, relErr float64, ok boo
 
 // runCounts is, for each run of runCols columns of each row of idx (cols
 // indices each, all < 16), how many of its indices select each entry.
+// Large matrices are counted in parts at once (splitRows).
 func runCounts(idx []uint8, cols int) [][16]uint16 {
-	perRow := (cols + runCols - 1) / runCols
-	out := make([][16]uint16, 0, len(idx)/cols*perRow)
-	for r0 := 0; r0 < len(idx); r0 += cols {
-		row := idx[r0 : r0+cols]
-		for c0 := 0; c0 < cols; c0 += runCols {
-			var n [16]uint16
-			for _, i := range row[c0:min(c0+runCols, cols)] {
-				n[i&15]++
+	rows, perRow := len(idx)/cols, (cols+runCols-1)/runCols
+	out := make([][16]uint16, rows*perRow)
+	splitRows(rows, cols, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			row := idx[r*cols : (r+1)*cols]
+			for c0 := 0; c0 < cols; c0 += runCols {
+				n := &out[r*perRow+c0/runCols]
+				for _, i := range row[c0:min(c0+runCols, cols)] {
+					n[i&15]++
+				}
 			}
-			out = append(out, n)
 		}
-	}
+	})
 	return out
 }
 
 // laneSum is the largest sum of the lanePicks largest |code[t][e]| (with
 // multiplicity) that any run selects (runs: runCounts), over the cd
-// components.
+// components; many runs are taken in parts at once (splitRows).
 func laneSum(code *[4][16]int16, cd int, runs [][16]uint16) int {
 	var abs [4][16]int
 	var order [4][16]uint8 // each component's entries by |code|, largest first
@@ -176,20 +179,27 @@ func laneSum(code *[4][16]int16, cd int, runs [][16]uint16) int {
 		}
 		slices.SortFunc(order[t][:], func(a, b uint8) int { return abs[t][b] - abs[t][a] })
 	}
+	var mu sync.Mutex
 	worst := 0
-	for _, n := range runs {
-		for t := range cd {
-			sum, left := 0, lanePicks
-			for _, e := range order[t] {
-				k := min(int(n[e]), left)
-				sum += k * abs[t][e]
-				if left -= k; left == 0 {
-					break
+	splitRows(len(runs), runCols, func(lo, hi int) {
+		part := 0
+		for _, n := range runs[lo:hi] {
+			for t := range cd {
+				sum, left := 0, lanePicks
+				for _, e := range order[t] {
+					k := min(int(n[e]), left)
+					sum += k * abs[t][e]
+					if left -= k; left == 0 {
+						break
+					}
 				}
+				part = max(part, sum)
 			}
-			worst = max(worst, sum)
 		}
-	}
+		mu.Lock()
+		worst = max(worst, part)
+		mu.Unlock()
+	})
 	return worst
 }
 

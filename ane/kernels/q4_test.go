@@ -569,7 +569,8 @@ func bruteLaneSum(code *[4][16]int16, cd int, idx []uint8, cols int) int {
 }
 
 // TestLaneSum: laneSum against bruteLaneSum on random codebooks and index
-// rows with ragged last runs, for every CD.
+// rows with ragged last runs, for every CD, and on a matrix whose runs are
+// taken in parts.
 func TestLaneSum(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 12))
 	for _, cd := range []int{1, 2, 4} {
@@ -590,6 +591,26 @@ func TestLaneSum(t *testing.T) {
 				t.Errorf("cd %d cols %d: laneSum %d, brute force %d", cd, cols, got, want)
 			}
 		}
+	}
+	// Enough runs to be taken in parts at once, the worst one in the last
+	// row (the last part): every index of its first run selects the entry
+	// of largest |code|.
+	const cols = 700
+	rows := 2 * minSplitWork / cols
+	var code [4][16]int16
+	for e := range code[0] {
+		code[0][e] = int16(e*100 - 700)
+	}
+	idx := make([]uint8, rows*cols)
+	for i := range idx {
+		idx[i] = uint8(r.IntN(8))
+	}
+	for c := range runCols {
+		idx[(rows-1)*cols+c] = 15
+	}
+	want := bruteLaneSum(&code, 1, idx, cols)
+	if got := laneSum(&code, 1, runCounts(idx, cols)); got != want || want != lanePicks*800 {
+		t.Errorf("%d×%d: laneSum %d, brute force %d, want %d", rows, cols, got, want, lanePicks*800)
 	}
 }
 

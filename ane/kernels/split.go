@@ -2,7 +2,8 @@ package kernels
 
 import (
 	"runtime"
-	"sync"
+
+	"github.com/forgedaemon/forged/internal/parallel"
 )
 
 // minSplitWork is how many indices a load-time pass over a matrix must
@@ -22,10 +23,5 @@ func splitRows(n, perRow int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	for p := range parts {
-		lo, hi := p*n/parts, (p+1)*n/parts
-		wg.Go(func() { fn(lo, hi) })
-	}
-	wg.Wait()
+	parallel.Each(parts, func(p int) { fn(p*n/parts, (p+1)*n/parts) })
 }

@@ -6,11 +6,9 @@ import (
 	"io/fs"
 	"maps"
 	"math"
-	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/forgedaemon/forged/ane/format/half"
+	"github.com/forgedaemon/forged/internal/parallel"
 )
 
 // A fast round-to-nearest export for benchmarks (the real quantizer is
@@ -152,8 +150,8 @@ func quickQuantize(dst MapSource, key, format string, w []uint16, rows, cols int
 // per-tensor + pcs" with INT8 k/v, LUT4 head.
 func quickExport(cfg Config, src Source) (memFiles, error) {
 	files := memFiles{}
-	// The matrices are quantized on every CPU (each into its own map, the
-	// maps merged afterwards): a medium preset's take ~30 s on one.
+	// mat only collects the matrices; they are quantized at the end, on
+	// every CPU (each into its own map, merged afterwards).
 	type job struct {
 		dst, out    MapSource
 		key, format string
@@ -167,22 +165,6 @@ func quickExport(cfg Config, src Source) (memFiles, error) {
 		}
 		jobs = append(jobs, &job{dst: dst, out: MapSource{}, key: key, format: format, t: t})
 		return nil
-	}
-	run := func() {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range min(runtime.GOMAXPROCS(0), len(jobs)) {
-			wg.Go(func() {
-				for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
-					j := jobs[i]
-					quickQuantize(j.out, j.key, j.format, half.View(j.t.Data), j.t.Shape[0], j.t.Shape[1])
-				}
-			})
-		}
-		wg.Wait()
-		for _, j := range jobs {
-			maps.Copy(j.dst, j.out)
-		}
 	}
 	const mlpFmt, mixFmt, kvFmt = "vector 2x16 + pcs", "LUT4 per-tensor + pcs", "INT8 per-channel"
 	for i := 0; i < cfg.Layers; i++ {
@@ -215,6 +197,12 @@ func quickExport(cfg Config, src Source) (memFiles, error) {
 		return nil, err
 	}
 	files[headFile] = head
-	run()
+	parallel.Each(len(jobs), func(i int) {
+		j := jobs[i]
+		quickQuantize(j.out, j.key, j.format, half.View(j.t.Data), j.t.Shape[0], j.t.Shape[1])
+	})
+	for _, j := range jobs {
+		maps.Copy(j.dst, j.out)
+	}
 	return files, nil
 }

@@ -12,15 +12,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/forgedaemon/forged/ane/format/half"
 	"github.com/forgedaemon/forged/ane/format/layout"
 	"github.com/forgedaemon/forged/ane/format/tensor"
 	"github.com/forgedaemon/forged/internal/atomicfile"
+	"github.com/forgedaemon/forged/internal/parallel"
 )
 
 // Options selects what Generate writes.
@@ -231,20 +230,9 @@ const chunkElements = 1 << 18
 // writer has stopped.
 func writeShards(dir string, names []string, shards [][]layout.TensorSpec, seed uint64) error {
 	errs := make([]error, len(shards))
-	next := make(chan int, len(shards))
-	for i := range shards {
-		next <- i
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(shards)) {
-		wg.Go(func() {
-			for i := range next {
-				errs[i] = writeShard(filepath.Join(dir, names[i]), shards[i], seed)
-			}
-		})
-	}
-	wg.Wait()
+	parallel.Each(len(shards), func(i int) {
+		errs[i] = writeShard(filepath.Join(dir, names[i]), shards[i], seed)
+	})
 	return errors.Join(errs...)
 }
 

@@ -274,3 +274,47 @@ func BenchmarkVerifyExport(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQuickExport times quickExport on each preset's checkpoint (the
+// setup of every benchmark here and of bench/cpu), and BenchmarkLoadExport
+// loading its result (LoadExport: the codebook matrices' packing, run
+// counts and integer forms, as ref.OpenExport does after reading the
+// files), in ns/op. Their parallel forms are in docs/KERNELS.md ("Load").
+//
+//	go test -run '^$' -bench 'QuickExport|LoadExport' -benchtime 3x ./ane/ref
+func BenchmarkQuickExport(b *testing.B) {
+	benchExportSetup(b, func(cfg Config, src Source, _ memFiles) error {
+		_, err := quickExport(cfg, src)
+		return err
+	})
+}
+
+func BenchmarkLoadExport(b *testing.B) {
+	benchExportSetup(b, func(cfg Config, src Source, files memFiles) error {
+		_, err := LoadExport(cfg, src, files, nil)
+		return err
+	})
+}
+
+// benchExportSetup times step on the small and medium checkpoints, with
+// their quick export made beforehand.
+func benchExportSetup(b *testing.B, step func(Config, Source, memFiles) error) {
+	for _, p := range []string{"small", "medium"} {
+		b.Run(p, func(b *testing.B) {
+			bm := loadBench(b, p)
+			src, err := openCheckpoint(bm.dir, bm.files)
+			if err != nil {
+				b.Fatal(err)
+			}
+			files, err := quickExport(bm.cfg, src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if err := step(bm.cfg, src, files); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

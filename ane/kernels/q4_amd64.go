@@ -100,29 +100,43 @@ func panelQ16Faster() bool { return simd && (!simd512 || simdVNNI) }
 
 // The batch kernels (q4batch.go) take whole 32-index blocks of a packed
 // row against 8 or 4 tokens' Q16 blocks, interleaved by block (q16Batch),
-// and leave each token's eight float lanes in acc.
+// and add each token's run products to its float lanes in acc: 8 lanes
+// with AVX2 (the Q16 blocks in its order), 16 with AVX-512 VNNI (in
+// pairs).
 
 //go:noescape
-func lutQ16Dot8AVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int, acc *[q16BatchGroup][8]float32)
+func lutQ16Dot8AVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int, acc *[q16BatchGroup]batchLanes)
 
 //go:noescape
-func lutQ16Dot4AVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int, acc *[q16BatchGroup][8]float32)
+func lutQ16Dot4AVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int, acc *[q16BatchGroup]batchLanes)
+
+//go:noescape
+func lutQ16Dot8VNNI(tab *[32]int16, p *uint8, q *int16, scale *float32, blocks int, acc *[q16BatchGroup]batchLanes)
+
+//go:noescape
+func lutQ16Dot4VNNI(tab *[32]int16, p *uint8, q *int16, scale *float32, blocks int, acc *[q16BatchGroup]batchLanes)
 
 // haveQ16Batch reports whether a product of a few rows by a packed
 // codebook matrix runs the batch kernels in the fast mode: with AVX2 and
-// no AVX-512, where the float path decodes each row to float32 for dot4
-// (AVX-512 has lutNibDot2x4; the VNNI machines' Q16 layout is in pairs).
-func haveQ16Batch() bool { return simd && !simd512 }
+// no AVX-512, where the float path decodes each row to float32 for dot4,
+// and with AVX-512 VNNI, where they measured faster than the float
+// lutNibDot2x4 / lutNibDot4x4 (BenchmarkQ16Batch, docs/KERNELS.md).
+func haveQ16Batch() bool { return simd && (!simd512 || simdVNNI) }
 
 // lutQ16BatchDot runs the width-token kernel (8 or 4) of component t over
-// the packed row p.
-func lutQ16BatchDot(cb *intCodebook, t int, p []uint8, q []int16, scale []float32, blocks, width int, acc *[q16BatchGroup][8]float32) {
+// the packed row p, the VNNI one for Q16 blocks in pairs.
+func lutQ16BatchDot(cb *intCodebook, t int, p []uint8, q []int16, scale []float32, blocks, width int, pairs bool, acc *[q16BatchGroup]batchLanes) {
 	_ = p[blocks*16-1]
 	_ = q[blocks*width*Q16Block-1]
 	_ = scale[(blocks+Q16Group-1)/Q16Group*width-1]
-	if width == 8 {
+	switch {
+	case pairs && width == 8:
+		lutQ16Dot8VNNI(&cb.w32[t], &p[0], &q[0], &scale[0], blocks, acc)
+	case pairs:
+		lutQ16Dot4VNNI(&cb.w32[t], &p[0], &q[0], &scale[0], blocks, acc)
+	case width == 8:
 		lutQ16Dot8AVX2(&cb.lo[t], &cb.hi[t], &p[0], &q[0], &scale[0], blocks, acc)
-		return
+	default:
+		lutQ16Dot4AVX2(&cb.lo[t], &cb.hi[t], &p[0], &q[0], &scale[0], blocks, acc)
 	}
-	lutQ16Dot4AVX2(&cb.lo[t], &cb.hi[t], &p[0], &q[0], &scale[0], blocks, acc)
 }

@@ -150,16 +150,16 @@
 
 #define BFLUSH4 \
 	BFLUSH(Y0, 0, 0); \
-	BFLUSH(Y6, 4, 32); \
-	BFLUSH(Y7, 8, 64); \
-	BFLUSH(Y8, 12, 96)
+	BFLUSH(Y6, 4, 64); \
+	BFLUSH(Y7, 8, 128); \
+	BFLUSH(Y8, 12, 192)
 
 #define BFLUSH8 \
 	BFLUSH4; \
-	BFLUSH(Y9, 16, 128); \
-	BFLUSH(Y10, 20, 160); \
-	BFLUSH(Y11, 24, 192); \
-	BFLUSH(Y14, 28, 224)
+	BFLUSH(Y9, 16, 256); \
+	BFLUSH(Y10, 20, 320); \
+	BFLUSH(Y11, 24, 384); \
+	BFLUSH(Y14, 28, 448)
 
 #define BSETUP \
 	MOVQ           lo+0(FP), AX; \
@@ -261,7 +261,7 @@ pdone:
 	VZEROUPPER
 	RET
 
-// func lutQ16Dot8AVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int, acc *[8][8]float32)
+// func lutQ16Dot8AVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int, acc *[8][16]float32)
 TEXT ·lutQ16Dot8AVX2(SB), NOSPLIT, $0-56
 	BSETUP
 
@@ -288,7 +288,7 @@ b8done:
 	VZEROUPPER
 	RET
 
-// func lutQ16Dot4AVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int, acc *[8][8]float32)
+// func lutQ16Dot4AVX2(lo, hi *[16]uint8, p *uint8, q *int16, scale *float32, blocks int, acc *[8][16]float32)
 TEXT ·lutQ16Dot4AVX2(SB), NOSPLIT, $0-56
 	BSETUP
 
@@ -536,5 +536,208 @@ wdone:
 	LEAQ    (AX)(R9*1), SI
 	DECQ    R13
 	JNE     wrow
+	VZEROUPPER
+	RET
+
+// The VNNI batch kernels: one packed row against 8 (or 4) tokens' Q16
+// blocks, slot-interleaved by block (q16Batch) in the pairs layout. Per
+// pair of blocks the codes are looked up once (VPMOVZXBW, VPSRLW, two
+// VPERMW) and meet each token's words in two VPDPWSSD into that token's
+// int32 lanes: the lanes lutQ16DotVNNI's accumulators hold for the same
+// token (int32 sums are exact, so their order does not matter). Per run
+// each token's lanes are converted and added to its 16 float lanes by
+// that kernel's FMA; the float lanes come from acc and go back to it, so
+// the caller's column tiles continue each token's chain.
+//
+// Registers: table Z31, codes Z2 and Z3, a lone block's products Z1, the
+// run scale Z7, the tokens' int32 lanes Z8–Z15, their float lanes
+// Z16–Z23.
+
+// VBTOK(lo, hi, acc): one token's products of a pair, its low nibbles'
+// words at lo(DI) and its high ones' at hi(DI).
+#define VBTOK(lo, hi, acc) \
+	VPDPWSSD lo(DI), Z2, acc; \
+	VPDPWSSD hi(DI), Z3, acc
+
+// VBLONE(off, acc): one token's products of a lone (in-order) block at
+// off(DI) into acc.
+#define VBLONE(off, acc) \
+	VPXORD   Z1, Z1, Z1; \
+	VPDPWSSD off(DI), Y2, Y1; \
+	VPDPWSSD off+32(DI), Y3, Y1; \
+	VPADDD   Z1, acc, acc
+
+// VBFLUSH(soff, a, f): a run's end for one token: its int32 lanes a
+// converted and added to its float lanes f times its run scale at
+// soff(BX).
+#define VBFLUSH(soff, a, f) \
+	VCVTDQ2PS    a, a; \
+	VBROADCASTSS soff(BX), Z7; \
+	VFMADD231PS  Z7, a, f
+
+#define VBZERO4 \
+	VPXORD Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9; \
+	VPXORD Z10, Z10, Z10; \
+	VPXORD Z11, Z11, Z11
+
+#define VBZERO8 \
+	VBZERO4; \
+	VPXORD Z12, Z12, Z12; \
+	VPXORD Z13, Z13, Z13; \
+	VPXORD Z14, Z14, Z14; \
+	VPXORD Z15, Z15, Z15
+
+// VBLOOK: the codes of the pair at (SI): low nibbles' into Z2, high
+// ones' into Z3.
+#define VBLOOK \
+	PREFETCHT0 1024(SI); \
+	VLOOK(Z31, 0, Z2, Z3)
+
+// VBLOOK1: the codes of the lone block at (SI) into Y2 and Y3.
+#define VBLOOK1 \
+	VPMOVZXBW (SI), Y2; \
+	VPSRLW    $4, Y2, Y3; \
+	VPERMW    Y31, Y2, Y2; \
+	VPERMW    Y31, Y3, Y3
+
+// VBLANES4: the first four tokens' float lanes from acc (DX).
+#define VBLANES4 \
+	VMOVUPS 0(DX), Z16; \
+	VMOVUPS 64(DX), Z17; \
+	VMOVUPS 128(DX), Z18; \
+	VMOVUPS 192(DX), Z19
+
+// func lutQ16Dot8VNNI(tab *[32]int16, p *uint8, q *int16, scale *float32, blocks int, acc *[8][16]float32)
+TEXT ·lutQ16Dot8VNNI(SB), NOSPLIT, $0-48
+	MOVQ      tab+0(FP), AX
+	VMOVDQU16 (AX), Z31
+	MOVQ      p+8(FP), SI
+	MOVQ      q+16(FP), DI
+	MOVQ      scale+24(FP), BX
+	MOVQ      blocks+32(FP), CX
+	MOVQ      acc+40(FP), DX
+	VBLANES4
+	VMOVUPS 256(DX), Z20
+	VMOVUPS 320(DX), Z21
+	VMOVUPS 384(DX), Z22
+	VMOVUPS 448(DX), Z23
+
+v8run:
+	TESTQ CX, CX
+	JEQ   v8done
+	BRUN
+	VBZERO8
+
+v8pair:
+	CMPQ R8, $2
+	JLT  v8lone
+	VBLOOK
+	VBTOK(0, 512, Z8)
+	VBTOK(64, 576, Z9)
+	VBTOK(128, 640, Z10)
+	VBTOK(192, 704, Z11)
+	VBTOK(256, 768, Z12)
+	VBTOK(320, 832, Z13)
+	VBTOK(384, 896, Z14)
+	VBTOK(448, 960, Z15)
+	ADDQ $32, SI
+	ADDQ $1024, DI
+	SUBQ $2, R8
+	JMP  v8pair
+
+v8lone:
+	TESTQ R8, R8
+	JEQ   v8flush
+	VBLOOK1
+	VBLONE(0, Z8)
+	VBLONE(64, Z9)
+	VBLONE(128, Z10)
+	VBLONE(192, Z11)
+	VBLONE(256, Z12)
+	VBLONE(320, Z13)
+	VBLONE(384, Z14)
+	VBLONE(448, Z15)
+	ADDQ  $16, SI
+	ADDQ  $512, DI
+
+v8flush:
+	VBFLUSH(0, Z8, Z16)
+	VBFLUSH(4, Z9, Z17)
+	VBFLUSH(8, Z10, Z18)
+	VBFLUSH(12, Z11, Z19)
+	VBFLUSH(16, Z12, Z20)
+	VBFLUSH(20, Z13, Z21)
+	VBFLUSH(24, Z14, Z22)
+	VBFLUSH(28, Z15, Z23)
+	ADDQ $32, BX
+	JMP  v8run
+
+v8done:
+	VMOVUPS Z16, 0(DX)
+	VMOVUPS Z17, 64(DX)
+	VMOVUPS Z18, 128(DX)
+	VMOVUPS Z19, 192(DX)
+	VMOVUPS Z20, 256(DX)
+	VMOVUPS Z21, 320(DX)
+	VMOVUPS Z22, 384(DX)
+	VMOVUPS Z23, 448(DX)
+	VZEROUPPER
+	RET
+
+// func lutQ16Dot4VNNI(tab *[32]int16, p *uint8, q *int16, scale *float32, blocks int, acc *[8][16]float32)
+TEXT ·lutQ16Dot4VNNI(SB), NOSPLIT, $0-48
+	MOVQ      tab+0(FP), AX
+	VMOVDQU16 (AX), Z31
+	MOVQ      p+8(FP), SI
+	MOVQ      q+16(FP), DI
+	MOVQ      scale+24(FP), BX
+	MOVQ      blocks+32(FP), CX
+	MOVQ      acc+40(FP), DX
+	VBLANES4
+
+v4run:
+	TESTQ CX, CX
+	JEQ   v4done
+	BRUN
+	VBZERO4
+
+v4pair:
+	CMPQ R8, $2
+	JLT  v4lone
+	VBLOOK
+	VBTOK(0, 256, Z8)
+	VBTOK(64, 320, Z9)
+	VBTOK(128, 384, Z10)
+	VBTOK(192, 448, Z11)
+	ADDQ $32, SI
+	ADDQ $512, DI
+	SUBQ $2, R8
+	JMP  v4pair
+
+v4lone:
+	TESTQ R8, R8
+	JEQ   v4flush
+	VBLOOK1
+	VBLONE(0, Z8)
+	VBLONE(64, Z9)
+	VBLONE(128, Z10)
+	VBLONE(192, Z11)
+	ADDQ  $16, SI
+	ADDQ  $256, DI
+
+v4flush:
+	VBFLUSH(0, Z8, Z16)
+	VBFLUSH(4, Z9, Z17)
+	VBFLUSH(8, Z10, Z18)
+	VBFLUSH(12, Z11, Z19)
+	ADDQ $16, BX
+	JMP  v4run
+
+v4done:
+	VMOVUPS Z16, 0(DX)
+	VMOVUPS Z17, 64(DX)
+	VMOVUPS Z18, 128(DX)
+	VMOVUPS Z19, 192(DX)
 	VZEROUPPER
 	RET

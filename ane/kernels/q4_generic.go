@@ -20,6 +20,6 @@ func panelQ16Faster() bool { return false }
 
 func haveQ16Batch() bool { return false }
 
-func lutQ16BatchDot(*intCodebook, int, []uint8, []int16, []float32, int, int, *[q16BatchGroup][8]float32) {
+func lutQ16BatchDot(*intCodebook, int, []uint8, []int16, []float32, int, int, bool, *[q16BatchGroup]batchLanes) {
 	panic("kernels: no Q16 batch kernel here (haveQ16Batch)")
 }

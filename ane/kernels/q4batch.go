@@ -4,32 +4,40 @@ import "slices"
 
 // Integer products of a packed ≤ 16-entry codebook matrix by a few
 // activation rows (Verify blocks of 8, short prompts: fewer rows than the
-// panel path takes), where no float matrix-matrix kernel beats it (AVX2
-// without AVX-512; haveQ16Batch): each row is quantized exactly as
-// QuantizeQ16 quantizes it alone, and each 32-index block of a weight row
-// is looked up once for up to q16BatchGroup tokens, its codes meeting every
-// token's Q16 block in the single-row kernel's instructions. A token's
-// result is bit-identical to the single-row integer product of its row
-// (mulVecQ16): the int32 block sums are exact, and each token keeps that
-// kernel's eight float lanes, one multiply-add per run, and its horizontal
-// sum (docs/KERNELS.md, "Verify blocks on AVX2").
+// panel path takes), where they beat the float matrix-matrix kernels (AVX2
+// without AVX-512, AVX-512 VNNI; haveQ16Batch): each row is quantized
+// exactly as QuantizeQ16 quantizes it alone, and each 32-index block of a
+// weight row is looked up once for up to q16BatchGroup tokens, its codes
+// meeting every token's Q16 block in the single-row kernel's instructions.
+// A token's result is bit-identical to the single-row integer product of
+// its row (mulVecQ16): the int32 block sums are exact, and each token
+// keeps that kernel's float lanes (8 with AVX2, 16 with VNNI), one
+// multiply-add per run, and its horizontal sum (docs/KERNELS.md, "Verify
+// blocks on AVX2" and "Verify blocks with AVX-512 VNNI").
 
 // q16BatchGroup is how many tokens one kernel call takes: its int32
 // accumulators, one register each, and the codes and tables fill the 16
-// YMM registers.
+// YMM registers of AVX2.
 const q16BatchGroup = 8
+
+// batchLanes is one token's float lanes in a batch kernel, kept between
+// its calls on a row's column tiles: the first 8 with AVX2, all 16 with
+// AVX-512 VNNI.
+type batchLanes = [16]float32
 
 // q16Batch is n activation rows quantized for lutQ16BatchDot: tokens in
 // groups of q16BatchGroup, the last one padded with all-zero tokens to
-// width 4 or 8; within a group of width G, token k's block b at
-// Q[base + (b·G + k)·Q16Block] in the AVX2 order (q16Pos), and its run u's
-// scale at Scale[sbase + u·G + k].
+// width 4 or 8; within a group of width G, token k's block slot b (the
+// Q16Block codes its own Q16 holds at Q[b·Q16Block:], in this machine's
+// layout: the AVX2 order, or pairs) at Q[base + (b·G + k)·Q16Block], and
+// its run u's scale at Scale[sbase + u·G + k].
 type q16Batch struct {
 	Q      []int16
 	Scale  []float32
 	n      int     // tokens
 	blocks int     // Q16 blocks per token
 	levels float32 // the codes' bound, QuantizeQ16's
+	pairs  bool    // the slots hold Q16's pairs layout (the VNNI kernels')
 	one    Q16     // a token's own quantization, before it is interleaved
 }
 
@@ -65,7 +73,8 @@ func quantizeQ16Batch(q *q16Batch, x []float32, n, cols int, levels float32) {
 		}
 		for k := 0; k < w && t0+k < n; k++ {
 			t := t0 + k
-			quantizeBlocks(&q.one.Q, &q.one.Scale, x[t*cols:(t+1)*cols], levels, Q16Group, q16Pos)
+			QuantizeQ16(&q.one, x[t*cols:(t+1)*cols], levels)
+			q.pairs = q.one.pairs
 			for b := range q.blocks {
 				copy(q.Q[base+(b*w+k)*Q16Block:][:Q16Block], q.one.Q[b*Q16Block:])
 			}
@@ -86,7 +95,7 @@ func (m *LUT) mulBatchQ16(y []float32, q *q16Batch, r0, r1 int) {
 	const tile = q16BatchCols / Q16Block // blocks
 	cb := m.icb
 	cb.checkActs(q.levels)
-	var acc [q16Chunk][q16BatchGroup][8]float32
+	var acc [q16Chunk][q16BatchGroup]batchLanes
 	for t0 := 0; t0 < q.n; t0 += q16BatchGroup {
 		w, base, sbase := q.group(t0)
 		for r := r0; r < r1; r += q16Chunk {
@@ -97,7 +106,7 @@ func (m *LUT) mulBatchQ16(y []float32, q *q16Batch, r0, r1 int) {
 				qs, ss := q.Q[base+b0*w*Q16Block:], q.Scale[sbase+b0/Q16Group*w:]
 				for i := range nr {
 					row := r + i
-					lutQ16BatchDot(cb, row%m.cd, m.nibRow(row / m.cd)[b0*16:], qs, ss, nb, w, &acc[i])
+					lutQ16BatchDot(cb, row%m.cd, m.nibRow(row / m.cd)[b0*16:], qs, ss, nb, w, q.pairs, &acc[i])
 				}
 			}
 			for i := range nr {
@@ -105,7 +114,7 @@ func (m *LUT) mulBatchQ16(y []float32, q *q16Batch, r0, r1 int) {
 				cs, rs := cb.scale[row%m.cd], m.rowScale(row)
 				out := y[t0*m.rows+row:]
 				for k := range min(w, q.n-t0) {
-					out[k*m.rows] = hsum8(&acc[i][k]) * cs * rs
+					out[k*m.rows] = q.sum(&acc[i][k]) * cs * rs
 				}
 			}
 		}
@@ -116,6 +125,20 @@ func (m *LUT) mulBatchQ16(y []float32, q *q16Batch, r0, r1 int) {
 // are 16 KiB, half of a common L1 (32 KiB: Zen 3, Zen 4, Golden Cove has
 // 48), and a multiple of Q16Group blocks.
 const q16BatchCols = 1024
+
+// sum is a token's result from its float lanes, in the order of its
+// kernel's horizontal sum: HSUM512 for the VNNI kernels (the upper eight
+// lanes onto the lower, then hsum8), HSUM for the AVX2 ones.
+func (q *q16Batch) sum(l *batchLanes) float32 {
+	if q.pairs {
+		var h [8]float32
+		for i := range h {
+			h[i] = l[i] + l[i+8]
+		}
+		return hsum8(&h)
+	}
+	return hsum8((*[8]float32)(l[:8]))
+}
 
 // hsum8 adds a kernel's eight float lanes in the order of its horizontal
 // sum (HSUM, hsum_amd64.h): the upper four onto the lower, then lanes 2

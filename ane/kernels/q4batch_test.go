@@ -88,12 +88,12 @@ func TestQ16BatchExtremes(t *testing.T) {
 				quantizeQ16Batch(&qb, x, n, cols, levels)
 				w, base, sbase := qb.group(0)
 				for c, sign := range []float64{1, -1} {
-					var acc [q16BatchGroup][8]float32
-					lutQ16BatchDot(cb, c, p, qb.Q[base:], qb.Scale[sbase:], qb.blocks, w, &acc)
+					var acc [q16BatchGroup]batchLanes
+					lutQ16BatchDot(cb, c, p, qb.Q[base:], qb.Scale[sbase:], qb.blocks, w, qb.pairs, &acc)
 					var q Q16
 					for tok := range n {
 						QuantizeQ16(&q, x[tok*cols:(tok+1)*cols], levels)
-						got, single := hsum8(&acc[tok]), lutQ16Dot(cb, c, p, &q)
+						got, single := qb.sum(&acc[tok]), lutQ16Dot(cb, c, p, &q)
 						want := sign * cols * float64(codeMax) * float64(levels) * float64(q.Scale[0])
 						if math.Abs(float64(got)-want) > 1e-6*math.Abs(want) || got != single {
 							t.Fatalf("codes ±%d n %d token %d component %d: %g, want %g (single row %g)", codeMax, n, tok, c, got, want, single)

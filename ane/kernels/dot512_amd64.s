@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "hsum_amd64.h"
+#include "stream_amd64.h"
 
 // AVX-512 forms of the codebook kernels, over n elements, n a multiple of
 // 16 (the Go wrappers add the tail). A 16-entry float32 codebook is exactly
@@ -30,7 +31,7 @@ TEXT ·lutNibDotAVX512(SB), NOSPLIT, $0-36
 a2:
 	CMPQ        CX, $2
 	JLT         a1
-	PREFETCHT0  1024(SI)
+	PREFETCHT0  AHEAD(SI)
 	VPMOVZXBD   (SI), Z4
 	VPMOVZXBD   16(SI), Z6
 	VPSRLD      $4, Z4, Z5
@@ -84,7 +85,7 @@ TEXT ·lutNibDot2AVX512(SB), NOSPLIT, $0-40
 	JEQ     bdone
 
 b1:
-	PREFETCHT0  1024(SI)
+	PREFETCHT0  AHEAD(SI)
 	VMOVUPS     (DI), Z12
 	VMOVUPS     64(DI), Z13
 	VPMOVZXBD   (SI), Z4
@@ -308,7 +309,7 @@ TEXT ·int8DotAVX512(SB), NOSPLIT, $0-28
 c64:
 	CMPQ        CX, $64
 	JLT         c16
-	PREFETCHT0  1024(SI)
+	PREFETCHT0  AHEAD(SI)
 	VPMOVSXBD   (SI), Z4
 	VPMOVSXBD   16(SI), Z5
 	VPMOVSXBD   32(SI), Z6
@@ -382,7 +383,7 @@ TEXT ·lut64Dot2AVX512(SB), NOSPLIT, $0-44
 d16:
 	CMPQ        CX, $16
 	JLT         ddone
-	PREFETCHT0  1024(SI)
+	PREFETCHT0  AHEAD(SI)
 	VMOVUPS     (DI), Z12
 	VPMOVZXBD   (SI), Z4
 	VPORD       Z4, Z10, Z10

@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "hsum_amd64.h"
+#include "stream_amd64.h"
 
 // IDX: the 32 indices of the packed block at (SI) as bytes, lane 0 the low
 // nibbles (indices 0–15), lane 1 the high ones (16–31), into Y1: the block
@@ -399,8 +400,8 @@ vrun:
 	CMPQ         CX, $8
 	JLT          vlast
 	VBROADCASTSS (BX), Z7
-	PREFETCHT0   1024(SI)
-	PREFETCHT0   1088(SI)
+	PREFETCHT0   AHEAD(SI)
+	PREFETCHT0   AHEAD+64(SI)
 	VPAIR(VPMADDWD, 0, 0, Z9, Z10)
 	VPAIR(VPMADDWD, 32, 128, Z11, Z12)
 	VPAIR(VPDPWSSD, 64, 256, Z9, Z10)
@@ -475,8 +476,8 @@ wrun:
 	CMPQ         CX, $8
 	JLT          wlast
 	VBROADCASTSS (BX), Z7
-	PREFETCHT0   1024(SI)
-	PREFETCHT0   1088(SI)
+	PREFETCHT0   AHEAD(SI)
+	PREFETCHT0   AHEAD+64(SI)
 	VLOOK2(VPMADDWD, 0, 0, Z9, Z10, Z11, Z12)
 	VLOOK2(VPDPWSSD, 32, 128, Z9, Z10, Z11, Z12)
 	VLOOK2(VPDPWSSD, 64, 256, Z9, Z10, Z11, Z12)

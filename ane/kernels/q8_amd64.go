@@ -2,14 +2,24 @@
 
 package kernels
 
-// int8Q8DotAVX2 (q8_amd64.s) sums blocks whole 32-value blocks.
+// int8Q8DotAVX2 and int8Q8DotVNNI (q8_amd64.s) sum blocks whole 32-value
+// blocks, to the same bits.
 //
 //go:noescape
 func int8Q8DotAVX2(w *int8, q *int8, scale *float32, blocks int) float32
 
-// q8Prefix runs the AVX2 kernel over the whole blocks of w.
+//go:noescape
+func int8Q8DotVNNI(w *int8, q *int8, scale *float32, blocks int) float32
+
+// q8Prefix runs the SIMD kernel over the whole blocks of w: VPDPBUSD with
+// AVX-512 VNNI, VPMADDUBSW otherwise.
 func q8Prefix(w []int8, q *Q8) q8Done {
-	if nb := len(w) / Q8Block; simd && nb > 0 {
+	nb := len(w) / Q8Block
+	switch {
+	case nb == 0:
+	case simdVNNI:
+		return q8Done{nb, int8Q8DotVNNI(&w[0], &q.Q[0], &q.Scale[0], nb)}
+	case simd:
 		return q8Done{nb, int8Q8DotAVX2(&w[0], &q.Q[0], &q.Scale[0], nb)}
 	}
 	return q8Done{}

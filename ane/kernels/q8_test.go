@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -225,4 +227,43 @@ func TestRunnerInteger(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestInt8Q8LevelsAgree: the INT8 integer kernels of every amd64 SIMD
+// level (VPMADDUBSW; VPDPBUSD with AVX-512 VNNI) give the same bits, one
+// row and four rows at a time, on lengths with a lone last block and a Go
+// tail, so the fast mode's INT8 products do not depend on the machine's
+// level.
+func TestInt8Q8LevelsAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 31))
+	for _, n := range []int{32, 64, 96, 203, 1029} {
+		w, x := q8Inputs(r, n)
+		var xs []float32
+		for range 4 {
+			_, x := q8Inputs(r, n)
+			xs = append(xs, x...)
+		}
+		var q, q4 Q8
+		QuantizeQ8(&q, x)
+		quantizeQ8Rows(&q4, xs, 4, n)
+		var first []float32
+		var firstLevel string
+		for _, l := range kernelLevels() {
+			if !l.simd || runtime.GOARCH != "amd64" {
+				continue
+			}
+			restore := useLevel(l)
+			var four [4]float32
+			int8Q8Dot4(w, &q4, 0, q8Blocks(n), &four)
+			got := append([]float32{int8Q8Dot(w, &q)}, four[:]...)
+			restore()
+			if first == nil {
+				first, firstLevel = got, l.name
+				continue
+			}
+			if !slices.Equal(first, got) {
+				t.Errorf("n %d: %s gives %v, %s %v", n, firstLevel, first, l.name, got)
+			}
+		}
+	}
 }

@@ -2,13 +2,16 @@
 
 package kernels
 
-// int8Q8Dot4AVX2 (q8batch_amd64.s) sums blocks whole 32-value blocks of
-// one weight row against four activation rows.
+// int8Q8Dot4AVX2 and int8Q8Dot4VNNI (q8batch_amd64.s) sum blocks whole
+// 32-value blocks of one weight row against four activation rows.
 //
 //go:noescape
 func int8Q8Dot4AVX2(w *int8, q *int8, qstride int, scale *float32, sstride int, blocks int) (s0, s1, s2, s3 float32)
 
-// q8Prefix4 runs the AVX2 kernel over the whole blocks of w against rows
+//go:noescape
+func int8Q8Dot4VNNI(w *int8, q *int8, qstride int, scale *float32, sstride int, blocks int) (s0, s1, s2, s3 float32)
+
+// q8Prefix4 runs the SIMD kernel (q8Prefix's) over the whole blocks of w against rows
 // t…t+3 of q (nb blocks a row) and returns how many blocks it did (0:
 // none, out untouched).
 func q8Prefix4(w []int8, q *Q8, t, nb int, out *[4]float32) int {
@@ -18,6 +21,10 @@ func q8Prefix4(w []int8, q *Q8, t, nb int, out *[4]float32) int {
 	}
 	_ = q.Q[(t+3)*nb*Q8Block+blocks*Q8Block-1]
 	_ = q.Scale[(t+3)*nb+blocks-1]
-	out[0], out[1], out[2], out[3] = int8Q8Dot4AVX2(&w[0], &q.Q[t*nb*Q8Block], nb*Q8Block, &q.Scale[t*nb], nb*4, blocks)
+	kernel := int8Q8Dot4AVX2
+	if simdVNNI {
+		kernel = int8Q8Dot4VNNI
+	}
+	out[0], out[1], out[2], out[3] = kernel(&w[0], &q.Q[t*nb*Q8Block], nb*Q8Block, &q.Scale[t*nb], nb*4, blocks)
 	return blocks
 }

@@ -66,3 +66,74 @@ done:
 	HSUM4(s0+48(FP), s1+52(FP), s2+56(FP), s3+60(FP))
 	VZEROUPPER
 	RET
+
+// func int8Q8Dot4VNNI(w *int8, q *int8, qstride int, scale *float32, sstride int, blocks int) (s0, s1, s2, s3 float32)
+//
+// int8Q8Dot4AVX2 with VPDPBUSD, a pair of blocks a step: each weight pair
+// is loaded, made unsigned and its signs taken once for the four rows, and
+// every row keeps int8Q8DotVNNI's accumulator and sum, so each s_t is
+// bit-identical to the single-row kernels' result for that row.
+TEXT ·int8Q8Dot4VNNI(SB), NOSPLIT, $0-64
+	MOVQ   w+0(FP), SI
+	MOVQ   q+8(FP), DI
+	MOVQ   qstride+16(FP), AX
+	MOVQ   scale+24(FP), BX
+	MOVQ   sstride+32(FP), R8
+	MOVQ   blocks+40(FP), CX
+	LEAQ   (DI)(AX*1), R9
+	LEAQ   (R9)(AX*1), R10
+	LEAQ   (R10)(AX*1), R11
+	LEAQ   (BX)(R8*1), DX
+	LEAQ   (DX)(R8*1), R12
+	LEAQ   (R12)(R8*1), R13
+	Q8VSETUP
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+
+v2:
+	CMPQ       CX, $2
+	JLT        v1
+	PREFETCHT0 1024(SI)
+	Q8VWEIGHTS(0)
+	Q8VROW(0, DI, BX, Z16)
+	Q8VROW(0, R9, DX, Z17)
+	Q8VROW(0, R10, R12, Z18)
+	Q8VROW(0, R11, R13, Z19)
+	ADDQ       $64, SI
+	ADDQ       $64, DI
+	ADDQ       $64, R9
+	ADDQ       $64, R10
+	ADDQ       $64, R11
+	ADDQ       $8, BX
+	ADDQ       $8, DX
+	ADDQ       $8, R12
+	ADDQ       $8, R13
+	SUBQ       $2, CX
+	JMP        v2
+
+v1:
+	CMPQ CX, $1
+	JLT  vdone
+	Q8VWEIGHTS1
+	Q8VROW1(DI, BX, Z16)
+	Q8VROW1(R9, DX, Z17)
+	Q8VROW1(R10, R12, Z18)
+	Q8VROW1(R11, R13, Z19)
+
+vdone:
+	VMOVAPS Z16, Z0
+	HSUM512
+	VMOVSS  X0, s0+48(FP)
+	VMOVAPS Z17, Z0
+	HSUM512
+	VMOVSS  X0, s1+52(FP)
+	VMOVAPS Z18, Z0
+	HSUM512
+	VMOVSS  X0, s2+56(FP)
+	VMOVAPS Z19, Z0
+	HSUM512
+	VMOVSS  X0, s3+60(FP)
+	VZEROUPPER
+	RET

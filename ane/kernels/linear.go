@@ -7,8 +7,6 @@ import "fmt"
 type Linear struct {
 	W    Matrix
 	A, B *F32 // nil, or A: Rows×r and B: r×Cols
-
-	lr8 lowRank8 // A and B in INT8 for the fast mode (lowrank.go)
 }
 
 // NewLinear checks that the low-rank factors (both nil or both set) fit w.
@@ -86,7 +84,6 @@ type Runner struct {
 	scr16    [][]int16                            // the integer panel path's decoded code tiles (panelq.go)
 	panelOut [][][panelRows * panelTokens]float32 // per worker: the panel kernel's outputs, one per token group
 	lrTmp    [2][]float32
-	lrQ8     [2]Q8 // a low-rank branch's B·x quantized, per side (lowrank.go)
 }
 
 // NewRunner returns a runner with a pool of threads workers (≤ 0: GOMAXPROCS).
@@ -142,7 +139,7 @@ func (r *Runner) ApplyPair(a, b *Linear, da, db, x []float32, n int, then Task) 
 
 // product prepares one side of a pair. A low-rank branch's first product,
 // lrT = B·x, runs here in a Run of its own: every row of A·lrT needs all of
-// it (with Integer, on the factors' INT8 forms: lowRankQ8).
+// it.
 func (r *Runner) product(side int, l *Linear, dst, x []float32, n int) product {
 	if l.A == nil {
 		return product{m: l.W, dst: dst}
@@ -152,10 +149,6 @@ func (r *Runner) product(side int, l *Linear, dst, x []float32, n int) product {
 		r.lrTmp[side] = make([]float32, n*rank)
 	}
 	lrT := r.lrTmp[side][:n*rank]
-	if r.Integer {
-		a8 := r.lowRankQ8(l, lrT, x, n, &r.lrQ8[side])
-		return product{m: l.W, a8: a8, lrQ: &r.lrQ8[side], dst: dst}
-	}
 	r.lrTask = pairTask{r: r, x: x, n: n, parts: [2]product{{m: l.B, dst: lrT}}}
 	r.pool.Run(&r.lrTask, l.B.Rows(), l.B.Group(), r.partsFor(l.B.Rows()*l.B.Cols()*n))
 	r.lrTask = pairTask{}
@@ -205,8 +198,6 @@ type product struct {
 	m    Matrix
 	a    *F32
 	lrT  []float32
-	a8   *Int8 // set: the low-rank branch in integers, A's INT8 form against lrQ (lowrank.go)
-	lrQ  *Q8
 	dst  []float32
 	q8   *Q8       // set: m is a q8Matrix and x is quantized here (Runner.Integer)
 	q16  *Q16      // set: m is a *LUT and x is quantized here (useQ16)
@@ -275,9 +266,6 @@ func (r *Runner) mulRange(w int, p *product, x []float32, n, lo, hi int) {
 				}
 			}
 		}
-	}
-	if p.a8 != nil {
-		addLowRankQ8(p, n, lo, hi)
 	}
 	if p.a != nil {
 		rank := p.a.cols

@@ -17,7 +17,7 @@
 	VBROADCASTSS soff(sp), bc; \
 	VFMADD231PS  bc, tmp, acc
 
-// The AVX-512 VNNI form (int8Q8DotVNNI, int8Q8Dot4VNNI) takes a pair of
+// The AVX-512 VNNI form (int8Q8Dot4VNNI) takes a pair of
 // blocks a ZMM: VPDPBUSD adds |w| (unsigned; VPABSB, |−128| reads as
 // 128) times the codes, negated where w < 0 (VPMOVB2M's mask on a VPSUBB
 // from zero; the codes are within ±127), four bytes a lane: the int32
@@ -25,7 +25,7 @@
 // b+1 in 8–15. Converted, they meet the pair's scales (b's broadcast into
 // the low half, b+1's into the high) in one FMA into an accumulator whose
 // halves are Q8ROW's even- and odd-block accumulators, so HSUM512 ends
-// with the AVX2 kernels' bits. A lone last block adds into the low half
+// with the AVX2 kernels' bits (the one-row kernel stays int8Q8DotAVX2). A lone last block adds into the low half
 // only (mask K2). Z31 is zero throughout; K2 holds the low 8 lanes.
 
 // Q8VSETUP: Z31 zero, K2 the low 8 lanes (clobbers AX).

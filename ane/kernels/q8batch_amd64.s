@@ -69,10 +69,11 @@ done:
 
 // func int8Q8Dot4VNNI(w *int8, q *int8, qstride int, scale *float32, sstride int, blocks int) (s0, s1, s2, s3 float32)
 //
-// int8Q8Dot4AVX2 with VPDPBUSD, a pair of blocks a step: each weight pair
-// is loaded, made unsigned and its signs taken once for the four rows, and
-// every row keeps int8Q8DotVNNI's accumulator and sum, so each s_t is
-// bit-identical to the single-row kernels' result for that row.
+// int8Q8Dot4AVX2 with VPDPBUSD, a pair of blocks a step (q8_amd64.h): each
+// weight pair is loaded, made unsigned and its signs taken once for the
+// four rows, and every row's accumulator halves are int8Q8DotAVX2's two
+// accumulators, so each s_t is bit-identical to that kernel's result for
+// that row.
 TEXT ·int8Q8Dot4VNNI(SB), NOSPLIT, $0-64
 	MOVQ   w+0(FP), SI
 	MOVQ   q+8(FP), DI

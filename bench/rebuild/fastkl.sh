@@ -8,6 +8,9 @@
 # and in prefill blocks; it fails outside mean KL ≤ 1e-3 nats, top-1 ≥ 99%.
 #   NCAL=32 SEQ=128   calibration rows × tokens (random ids)
 #   WORK=DIR          reuse a work directory (the export is kept there)
+#   LOWRANK=1         also fit rank-64 factors to the export's mixers
+#                     (forgectl rebuild lowrank: gdn and attn) and measure
+#                     that export, whose branches the fast mode runs in INT8
 # Usage: bench/rebuild/fastkl.sh [preset]   (default small; heavy: run alone)
 set -euo pipefail
 preset=${1:-small}
@@ -26,7 +29,16 @@ if [ ! -f "$work/export/lm_head.safetensors" ]; then
     --plan "$work/plan.json" --method gptq --seed 1 >"$work/quantize.log"
 fi
 echo "$preset: plan $(tr -d ' \n' <"$work/plan.json"), export in $(( $(date +%s) - t0 ))s"
+export_dir="$work/export"
+if [ "${LOWRANK:-0}" = 1 ]; then
+  if [ ! -f "$work/export_lr/lm_head.safetensors" ]; then
+    rm -rf "$work/export_lr"
+    "$bin" rebuild lowrank --model "$work/model" --export "$work/export" --out "$work/export_lr" --seed 1 >"$work/lowrank.log"
+  fi
+  export_dir="$work/export_lr"
+  echo "$preset: rank-64 factors fitted into $export_dir"
+fi
 cd "$root"
-FORGED_BENCH_MODEL="$work/model" FORGED_BENCH_EXPORT="$work/export" \
+FORGED_BENCH_MODEL="$work/model" FORGED_BENCH_EXPORT="$export_dir" \
   go test -run '^$' -bench FastNumericsKLExport -benchtime 1x -timeout 0 ./ane/ref
 echo "(work dir $work)"

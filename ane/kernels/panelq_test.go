@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"testing"
 )
@@ -90,25 +89,12 @@ func TestPanelQKernelLevelsAgree(t *testing.T) {
 	stride := blocks*Q16Block + 32
 	w, xq, xs := panelQInputs(r, stride, blocks, codeLevels[0], false)
 	start := randVec(r, panelRows*panelTokens)
-	var first []float32
-	var firstLevel string
-	for _, l := range kernelLevels() {
-		if !l.simd || runtime.GOARCH != "amd64" {
-			continue
-		}
-		restore := useLevel(l)
+	sameAtAmd64Levels(t, "integer panel kernel", func() []float32 {
 		var got [panelRows * panelTokens]float32
 		copy(got[:], start)
 		panelQ12x32(w, stride, blocks, xq, xs, &got)
-		restore()
-		if first == nil {
-			first, firstLevel = got[:], l.name
-			continue
-		}
-		if !slices.Equal(first, got[:]) {
-			t.Errorf("%s and %s integer panel kernels differ", firstLevel, l.name)
-		}
-	}
+		return got[:]
+	})
 }
 
 // The SIMD decode of packed rows to int16 codes is the Go loop's.

@@ -4,6 +4,23 @@
 #include "hsum_amd64.h"
 #include "q8_amd64.h"
 
+// ROWS4: the arguments of the 4-row kernels: the weights into SI, the
+// blocks into CX, the four activation rows' codes into DI, R9, R10, R11
+// and their scales into BX, DX, R12, R13 (clobbers AX, R8).
+#define ROWS4 \
+	MOVQ w+0(FP), SI; \
+	MOVQ q+8(FP), DI; \
+	MOVQ qstride+16(FP), AX; \
+	MOVQ scale+24(FP), BX; \
+	MOVQ sstride+32(FP), R8; \
+	MOVQ blocks+40(FP), CX; \
+	LEAQ (DI)(AX*1), R9; \
+	LEAQ (R9)(AX*1), R10; \
+	LEAQ (R10)(AX*1), R11; \
+	LEAQ (BX)(R8*1), DX; \
+	LEAQ (DX)(R8*1), R12; \
+	LEAQ (R12)(R8*1), R13
+
 // Q8BLOCK4 loads the weight block at off(SI) once and adds its product
 // with the four activation rows into a0…a3.
 #define Q8BLOCK4(off, soff, a0, a1, a2, a3) \
@@ -23,18 +40,7 @@
 // blocks) and horizontal sum, so each s_t is bit-identical to
 // int8Q8DotAVX2 of that row.
 TEXT ·int8Q8Dot4AVX2(SB), NOSPLIT, $0-64
-	MOVQ     w+0(FP), SI
-	MOVQ     q+8(FP), DI
-	MOVQ     qstride+16(FP), AX
-	MOVQ     scale+24(FP), BX
-	MOVQ     sstride+32(FP), R8
-	MOVQ     blocks+40(FP), CX
-	LEAQ     (DI)(AX*1), R9
-	LEAQ     (R9)(AX*1), R10
-	LEAQ     (R10)(AX*1), R11
-	LEAQ     (BX)(R8*1), DX
-	LEAQ     (DX)(R8*1), R12
-	LEAQ     (R12)(R8*1), R13
+	ROWS4
 	ZERO8
 	VPCMPEQW Y12, Y12, Y12
 	VPSRLW   $15, Y12, Y12
@@ -75,18 +81,7 @@ done:
 // accumulators, so each s_t is bit-identical to that kernel's result for
 // that row.
 TEXT ·int8Q8Dot4VNNI(SB), NOSPLIT, $0-64
-	MOVQ   w+0(FP), SI
-	MOVQ   q+8(FP), DI
-	MOVQ   qstride+16(FP), AX
-	MOVQ   scale+24(FP), BX
-	MOVQ   sstride+32(FP), R8
-	MOVQ   blocks+40(FP), CX
-	LEAQ   (DI)(AX*1), R9
-	LEAQ   (R9)(AX*1), R10
-	LEAQ   (R10)(AX*1), R11
-	LEAQ   (BX)(R8*1), DX
-	LEAQ   (DX)(R8*1), R12
-	LEAQ   (R12)(R8*1), R13
+	ROWS4
 	Q8VSETUP
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17

@@ -24,6 +24,28 @@ func useLevel(l level) (restore func()) {
 	return prev.use
 }
 
+// sameAtAmd64Levels runs f at every SIMD level of an amd64 machine and
+// fails unless each gives the first one's bits: for kernels whose levels
+// promise the same results.
+func sameAtAmd64Levels(t *testing.T, what string, f func() []float32) {
+	t.Helper()
+	var first []float32
+	var firstLevel string
+	for _, l := range kernelLevels() {
+		if !l.simd || runtime.GOARCH != "amd64" {
+			continue
+		}
+		restore := useLevel(l)
+		got := f()
+		restore()
+		if first == nil {
+			first, firstLevel = got, l.name
+		} else if !slices.Equal(first, got) {
+			t.Errorf("%s: %s gives %v, %s %v", what, firstLevel, first, l.name, got)
+		}
+	}
+}
+
 // haveLUT64 reports whether lut64Dot2 has a kernel at the selected level:
 // amd64's AVX2 and AVX-512 (arm64 has no 64-entry kernel).
 func haveLUT64() bool { return simd && runtime.GOARCH == "amd64" }

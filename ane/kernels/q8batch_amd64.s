@@ -21,6 +21,19 @@
 	LEAQ (DX)(R8*1), R12; \
 	LEAQ (R12)(R8*1), R13
 
+// NEXT2: the 4-row kernels' pointers past a pair of blocks.
+#define NEXT2 \
+	ADDQ $64, SI; \
+	ADDQ $64, DI; \
+	ADDQ $64, R9; \
+	ADDQ $64, R10; \
+	ADDQ $64, R11; \
+	ADDQ $8, BX; \
+	ADDQ $8, DX; \
+	ADDQ $8, R12; \
+	ADDQ $8, R13; \
+	SUBQ $2, CX
+
 // Q8BLOCK4 loads the weight block at off(SI) once and adds its product
 // with the four activation rows into a0…a3.
 #define Q8BLOCK4(off, soff, a0, a1, a2, a3) \
@@ -51,16 +64,7 @@ b2:
 	JLT  b1
 	Q8BLOCK4(0, 0, Y0, Y1, Y2, Y3)
 	Q8BLOCK4(32, 4, Y4, Y5, Y6, Y7)
-	ADDQ $64, SI
-	ADDQ $64, DI
-	ADDQ $64, R9
-	ADDQ $64, R10
-	ADDQ $64, R11
-	ADDQ $8, BX
-	ADDQ $8, DX
-	ADDQ $8, R12
-	ADDQ $8, R13
-	SUBQ $2, CX
+	NEXT2
 	JMP  b2
 
 b1:
@@ -97,16 +101,7 @@ v2:
 	Q8VROW(0, R9, DX, Z17)
 	Q8VROW(0, R10, R12, Z18)
 	Q8VROW(0, R11, R13, Z19)
-	ADDQ       $64, SI
-	ADDQ       $64, DI
-	ADDQ       $64, R9
-	ADDQ       $64, R10
-	ADDQ       $64, R11
-	ADDQ       $8, BX
-	ADDQ       $8, DX
-	ADDQ       $8, R12
-	ADDQ       $8, R13
-	SUBQ       $2, CX
+	NEXT2
 	JMP        v2
 
 v1:

@@ -118,9 +118,7 @@ bdone:
 // OUT1(acc, off): the sum of acc's 16 lanes stored at off(AX) (clobbers
 // Z0, Y1).
 #define OUT1(acc, off) \
-	VMOVAPS acc, Z0; \
-	HSUM512; \
-	VMOVSS   X0, off(AX)
+	HSUM512TO(acc, off(AX))
 
 // OUT2TO9 stores the sums of Z2–Z9 at 0(AX)…28(AX).
 #define OUT2TO9 \

@@ -21,6 +21,13 @@
 	VADDPS        Y1, Y0, Y0; \
 	HSUM
 
+// HSUM512TO stores the sum of acc's 16 lanes (HSUM512's order) to dst
+// (clobbers Z0, Y1).
+#define HSUM512TO(acc, dst) \
+	VMOVAPS acc, Z0; \
+	HSUM512; \
+	VMOVSS  X0, dst
+
 // ZERO8 clears Y0–Y7, the accumulators of the 4-row kernels.
 #define ZERO8 \
 	VXORPS Y0, Y0, Y0; \

@@ -57,7 +57,7 @@ func (q *q16Batch) group(t0 int) (width, base, sbase int) {
 // quantizeQ16Batch quantizes the n rows of x (cols values each, row t at
 // x[t·cols:]) to ±levels into q, reusing its storage.
 func quantizeQ16Batch(q *q16Batch, x []float32, n, cols int, levels float32) {
-	q.n, q.blocks, q.levels = n, (cols+Q16Block-1)/Q16Block, levels
+	q.n, q.blocks, q.levels, q.pairs = n, (cols+Q16Block-1)/Q16Block, levels, q16Pairs()
 	slots := 0 // token slots, the padding included
 	for t0 := 0; t0 < n; t0 += q16BatchGroup {
 		w, _, _ := q.group(t0)
@@ -74,7 +74,6 @@ func quantizeQ16Batch(q *q16Batch, x []float32, n, cols int, levels float32) {
 		for k := 0; k < w && t0+k < n; k++ {
 			t := t0 + k
 			QuantizeQ16(&q.one, x[t*cols:(t+1)*cols], levels)
-			q.pairs = q.one.pairs
 			for b := range q.blocks {
 				copy(q.Q[base+(b*w+k)*Q16Block:][:Q16Block], q.one.Q[b*Q16Block:])
 			}

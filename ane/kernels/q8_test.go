@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -172,6 +173,58 @@ func BenchmarkInt8Q8(b *testing.B) {
 	b.ReportMetric(float64(tf.Nanoseconds())/n, "ns/weight_float")
 	b.ReportMetric(float64(ti.Nanoseconds())/n, "ns/weight_int8")
 	b.ReportMetric(float64(tf)/float64(ti), "speedup")
+}
+
+// BenchmarkInt8Q8Levels times one 1024×4096 INT8 integer product at each
+// amd64 SIMD level, one activation row (int8Q8Dot per row) and four
+// (int8Q8Dot4), the levels alternating inside each iteration; it reports
+// the median ns per weight·token of each. The levels give the same bits
+// (TestInt8Q8LevelsAgree), so which kernel each uses is a speed choice
+// (docs/KERNELS.md, "INT8 per-channel").
+//
+//	go test -run '^$' -bench Int8Q8Levels -benchtime 20x ./ane/kernels
+func BenchmarkInt8Q8Levels(b *testing.B) {
+	const rows, cols = 1024, 4096
+	r := rand.New(rand.NewPCG(3, 4))
+	w, _ := q8Inputs(r, rows*cols)
+	_, x := q8Inputs(r, 4*cols)
+	var q1, q4 Q8
+	QuantizeQ8(&q1, x[:cols])
+	quantizeQ8Rows(&q4, x, 4, cols)
+	var levels []level
+	for _, l := range kernelLevels() {
+		if l.simd && runtime.GOARCH == "amd64" {
+			levels = append(levels, l)
+		}
+	}
+	if len(levels) == 0 {
+		b.Skip("no amd64 SIMD level here")
+	}
+	for _, tokens := range []int{1, 4} {
+		b.Run(fmt.Sprintf("tokens=%d", tokens), func(b *testing.B) {
+			times := make([][]float64, len(levels))
+			var out [4]float32
+			for b.Loop() {
+				for i, l := range levels {
+					restore := useLevel(l)
+					start := time.Now()
+					for row := range rows {
+						wr := w[row*cols : (row+1)*cols]
+						if tokens == 1 {
+							out[0] = int8Q8Dot(wr, &q1)
+						} else {
+							int8Q8Dot4(wr, &q4, 0, q8Blocks(cols), &out)
+						}
+					}
+					times[i] = append(times[i], float64(time.Since(start))/float64(rows*cols*tokens))
+					restore()
+				}
+			}
+			for i, l := range levels {
+				b.ReportMetric(median(times[i]), "ns/weight/token_"+l.name)
+			}
+		})
+	}
 }
 
 // TestRunnerInteger: with Runner.Integer a single-row ApplyPair of two INT8

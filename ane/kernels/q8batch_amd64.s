@@ -4,6 +4,59 @@
 #include "hsum_amd64.h"
 #include "q8_amd64.h"
 
+// The AVX-512 VNNI form of the 4-row kernel (int8Q8Dot4VNNI) takes a pair of
+// blocks a ZMM: VPDPBUSD adds |w| (unsigned; VPABSB, |−128| reads as
+// 128) times the codes, negated where w < 0 (VPMOVB2M's mask on a VPSUBB
+// from zero; the codes are within ±127), four bytes a lane: the int32
+// lanes Q8ROW's VPMADDUBSW and VPMADDWD make, block b in lanes 0–7 and
+// b+1 in 8–15. Converted, they meet the pair's scales (b's broadcast into
+// the low half, b+1's into the high) in one FMA into an accumulator whose
+// halves are Q8ROW's even- and odd-block accumulators, so HSUM512 ends
+// with the AVX2 kernels' bits (the one-row kernel stays int8Q8DotAVX2). A lone last block adds into the low half
+// only (mask K2). Z31 is zero throughout; K2 holds the low 8 lanes.
+
+// Q8VSETUP: Z31 zero, K2 the low 8 lanes (clobbers AX).
+#define Q8VSETUP \
+	VPXORD Z31, Z31, Z31; \
+	MOVL   $0xff, AX; \
+	KMOVW  AX, K2
+
+// Q8VWEIGHTS(off): the pair of weight blocks at off(SI): |w| into Z9,
+// their signs into K1.
+#define Q8VWEIGHTS(off) \
+	VMOVDQU8 off(SI), Z8; \
+	VPABSB   Z8, Z9; \
+	VPMOVB2M Z8, K1
+
+// Q8VROW(off, qp, sp, acc): one activation row's pair of blocks at
+// off(qp), with scales at (sp) and 4(sp), into acc (Z10–Z12 clobbered).
+#define Q8VROW(off, qp, sp, acc) \
+	VMOVDQU8      off(qp), Z10; \
+	VPSUBB        Z10, Z31, K1, Z10; \
+	VPXORD        Z11, Z11, Z11; \
+	VPDPBUSD      Z10, Z9, Z11; \
+	VCVTDQ2PS     Z11, Z11; \
+	VBROADCASTSS  (sp), Z12; \
+	VBROADCASTSS  4(sp), Y10; \
+	VINSERTF64X4  $1, Y10, Z12, Z12; \
+	VFMADD231PS   Z12, Z11, acc
+
+// Q8VWEIGHTS1 and Q8VROW1(qp, sp, acc): the same for a lone block at (SI)
+// and (qp), its scale at (sp), into acc's low half.
+#define Q8VWEIGHTS1 \
+	VMOVDQU8 (SI), Y8; \
+	VPABSB   Y8, Y9; \
+	VPMOVB2M Y8, K1
+
+#define Q8VROW1(qp, sp, acc) \
+	VMOVDQU8     (qp), Y10; \
+	VPSUBB       Y10, Y31, K1, Y10; \
+	VPXORD       Y11, Y11, Y11; \
+	VPDPBUSD     Y10, Y9, Y11; \
+	VCVTDQ2PS    Y11, Y11; \
+	VBROADCASTSS (sp), Y12; \
+	VFMADD231PS  Z12, Z11, K2, acc
+
 // ROWS4: the arguments of the 4-row kernels: the weights into SI, the
 // blocks into CX, the four activation rows' codes into DI, R9, R10, R11
 // and their scales into BX, DX, R12, R13 (clobbers AX, R8).
@@ -79,7 +132,7 @@ done:
 
 // func int8Q8Dot4VNNI(w *int8, q *int8, qstride int, scale *float32, sstride int, blocks int) (s0, s1, s2, s3 float32)
 //
-// int8Q8Dot4AVX2 with VPDPBUSD, a pair of blocks a step (q8_amd64.h): each
+// int8Q8Dot4AVX2 with VPDPBUSD, a pair of blocks a step (above): each
 // weight pair is loaded, made unsigned and its signs taken once for the
 // four rows, and every row's accumulator halves are int8Q8DotAVX2's two
 // accumulators, so each s_t is bit-identical to that kernel's result for
@@ -114,17 +167,9 @@ v1:
 	Q8VROW1(R11, R13, Z19)
 
 vdone:
-	VMOVAPS Z16, Z0
-	HSUM512
-	VMOVSS  X0, s0+48(FP)
-	VMOVAPS Z17, Z0
-	HSUM512
-	VMOVSS  X0, s1+52(FP)
-	VMOVAPS Z18, Z0
-	HSUM512
-	VMOVSS  X0, s2+56(FP)
-	VMOVAPS Z19, Z0
-	HSUM512
-	VMOVSS  X0, s3+60(FP)
+	HSUM512TO(Z16, s0+48(FP))
+	HSUM512TO(Z17, s1+52(FP))
+	HSUM512TO(Z18, s2+56(FP))
+	HSUM512TO(Z19, s3+60(FP))
 	VZEROUPPER
 	RET

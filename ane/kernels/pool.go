@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/forgedaemon/forged/internal/runqueue"
 )
 
 // Task is work split over a range; RunRange handles [lo, hi) on worker w
@@ -50,8 +52,16 @@ type UnevenTask interface {
 // tried again in a shorter window (probeWindow, probeRuns), and each good
 // window halves the next spell (below soloMin: none, and full windows).
 // Judged over a window, a pause of the VM or a kernel thread's slice
-// leaves a quiet machine's sharing above 1. Run is for one goroutine at
-// a time (the session's).
+// leaves a quiet machine's sharing above 1.
+//
+// Where the kernel counts its runnable threads (runqueue.SpareCPUs), the
+// pool asks it too, at most every lookEvery: a window worth less than
+// one worker so far ends early when threads wait for a CPU (the loss is
+// a busy machine's, and will last), and a spell ending while every CPU
+// has a thread goes on instead of probing (the workers could only take
+// turns with the other threads). So under sustained load a decode pays
+// one short window, not a window and a probe per spell. Run is for one
+// goroutine at a time (the session's).
 type Pool struct {
 	workers int
 	jobs    []chan *batch
@@ -62,9 +72,13 @@ type Pool struct {
 
 	alone, took time.Duration // this window's shared Runs: one worker's estimate, and the time they took
 	runs        int           // and how many
-	soloUntil   time.Time     // Runs before this run on the caller alone
+	soloUntil   time.Time     // Runs before this run on the caller alone (zero: no spell)
 	spell       time.Duration // the last solo spell (0: none since a good window)
 	judged      int           // windows judged (tests)
+	nextLook    time.Time     // when a window may next ask spareCPUs
+	// spareCPUs is the machine's CPUs less its runnable threads
+	// (runqueue.SpareCPUs; tests replace it).
+	spareCPUs func() (spare int, ok bool)
 }
 
 const (
@@ -81,6 +95,10 @@ const (
 	soloBelow   = 1.0
 	soloMin     = 50 * time.Millisecond
 	soloMax     = 2 * time.Second
+	// The kernel's count is read at most every lookEvery (under a µs a
+	// read), by a window only once it has lookRuns Runs to judge by.
+	lookEvery = 10 * time.Millisecond
+	lookRuns  = 8
 )
 
 // chunksPerWorker is how finely a Run is cut: enough that a late worker
@@ -163,7 +181,7 @@ func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{workers: n, jobs: make([]chan *batch, n-1), done: make(chan struct{}, 1)}
+	p := &Pool{workers: n, jobs: make([]chan *batch, n-1), done: make(chan struct{}, 1), spareCPUs: runqueue.SpareCPUs}
 	for i := range p.jobs {
 		// Buffered: the caller never waits for a worker to take its batch.
 		ch := make(chan *batch, 4)
@@ -224,7 +242,7 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 		return
 	}
 	start := time.Now()
-	if start.Before(p.soloUntil) {
+	if p.staySolo(start) {
 		t.RunRange(0, 0, total)
 		return
 	}
@@ -253,7 +271,8 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 	}
 	// Every chunk is done, so the fastest rate is final.
 	if alone, ok := b.alone(); ok {
-		p.judge(alone, time.Since(start))
+		now := time.Now()
+		p.judge(alone, now.Sub(start), now)
 	}
 	b.release()
 }
@@ -261,7 +280,7 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 // judge adds a shared Run, estimated to take one worker alone and
 // taking took, to the window, and at the window's end starts a solo spell
 // if sharing was worth less than soloBelow.
-func (p *Pool) judge(alone, took time.Duration) {
+func (p *Pool) judge(alone, took time.Duration, now time.Time) {
 	p.alone += alone
 	p.took += took
 	p.runs++
@@ -269,7 +288,7 @@ func (p *Pool) judge(alone, took time.Duration) {
 	if p.spell > 0 {
 		window, runs = probeWindow, probeRuns
 	}
-	if p.took < window || p.runs < runs {
+	if (p.took < window || p.runs < runs) && !p.lookedBusy(now) {
 		return
 	}
 	worth := float64(p.alone) / float64(p.took)
@@ -284,7 +303,42 @@ func (p *Pool) judge(alone, took time.Duration) {
 		return
 	}
 	p.spell = min(max(2*p.spell, soloMin), soloMax)
-	p.soloUntil = time.Now().Add(p.spell)
+	p.soloUntil = now.Add(p.spell)
+}
+
+// lookedBusy ends a window early: once it has lookRuns Runs worth less
+// than one worker so far, it asks the kernel (at most every lookEvery),
+// and threads waiting for a CPU while this pool's are all running say
+// the loss will last. Without the count, or with no thread waiting, the
+// window runs its length: a VM's pause or a kernel thread's slice can
+// cost a few Runs without lasting.
+func (p *Pool) lookedBusy(now time.Time) bool {
+	if p.runs < lookRuns || now.Before(p.nextLook) || float64(p.alone) >= soloBelow*float64(p.took) {
+		return false
+	}
+	p.nextLook = now.Add(lookEvery)
+	spare, ok := p.spareCPUs()
+	return ok && spare < 0
+}
+
+// staySolo reports whether a Run starting at now stays on the caller: in a
+// solo spell, or at its end while the kernel counts a thread for every
+// CPU, the caller's included (then the spell goes on for lookEvery).
+// Otherwise a spell that has ended is over and the Runs from here are the
+// probe.
+func (p *Pool) staySolo(now time.Time) bool {
+	if p.soloUntil.IsZero() {
+		return false
+	}
+	if now.Before(p.soloUntil) {
+		return true
+	}
+	if spare, ok := p.spareCPUs(); ok && spare <= 0 {
+		p.soloUntil = now.Add(lookEvery)
+		return true
+	}
+	p.soloUntil = time.Time{}
+	return false
 }
 
 // wait returns once the workers have finished the chunks they took: it

@@ -172,6 +172,7 @@ func TestPoolGoesSoloWhenSharingLoses(t *testing.T) {
 		t.Run(fmt.Sprintf("worker %d held", who), func(t *testing.T) {
 			p := NewPool(2)
 			defer p.Close()
+			fakeCount(p, nil)
 			// One held Run, longer than judgeWindow, and short ones to
 			// make up judgeRuns fill a window.
 			held := func() {
@@ -228,6 +229,7 @@ func TestPoolDoesNotJudgeUnevenTasks(t *testing.T) {
 	}
 	p := NewPool(2)
 	defer p.Close()
+	fakeCount(p, nil)
 	c := newCover(64, 1, 2)
 	p.Run(&holdTask{c: c, who: 1, hold: judgeWindow + 10*time.Millisecond, uneven: true}, 64, 1, 2)
 	c.check(t, "uneven run")
@@ -242,6 +244,7 @@ func TestPoolDoesNotJudgeUnevenTasks(t *testing.T) {
 func TestPoolJudgesWholeWindows(t *testing.T) {
 	p := NewPool(1)
 	defer p.Close()
+	fakeCount(p, nil)
 	// window adds judgeRuns Runs taking took in all, worth worth.
 	window := func(took time.Duration, worth float64) {
 		runs := judgeRuns
@@ -249,12 +252,12 @@ func TestPoolJudgesWholeWindows(t *testing.T) {
 			runs = probeRuns
 		}
 		for range runs {
-			p.judge(time.Duration(worth*float64(took/time.Duration(runs))), took/time.Duration(runs))
+			p.judge(time.Duration(worth*float64(took/time.Duration(runs))), took/time.Duration(runs), time.Now())
 		}
 	}
-	p.judge(0, 10*judgeWindow)
+	p.judge(0, 10*judgeWindow, time.Now())
 	for range judgeRuns - 2 {
-		p.judge(0, 0)
+		p.judge(0, 0, time.Now())
 	}
 	if p.judged != 0 {
 		t.Fatal("a window was judged before it had judgeRuns Runs")
@@ -316,4 +319,124 @@ func TestBatchEstimatesOneWorker(t *testing.T) {
 	if d, ok := b.alone(); !ok || d != 160*time.Microsecond {
 		t.Fatalf("estimate %v (ok %v), want 64 units at 2.5 µs = 160µs", d, ok)
 	}
+}
+
+// fakeCount replaces p's kernel count of spare CPUs: each read returns
+// *spare (ok false if spare is nil), and the count returned is the reads.
+func fakeCount(p *Pool, spare *int) *int {
+	reads := new(int)
+	p.spareCPUs = func() (int, bool) {
+		*reads++
+		if spare == nil {
+			return 0, false
+		}
+		return *spare, true
+	}
+	return reads
+}
+
+// A window of Runs worth less than one worker ends as soon as it has
+// lookRuns of them if the kernel counts a thread waiting for a CPU, and
+// runs its length otherwise; the count is read at most every lookEvery,
+// and not at all while sharing is worth it.
+func TestPoolWindowAsksTheKernel(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	spare := -1
+	reads := fakeCount(p, &spare)
+	now := time.Now()
+	step := 2 * time.Millisecond // a Run's time; judgeRuns of them fill judgeWindow
+	runs := func(n int, worth float64) {
+		for range n {
+			now = now.Add(step)
+			p.judge(time.Duration(worth*float64(step)), step, now)
+		}
+	}
+	restart := func() { p.alone, p.took, p.runs, p.spell, p.soloUntil = 0, 0, 0, 0, time.Time{} }
+
+	runs(lookRuns-1, 0.5)
+	if *reads != 0 || p.judged != 0 {
+		t.Fatalf("%d bad Runs: %d reads, %d windows judged; want none before lookRuns", lookRuns-1, *reads, p.judged)
+	}
+	runs(1, 0.5)
+	if *reads != 1 || p.judged != 1 || p.spell != soloMin || !p.soloUntil.Equal(now.Add(soloMin)) {
+		t.Fatalf("a thread waiting after %d bad Runs: %d reads, %d judged, spell %v; want 1, 1, %v", lookRuns, *reads, p.judged, p.spell, soloMin)
+	}
+
+	restart()
+	spare = 0
+	runs(judgeRuns-1, 0.5)
+	if p.judged != 1 {
+		t.Fatal("with no thread waiting, a bad window was judged before its end")
+	}
+	// Asked again, but not more than once every lookEvery.
+	if n, most := *reads-1, int(time.Duration(judgeRuns)*step/lookEvery); n < 1 || n > most {
+		t.Fatalf("%d reads of the count over %v of bad Runs, want 1 to %d (one every %v)", n, time.Duration(judgeRuns-1)*step, most, lookEvery)
+	}
+	runs(1, 0.5)
+	if p.judged != 2 || p.spell != soloMin {
+		t.Fatalf("a full bad window with no thread waiting: %d judged, spell %v; want 2, %v", p.judged, p.spell, soloMin)
+	}
+
+	restart()
+	spare = -1
+	before := *reads
+	runs(judgeRuns-1, 1.5)
+	if *reads != before || p.judged != 2 {
+		t.Fatalf("Runs worth 1.5: %d reads, %d judged; want the count not read and no window judged", *reads-before, p.judged-2)
+	}
+}
+
+// A spell that ends while the kernel counts a thread for every CPU goes
+// on (the Runs stay on the caller, the count read every lookEvery); with
+// a CPU spare, or no count, the Runs after it are the probe.
+func TestPoolSpellAsksTheKernel(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs two Ps")
+	}
+	p := NewPool(2)
+	defer p.Close()
+	spare := 0
+	reads := fakeCount(p, &spare)
+	now := time.Now()
+	p.spell, p.soloUntil = soloMin, now
+	if !p.staySolo(now) || *reads != 1 || !p.soloUntil.Equal(now.Add(lookEvery)) {
+		t.Fatalf("a spell's end with no CPU spare: %d reads, solo until %v; want 1 and %v", *reads, p.soloUntil.Sub(now), lookEvery)
+	}
+	if !p.staySolo(now.Add(lookEvery/2)) || *reads != 1 {
+		t.Fatalf("within the extension: %d reads, want the count not read again", *reads)
+	}
+	// A real Run at a spell's end with no CPU spare: worker 1 takes nothing.
+	p.soloUntil = time.Now().Add(-time.Millisecond)
+	c := newCover(1<<12, 1, 2)
+	p.Run(&slowTask{c}, 1<<12, 1, 2)
+	c.check(t, "run")
+	if k := c.byWorker[1].Load(); k > 0 || time.Until(p.soloUntil) <= 0 {
+		t.Fatalf("a Run at a spell's end with no CPU spare: worker 1 ran %d chunks, solo until %v from now", k, time.Until(p.soloUntil))
+	}
+
+	spare = 1
+	now = p.soloUntil
+	if p.staySolo(now) || !p.soloUntil.IsZero() {
+		t.Fatalf("a spell's end with a CPU spare stayed solo (until %v)", p.soloUntil)
+	}
+	before := *reads
+	if p.staySolo(now) || *reads != before {
+		t.Fatal("after a spell: solo, or the count read again")
+	}
+	fakeCount(p, nil)
+	p.soloUntil = now
+	if p.staySolo(now) {
+		t.Fatal("a spell's end without the kernel's count stayed solo")
+	}
+	for range 2000 { // the probe shares (a loaded machine may send a few Runs solo)
+		c := newCover(1<<12, 1, 2)
+		p.Run(&slowTask{c}, 1<<12, 1, 2)
+		c.check(t, "run")
+		if c.byWorker[1].Load() > 0 {
+			return
+		}
+		p.soloUntil = time.Time{}
+	}
+	t.Fatal("after the spell, worker 1 never ran a chunk in 2000 Runs")
 }

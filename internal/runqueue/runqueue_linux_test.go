@@ -1,0 +1,93 @@
+package runqueue
+
+import (
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestCountCPUList(t *testing.T) {
+	for in, want := range map[string]int{
+		"0": 1, "0-1": 2, "0-3,8,10-11": 7, "2-2": 1,
+		"": 0, "1-0": 0, "a": 0, "0-": 0, "-1": 0, "0,,1": 0,
+	} {
+		if got := countCPUList(in); got != want {
+			t.Errorf("countCPUList(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// The count includes the reading thread, and a second thread spinning
+// takes one CPU more; reading allocates nothing (the pool reads it from
+// Run, which must not).
+func TestSpareCPUsCountsRunningThreads(t *testing.T) {
+	n := runtime.NumCPU()
+	spare, ok := SpareCPUs()
+	if !ok {
+		t.Skip("/proc/loadavg does not count this process's CPUs here (a container's affinity mask)")
+	}
+	if spare > n-1 {
+		t.Fatalf("spare %d with the reader running on one of %d CPUs, want at most %d", spare, n, n-1)
+	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs two Ps for a second running thread")
+	}
+	var spinning, stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		spinning.Store(true)
+		for !stop.Load() {
+		}
+	}()
+	for !spinning.Load() {
+		runtime.Gosched()
+	}
+	spare, _ = SpareCPUs()
+	stop.Store(true)
+	<-done
+	if spare > n-2 {
+		t.Fatalf("spare %d with two threads running on %d CPUs, want at most %d", spare, n, n-2)
+	}
+	if a := testing.AllocsPerRun(100, func() { SpareCPUs() }); a != 0 {
+		t.Fatalf("SpareCPUs allocates %.1f times a call", a)
+	}
+}
+
+func TestParseLoadavg(t *testing.T) {
+	good := map[string]int{
+		"0.13 1.12 1.60 1/103 16222\n": 1,
+		"12.50 9.01 7.77 37/2048 99\n": 37,
+		"0.00 0.00 0.00 0/1 1":         0,
+	}
+	for in, want := range good {
+		if got, err := parseLoadavg([]byte(in)); err != nil || got != want {
+			t.Errorf("parseLoadavg(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"":                           "fewer than four fields",
+		"0.13 1.12 1.60":             "fewer than four fields",
+		"0.13 1.12 1.60 103 16222":   "not running/total",
+		"0.13 1.12 1.60 /103 16222":  "not a count",
+		"0.13 1.12 1.60 -1/103 1":    "not a count",
+		"0.13 1.12 1.60 1x/103 1":    "not a count",
+		"0.1 0.1 0.1 9999999999/1 1": "not a count",
+	}
+	for in, want := range bad {
+		if _, err := parseLoadavg([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parseLoadavg(%q): error %v, want one saying %q", in, err, want)
+		}
+	}
+}
+
+// What a read of the count costs (the pool reads it at most every 10 ms).
+func BenchmarkSpareCPUs(b *testing.B) {
+	if _, ok := SpareCPUs(); !ok {
+		b.Skip("no count here")
+	}
+	for b.Loop() {
+		SpareCPUs()
+	}
+}

@@ -21,7 +21,7 @@ type Task interface {
 // UnevenTask is a Task whose units need not cost alike (attention over a
 // prompt's rows: a later row attends to more positions). The pool cannot
 // tell from its chunks what a Run would have cost one worker, so such a
-// Run does not count towards going solo (below).
+// Run does not count towards a polite spell (below).
 type UnevenTask interface {
 	Task
 	Uneven() bool
@@ -33,35 +33,43 @@ type UnevenTask interface {
 // A Run is cut into more chunks than workers, handed out in order to
 // whichever worker asks next: a worker the OS has not scheduled yet (the
 // machine is busy, or it is still waking) leaves its share to the others
-// instead of holding up the whole product. A worker that finishes spins
-// briefly for the next Run before parking, because a decode step issues
-// products microseconds apart and waking a parked thread costs more.
+// instead of holding up the whole product. A worker that finishes polls
+// briefly for the next Run before parking (unless polite, below), because
+// a decode step issues products microseconds apart and waking a parked
+// thread costs more.
 //
-// When another process keeps a core busy, three threads share two cores:
-// a worker descheduled in the middle of a chunk holds up the Run for a
-// time slice, milliseconds, where a product takes microseconds; the
-// caller descheduled in the middle of its own chunk does too, and more
-// often; and the workers, spinning between Runs, take CPU time from the
-// caller. Two workers then decode slower than one. So the pool judges
-// what sharing is worth: a shared Run's worth is the time one worker
-// alone would have taken (its units at the rate of its fastest chunk)
-// over the time it took. A window of shared Runs (judgeWindow and
-// judgeRuns) worth less than soloBelow, added up, sends the Runs of the
-// next spell (soloMin, doubling while the windows stay bad, up to
-// soloMax) to the caller alone, the workers parked; then the workers are
-// tried again in a shorter window (probeWindow, probeRuns), and each good
-// window halves the next spell (below soloMin: none, and full windows).
-// Judged over a window, a pause of the VM or a kernel thread's slice
-// leaves a quiet machine's sharing above 1.
+// When another process keeps a core busy, three threads share two cores,
+// and polling workers lose: a worker polling between Runs is a runnable
+// thread, so the kernel makes it take turns with the other process's
+// threads a time slice (milliseconds) at a time, whether it holds a
+// chunk or not; descheduled in the middle of a chunk it holds up the Run
+// for that slice, where a product takes microseconds, and its polling
+// takes CPU time from the caller. Two such workers decode slower than
+// one. A polite worker parks as soon as it finds no chunk to take: it is
+// runnable only while it has work, the kernel runs a thread that wakes
+// from sleep promptly, and the caller never waits for a worker that has
+// not started (chunks go to whoever asks). That costs a wake-up a Run,
+// which a quiet machine need not pay.
+//
+// So the pool judges what sharing is worth: a shared Run's worth is the
+// time one worker alone would have taken (its units at the rate of its
+// fastest chunk) over the time it took. A window of Runs shared by
+// polling workers (judgeWindow and judgeRuns) worth less than
+// politeBelow, added up, makes the workers polite for a spell (spellMin,
+// doubling while the windows stay bad, up to spellMax), its Runs not
+// judged; then the workers poll again for a shorter window (probeWindow,
+// probeRuns), and each good window halves the next spell (below
+// spellMin: none, and full windows). Judged over a window, a pause of
+// the VM or a kernel thread's slice leaves a quiet machine's sharing
+// above 1.
 //
 // Where the kernel counts its runnable threads (runqueue.SpareCPUs), the
 // pool asks it too, at most every lookEvery: a window worth less than
 // one worker so far ends early when threads wait for a CPU (the loss is
 // a busy machine's, and will last), and a spell ending while every CPU
-// has a thread goes on instead of probing (the workers could only take
-// turns with the other threads). So under sustained load a decode pays
-// one short window, not a window and a probe per spell. Run is for one
-// goroutine at a time (the session's).
+// has a thread goes on instead of probing. So under sustained load a
+// decode pays one short window, not a window and a probe per spell. Run
+// is for one goroutine at a time (the session's).
 type Pool struct {
 	workers int
 	jobs    []chan *batch
@@ -72,9 +80,11 @@ type Pool struct {
 
 	alone, took time.Duration // this window's shared Runs: one worker's estimate, and the time they took
 	runs        int           // and how many
-	soloUntil   time.Time     // Runs before this run on the caller alone (zero: no spell)
-	spell       time.Duration // the last solo spell (0: none since a good window)
+	spellUntil  time.Time     // Runs before this are a polite spell's (zero: no spell)
+	spell       time.Duration // the last spell's length (0: none since a good window)
 	judged      int           // windows judged (tests)
+	polite      atomic.Bool   // workers park as soon as they find no chunk
+	polls       atomic.Int64  // the workers' polls for a Run (tests)
 	nextLook    time.Time     // when a window may next ask spareCPUs
 	// spareCPUs is the machine's CPUs less its runnable threads
 	// (runqueue.SpareCPUs; tests replace it).
@@ -87,14 +97,14 @@ const (
 	// one descheduled or not, where the OS slices time) the count.
 	judgeWindow = 50 * time.Millisecond
 	judgeRuns   = 32
-	// After a spell the workers are probed in a shorter window: under
-	// sustained load every probe costs its window at sharing's worth
-	// there (about 0.7), and most windows are probes.
+	// After a spell the polling workers are probed in a shorter window:
+	// where the kernel's count is not read, every probe under sustained
+	// load costs its window at polling's worth there (about 0.7).
 	probeWindow = 20 * time.Millisecond
 	probeRuns   = 16
-	soloBelow   = 1.0
-	soloMin     = 50 * time.Millisecond
-	soloMax     = 2 * time.Second
+	politeBelow = 1.0
+	spellMin    = 50 * time.Millisecond
+	spellMax    = 2 * time.Second
 	// The kernel's count is read at most every lookEvery (under a µs a
 	// read), by a window only once it has lookRuns Runs to judge by.
 	lookEvery = 10 * time.Millisecond
@@ -193,7 +203,7 @@ func NewPool(n int) *Pool {
 
 func (p *Pool) worker(w int, ch chan *batch) {
 	for {
-		b, ok := next(ch)
+		b, ok := p.next(ch)
 		if !ok {
 			return
 		}
@@ -204,14 +214,21 @@ func (p *Pool) worker(w int, ch chan *batch) {
 	}
 }
 
-// next waits for the next batch: polling for spinFor, then parked.
-func next(ch chan *batch) (*batch, bool) {
+// next waits for the next batch: polling for spinFor, then parked (at
+// once if the pool is polite).
+func (p *Pool) next(ch chan *batch) (*batch, bool) {
 	deadline := time.Time{}
 	for i := 0; ; i++ {
 		select {
 		case b, ok := <-ch:
+			p.notePolls(i)
 			return b, ok
 		default:
+		}
+		if p.polite.Load() {
+			p.notePolls(i)
+			b, ok := <-ch
+			return b, ok
 		}
 		spinPause()
 		if i&63 == 63 {
@@ -219,10 +236,17 @@ func next(ch chan *batch) (*batch, bool) {
 			if deadline.IsZero() {
 				deadline = now.Add(spinFor)
 			} else if now.After(deadline) {
+				p.notePolls(i)
 				b, ok := <-ch
 				return b, ok
 			}
 		}
+	}
+}
+
+func (p *Pool) notePolls(n int) {
+	if n > 0 {
+		p.polls.Add(int64(n))
 	}
 }
 
@@ -242,9 +266,9 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 		return
 	}
 	start := time.Now()
-	if p.staySolo(start) {
-		t.RunRange(0, 0, total)
-		return
+	spell := p.inSpell(start)
+	if p.polite.Load() != spell {
+		p.polite.Store(spell)
 	}
 	chunks := min(units, parts*chunksPerWorker)
 	b := p.batch()
@@ -270,16 +294,16 @@ func (p *Pool) Run(t Task, total, align, parts int) {
 		b.wait()
 	}
 	// Every chunk is done, so the fastest rate is final.
-	if alone, ok := b.alone(); ok {
+	if alone, ok := b.alone(); ok && !spell {
 		now := time.Now()
 		p.judge(alone, now.Sub(start), now)
 	}
 	b.release()
 }
 
-// judge adds a shared Run, estimated to take one worker alone and
-// taking took, to the window, and at the window's end starts a solo spell
-// if sharing was worth less than soloBelow.
+// judge adds a Run shared by polling workers, estimated to take one
+// worker alone and taking took, to the window, and at the window's end
+// starts a polite spell if sharing was worth less than politeBelow.
 func (p *Pool) judge(alone, took time.Duration, now time.Time) {
 	p.alone += alone
 	p.took += took
@@ -294,16 +318,17 @@ func (p *Pool) judge(alone, took time.Duration, now time.Time) {
 	worth := float64(p.alone) / float64(p.took)
 	p.alone, p.took, p.runs = 0, 0, 0
 	p.judged++
-	if worth >= soloBelow {
+	if worth >= politeBelow {
 		// Halved, not forgotten: one lucky probe under sustained load
-		// costs one window more, not the climb back to soloMax.
-		if p.spell /= 2; p.spell < soloMin {
+		// costs one window more, not the climb back to spellMax.
+		if p.spell /= 2; p.spell < spellMin {
 			p.spell = 0
 		}
 		return
 	}
-	p.spell = min(max(2*p.spell, soloMin), soloMax)
-	p.soloUntil = now.Add(p.spell)
+	p.spell = min(max(2*p.spell, spellMin), spellMax)
+	p.spellUntil = now.Add(p.spell)
+	p.polite.Store(true) // now: a worker polling for the next Run stops
 }
 
 // lookedBusy ends a window early: once it has lookRuns Runs worth less
@@ -313,7 +338,7 @@ func (p *Pool) judge(alone, took time.Duration, now time.Time) {
 // window runs its length: a VM's pause or a kernel thread's slice can
 // cost a few Runs without lasting.
 func (p *Pool) lookedBusy(now time.Time) bool {
-	if p.runs < lookRuns || now.Before(p.nextLook) || float64(p.alone) >= soloBelow*float64(p.took) {
+	if p.runs < lookRuns || now.Before(p.nextLook) || float64(p.alone) >= politeBelow*float64(p.took) {
 		return false
 	}
 	p.nextLook = now.Add(lookEvery)
@@ -321,23 +346,23 @@ func (p *Pool) lookedBusy(now time.Time) bool {
 	return ok && spare < 0
 }
 
-// staySolo reports whether a Run starting at now stays on the caller: in a
-// solo spell, or at its end while the kernel counts a thread for every
-// CPU, the caller's included (then the spell goes on for lookEvery).
-// Otherwise a spell that has ended is over and the Runs from here are the
-// probe.
-func (p *Pool) staySolo(now time.Time) bool {
-	if p.soloUntil.IsZero() {
+// inSpell reports whether a Run starting at now is a polite spell's:
+// before the spell's end, or at it while the kernel counts a thread for
+// every CPU, the caller's included (the polite workers are parked; then
+// the spell goes on for lookEvery). Otherwise a spell that has ended is
+// over and the Runs from here are the probe.
+func (p *Pool) inSpell(now time.Time) bool {
+	if p.spellUntil.IsZero() {
 		return false
 	}
-	if now.Before(p.soloUntil) {
+	if now.Before(p.spellUntil) {
 		return true
 	}
 	if spare, ok := p.spareCPUs(); ok && spare <= 0 {
-		p.soloUntil = now.Add(lookEvery)
+		p.spellUntil = now.Add(lookEvery)
 		return true
 	}
-	p.soloUntil = time.Time{}
+	p.spellUntil = time.Time{}
 	return false
 }
 

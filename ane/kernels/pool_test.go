@@ -93,8 +93,8 @@ func TestPoolSharesWork(t *testing.T) {
 	}
 	p := NewPool(2)
 	defer p.Close()
-	for range 2000 { // a loaded machine may send a few Runs solo (stalls)
-		p.soloUntil = time.Time{}
+	for range 2000 { // on a loaded machine the worker may not wake in time for some
+		p.spellUntil = time.Time{}
 		c := newCover(1<<12, 1, 2)
 		slow := &slowTask{c}
 		p.Run(slow, 1<<12, 1, 2)
@@ -161,10 +161,11 @@ func (h *holdTask) RunRange(w, lo, hi int) {
 func (h *holdTask) Uneven() bool { return h.uneven }
 
 // A window of shared Runs held up by a worker, or by the caller itself,
-// sends the Runs of the next soloMin to the caller alone (the worker takes
-// no chunk of them), a second bad window doubles the spell, and after it
-// the workers share Runs again.
-func TestPoolGoesSoloWhenSharingLoses(t *testing.T) {
+// makes the workers polite for the next spellMin: they park as soon as
+// they find no chunk instead of polling, and the spell's Runs are shared
+// but not judged; a second bad window doubles the spell, and after it the
+// workers poll again.
+func TestPoolTurnsPoliteWhenSharingLoses(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("needs two Ps")
 	}
@@ -177,7 +178,7 @@ func TestPoolGoesSoloWhenSharingLoses(t *testing.T) {
 			// make up judgeRuns fill a window.
 			held := func() {
 				t.Helper()
-				p.soloUntil = time.Time{} // end a spell early: the test need not wait for it
+				p.spellUntil = time.Time{} // end a spell early: the test need not wait for it
 				p.alone, p.took, p.runs = 0, 0, 0
 				before := p.judged
 				c := newCover(64, 1, 2)
@@ -190,33 +191,52 @@ func TestPoolGoesSoloWhenSharingLoses(t *testing.T) {
 					t.Fatalf("a Run held %v was not judged (%d windows)", judgeWindow+10*time.Millisecond, p.judged)
 				}
 			}
-			shared := func() int32 {
+			run := func() {
 				c := newCover(1<<12, 1, 2)
 				p.Run(&slowTask{c}, 1<<12, 1, 2)
 				c.check(t, "run")
-				return c.byWorker[1].Load()
 			}
 			held()
-			if p.spell != soloMin || time.Until(p.soloUntil) <= 0 {
-				t.Fatalf("a bad window: spell %v until %v, want %v from now", p.spell, p.soloUntil, soloMin)
+			if p.spell != spellMin || time.Until(p.spellUntil) <= 0 {
+				t.Fatalf("a bad window: spell %v until %v, want %v from now", p.spell, p.spellUntil, spellMin)
 			}
-			for i := range 5 {
-				if k := shared(); k > 0 && time.Now().Before(p.soloUntil) {
-					t.Fatalf("Run %d of a solo spell: worker 1 ran %d chunks", i+1, k)
+			if !p.polite.Load() {
+				t.Fatal("a bad window: the workers are not polite")
+			}
+			// A worker polling when the spell began may still be polling:
+			// its polls are counted when it takes a Run.
+			run()
+			run()
+			judged, polls := p.judged, p.polls.Load()
+			for i := range 20 {
+				run()
+				if !p.polite.Load() && time.Now().Before(p.spellUntil) {
+					t.Fatalf("Run %d of a spell: the workers are not polite", i+1)
 				}
 			}
-			held()
-			if p.spell != 2*soloMin {
-				t.Fatalf("a second bad window: spell %v, want %v", p.spell, 2*soloMin)
+			if p.judged != judged || p.runs != 0 {
+				t.Fatalf("a spell's Runs were judged: %d windows, %d Runs in the window", p.judged-judged, p.runs)
 			}
-			p.soloUntil = time.Time{}
+			if n := p.polls.Load() - polls; n != 0 && time.Now().Before(p.spellUntil) {
+				t.Fatalf("polite workers polled %d times between a spell's Runs", n)
+			}
+			held()
+			if p.spell != 2*spellMin {
+				t.Fatalf("a second bad window: spell %v, want %v", p.spell, 2*spellMin)
+			}
+			p.spellUntil = time.Time{}
+			polls = p.polls.Load()
 			for range 2000 { // a loaded machine may judge a few of these bad too
-				if shared() > 0 {
+				run()
+				if p.polite.Load() {
+					p.spellUntil = time.Time{}
+					continue
+				}
+				if p.polls.Load() > polls {
 					return
 				}
-				p.soloUntil = time.Time{}
 			}
-			t.Fatal("after the solo spells, worker 1 never ran a chunk in 2000 Runs")
+			t.Fatal("after the spells, the workers never polled for a Run in 2000 Runs")
 		})
 	}
 }
@@ -233,8 +253,8 @@ func TestPoolDoesNotJudgeUnevenTasks(t *testing.T) {
 	c := newCover(64, 1, 2)
 	p.Run(&holdTask{c: c, who: 1, hold: judgeWindow + 10*time.Millisecond, uneven: true}, 64, 1, 2)
 	c.check(t, "uneven run")
-	if p.judged != 0 || !p.soloUntil.IsZero() {
-		t.Fatalf("an uneven Run was judged: %d windows, solo until %v", p.judged, p.soloUntil)
+	if p.judged != 0 || !p.spellUntil.IsZero() {
+		t.Fatalf("an uneven Run was judged: %d windows, a spell until %v", p.judged, p.spellUntil)
 	}
 }
 
@@ -268,8 +288,8 @@ func TestPoolJudgesWholeWindows(t *testing.T) {
 		t.Fatal("a window was judged before it was judgeWindow long")
 	}
 	window(judgeWindow/2, 0.5)
-	if p.judged != 1 || p.spell != soloMin || time.Until(p.soloUntil) <= 0 {
-		t.Fatalf("a full window worth 1/2: %d judged, spell %v, want 1 and %v from now", p.judged, p.spell, soloMin)
+	if p.judged != 1 || p.spell != spellMin || time.Until(p.spellUntil) <= 0 {
+		t.Fatalf("a full window worth 1/2: %d judged, spell %v, want 1 and %v from now", p.judged, p.spell, spellMin)
 	}
 	// After a spell the window is a probe: probeRuns Runs, probeWindow long.
 	before := p.judged
@@ -278,25 +298,25 @@ func TestPoolJudgesWholeWindows(t *testing.T) {
 		t.Fatal("a probe was judged before it was probeWindow long")
 	}
 	window(probeWindow/2, 0.9)
-	if p.judged != before+1 || p.spell != 2*soloMin {
-		t.Fatalf("a bad probe: %d judged, spell %v, want %d and %v", p.judged-before, p.spell, 1, 2*soloMin)
+	if p.judged != before+1 || p.spell != 2*spellMin {
+		t.Fatalf("a bad probe: %d judged, spell %v, want %d and %v", p.judged-before, p.spell, 1, 2*spellMin)
 	}
 	for range 10 {
 		window(probeWindow, 0)
 	}
-	if p.spell != soloMax {
-		t.Fatalf("ten bad windows in a row: spell %v, want the cap %v", p.spell, soloMax)
+	if p.spell != spellMax {
+		t.Fatalf("ten bad windows in a row: spell %v, want the cap %v", p.spell, spellMax)
 	}
-	until := p.soloUntil
+	until := p.spellUntil
 	window(probeWindow, 1.5)
-	if p.spell != soloMax/2 || p.soloUntil != until {
-		t.Fatalf("a good probe: spell %v (want %v), solo until moved from %v to %v", p.spell, soloMax/2, until, p.soloUntil)
+	if p.spell != spellMax/2 || p.spellUntil != until {
+		t.Fatalf("a good probe: spell %v (want %v), its end moved from %v to %v", p.spell, spellMax/2, until, p.spellUntil)
 	}
 	window(probeWindow, 0.9)
-	if p.spell != soloMax {
-		t.Fatalf("a bad window after one good probe: spell %v, want %v again", p.spell, soloMax)
+	if p.spell != spellMax {
+		t.Fatalf("a bad window after one good probe: spell %v, want %v again", p.spell, spellMax)
 	}
-	for range 6 { // 2 s halved six times is below soloMin
+	for range 6 { // 2 s halved six times is below spellMin
 		window(probeWindow, 1.5)
 	}
 	if p.spell != 0 {
@@ -352,15 +372,15 @@ func TestPoolWindowAsksTheKernel(t *testing.T) {
 			p.judge(time.Duration(worth*float64(step)), step, now)
 		}
 	}
-	restart := func() { p.alone, p.took, p.runs, p.spell, p.soloUntil = 0, 0, 0, 0, time.Time{} }
+	restart := func() { p.alone, p.took, p.runs, p.spell, p.spellUntil = 0, 0, 0, 0, time.Time{} }
 
 	runs(lookRuns-1, 0.5)
 	if *reads != 0 || p.judged != 0 {
 		t.Fatalf("%d bad Runs: %d reads, %d windows judged; want none before lookRuns", lookRuns-1, *reads, p.judged)
 	}
 	runs(1, 0.5)
-	if *reads != 1 || p.judged != 1 || p.spell != soloMin || !p.soloUntil.Equal(now.Add(soloMin)) {
-		t.Fatalf("a thread waiting after %d bad Runs: %d reads, %d judged, spell %v; want 1, 1, %v", lookRuns, *reads, p.judged, p.spell, soloMin)
+	if *reads != 1 || p.judged != 1 || p.spell != spellMin || !p.spellUntil.Equal(now.Add(spellMin)) {
+		t.Fatalf("a thread waiting after %d bad Runs: %d reads, %d judged, spell %v; want 1, 1, %v", lookRuns, *reads, p.judged, p.spell, spellMin)
 	}
 
 	restart()
@@ -374,8 +394,8 @@ func TestPoolWindowAsksTheKernel(t *testing.T) {
 		t.Fatalf("%d reads of the count over %v of bad Runs, want 1 to %d (one every %v)", n, time.Duration(judgeRuns-1)*step, most, lookEvery)
 	}
 	runs(1, 0.5)
-	if p.judged != 2 || p.spell != soloMin {
-		t.Fatalf("a full bad window with no thread waiting: %d judged, spell %v; want 2, %v", p.judged, p.spell, soloMin)
+	if p.judged != 2 || p.spell != spellMin {
+		t.Fatalf("a full bad window with no thread waiting: %d judged, spell %v; want 2, %v", p.judged, p.spell, spellMin)
 	}
 
 	restart()
@@ -388,8 +408,9 @@ func TestPoolWindowAsksTheKernel(t *testing.T) {
 }
 
 // A spell that ends while the kernel counts a thread for every CPU goes
-// on (the Runs stay on the caller, the count read every lookEvery); with
-// a CPU spare, or no count, the Runs after it are the probe.
+// on (its Runs polite and not judged, the count read every lookEvery);
+// with a CPU spare, or no count, the Runs after it are the probe, the
+// workers polling again.
 func TestPoolSpellAsksTheKernel(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("needs two Ps")
@@ -399,44 +420,40 @@ func TestPoolSpellAsksTheKernel(t *testing.T) {
 	spare := 0
 	reads := fakeCount(p, &spare)
 	now := time.Now()
-	p.spell, p.soloUntil = soloMin, now
-	if !p.staySolo(now) || *reads != 1 || !p.soloUntil.Equal(now.Add(lookEvery)) {
-		t.Fatalf("a spell's end with no CPU spare: %d reads, solo until %v; want 1 and %v", *reads, p.soloUntil.Sub(now), lookEvery)
+	p.spell, p.spellUntil = spellMin, now
+	if !p.inSpell(now) || *reads != 1 || !p.spellUntil.Equal(now.Add(lookEvery)) {
+		t.Fatalf("a spell's end with no CPU spare: %d reads, spell until %v; want 1 and %v", *reads, p.spellUntil.Sub(now), lookEvery)
 	}
-	if !p.staySolo(now.Add(lookEvery/2)) || *reads != 1 {
+	if !p.inSpell(now.Add(lookEvery/2)) || *reads != 1 {
 		t.Fatalf("within the extension: %d reads, want the count not read again", *reads)
 	}
-	// A real Run at a spell's end with no CPU spare: worker 1 takes nothing.
-	p.soloUntil = time.Now().Add(-time.Millisecond)
+	// A real Run at a spell's end with no CPU spare is the spell's.
+	p.spellUntil = time.Now().Add(-time.Millisecond)
 	c := newCover(1<<12, 1, 2)
 	p.Run(&slowTask{c}, 1<<12, 1, 2)
 	c.check(t, "run")
-	if k := c.byWorker[1].Load(); k > 0 || time.Until(p.soloUntil) <= 0 {
-		t.Fatalf("a Run at a spell's end with no CPU spare: worker 1 ran %d chunks, solo until %v from now", k, time.Until(p.soloUntil))
+	if !p.polite.Load() || p.runs != 0 || time.Until(p.spellUntil) <= 0 {
+		t.Fatalf("a Run at a spell's end with no CPU spare: polite %v, %d Runs judged, spell until %v from now", p.polite.Load(), p.runs, time.Until(p.spellUntil))
 	}
 
 	spare = 1
-	now = p.soloUntil
-	if p.staySolo(now) || !p.soloUntil.IsZero() {
-		t.Fatalf("a spell's end with a CPU spare stayed solo (until %v)", p.soloUntil)
+	now = p.spellUntil
+	if p.inSpell(now) || !p.spellUntil.IsZero() {
+		t.Fatalf("a spell's end with a CPU spare: the spell goes on (until %v)", p.spellUntil)
 	}
 	before := *reads
-	if p.staySolo(now) || *reads != before {
-		t.Fatal("after a spell: solo, or the count read again")
+	if p.inSpell(now) || *reads != before {
+		t.Fatal("after a spell: in a spell, or the count read again")
 	}
 	fakeCount(p, nil)
-	p.soloUntil = now
-	if p.staySolo(now) {
-		t.Fatal("a spell's end without the kernel's count stayed solo")
+	p.spellUntil = now
+	if p.inSpell(now) {
+		t.Fatal("a spell's end without the kernel's count: the spell goes on")
 	}
-	for range 2000 { // the probe shares (a loaded machine may send a few Runs solo)
-		c := newCover(1<<12, 1, 2)
-		p.Run(&slowTask{c}, 1<<12, 1, 2)
-		c.check(t, "run")
-		if c.byWorker[1].Load() > 0 {
-			return
-		}
-		p.soloUntil = time.Time{}
+	c = newCover(1<<12, 1, 2)
+	p.Run(&slowTask{c}, 1<<12, 1, 2)
+	c.check(t, "run")
+	if p.polite.Load() || p.runs != 1 {
+		t.Fatalf("the probe's first Run: polite %v, %d Runs judged; want polling workers and 1", p.polite.Load(), p.runs)
 	}
-	t.Fatal("after the spell, worker 1 never ran a chunk in 2000 Runs")
 }

@@ -203,6 +203,8 @@ func TestPoolTurnsPoliteWhenSharingLoses(t *testing.T) {
 			if !p.polite.Load() {
 				t.Fatal("a bad window: the workers are not polite")
 			}
+			// Long enough that a slow run (-race) stays in the spell.
+			p.spellUntil = time.Now().Add(time.Minute)
 			// A worker polling when the spell began may still be polling:
 			// its polls are counted when it takes a Run.
 			run()
@@ -210,14 +212,14 @@ func TestPoolTurnsPoliteWhenSharingLoses(t *testing.T) {
 			judged, polls := p.judged, p.polls.Load()
 			for i := range 20 {
 				run()
-				if !p.polite.Load() && time.Now().Before(p.spellUntil) {
+				if !p.polite.Load() {
 					t.Fatalf("Run %d of a spell: the workers are not polite", i+1)
 				}
 			}
 			if p.judged != judged || p.runs != 0 {
 				t.Fatalf("a spell's Runs were judged: %d windows, %d Runs in the window", p.judged-judged, p.runs)
 			}
-			if n := p.polls.Load() - polls; n != 0 && time.Now().Before(p.spellUntil) {
+			if n := p.polls.Load() - polls; n != 0 {
 				t.Fatalf("polite workers polled %d times between a spell's Runs", n)
 			}
 			held()
@@ -428,12 +430,13 @@ func TestPoolSpellAsksTheKernel(t *testing.T) {
 		t.Fatalf("within the extension: %d reads, want the count not read again", *reads)
 	}
 	// A real Run at a spell's end with no CPU spare is the spell's.
-	p.spellUntil = time.Now().Add(-time.Millisecond)
+	began := time.Now()
+	p.spellUntil = began.Add(-time.Millisecond)
 	c := newCover(1<<12, 1, 2)
 	p.Run(&slowTask{c}, 1<<12, 1, 2)
 	c.check(t, "run")
-	if !p.polite.Load() || p.runs != 0 || time.Until(p.spellUntil) <= 0 {
-		t.Fatalf("a Run at a spell's end with no CPU spare: polite %v, %d Runs judged, spell until %v from now", p.polite.Load(), p.runs, time.Until(p.spellUntil))
+	if !p.polite.Load() || p.runs != 0 || !p.spellUntil.After(began) {
+		t.Fatalf("a Run at a spell's end with no CPU spare: polite %v, %d Runs judged, spell until %v after it began", p.polite.Load(), p.runs, p.spellUntil.Sub(began))
 	}
 
 	spare = 1

@@ -50,6 +50,10 @@ func SpareCPUs() (spare int, ok bool) {
 	return runtime.NumCPU() - running, true
 }
 
+// maxCPU bounds a CPU number in a list: far above any kernel's NR_CPUS,
+// far below what a count could overflow on.
+const maxCPU = 1 << 20
+
 // countCPUList counts the CPUs of a kernel CPU list ("0-3,8,10-11"); 0
 // for anything else.
 func countCPUList(s string) int {
@@ -57,12 +61,12 @@ func countCPUList(s string) int {
 	for _, part := range strings.Split(s, ",") {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
+		if err != nil || a < 0 || a > maxCPU {
 			return 0
 		}
 		b := a
 		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b > maxCPU {
 				return 0
 			}
 		}

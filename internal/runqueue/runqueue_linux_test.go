@@ -2,15 +2,19 @@ package runqueue
 
 import (
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestCountCPUList(t *testing.T) {
 	for in, want := range map[string]int{
 		"0": 1, "0-1": 2, "0-3,8,10-11": 7, "2-2": 1,
 		"": 0, "1-0": 0, "a": 0, "0-": 0, "-1": 0, "0,,1": 0,
+		"0-9223372036854775807": 0, "2000000": 0,
 	} {
 		if got := countCPUList(in); got != want {
 			t.Errorf("countCPUList(%q) = %d, want %d", in, got, want)
@@ -90,4 +94,50 @@ func BenchmarkSpareCPUs(b *testing.B) {
 	for b.Loop() {
 		SpareCPUs()
 	}
+}
+
+// parseLoadavg agrees with strings.Fields and strconv.Atoi wherever the
+// input is plain ASCII separated by spaces, tabs and newlines (the
+// kernel's form), and never panics on anything.
+func FuzzParseLoadavg(f *testing.F) {
+	for _, seed := range []string{"0.13 1.12 1.60 1/103 16222\n", "1 2 3 4", "a b c /1", "0 0 0 -0/1 1", "0 0 0 99999999999/1 1", "\t1\t2\t3\t7/8\n"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := parseLoadavg(b)
+		if err == nil && got < 0 {
+			t.Fatalf("parseLoadavg(%q) = %d", b, got)
+		}
+		if !utf8.Valid(b) || strings.ContainsFunc(string(b), func(r rune) bool { return unicode.IsSpace(r) && !strings.ContainsRune(" \t\n", r) }) {
+			return // strings.Fields splits on these too; the kernel writes none
+		}
+		want, wantErr := -1, true
+		if fields := strings.Fields(string(b)); len(fields) >= 4 {
+			num, _, ok := strings.Cut(fields[3], "/")
+			digits := num != "" && strings.Trim(num, "0123456789") == ""
+			if n, err := strconv.Atoi(num); ok && digits && err == nil && len(num) <= 9 {
+				want, wantErr = n, false
+			}
+		}
+		if (err != nil) != wantErr || (err == nil && got != want) {
+			t.Fatalf("parseLoadavg(%q) = %d, %v; the reference parse gives %d (error %v)", b, got, err, want, wantErr)
+		}
+	})
+}
+
+// countCPUList never panics, never goes negative, and counts a list
+// joined from two valid ones as their sum.
+func FuzzCountCPUList(f *testing.F) {
+	for _, seed := range [][2]string{{"0-3", "8"}, {"0", "1-1"}, {"5-2", "0"}, {"0-1048576", "0"}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		na, nb, nab := countCPUList(a), countCPUList(b), countCPUList(a+","+b)
+		if na < 0 || nb < 0 || nab < 0 {
+			t.Fatalf("negative counts: %q %d, %q %d, joined %d", a, na, b, nb, nab)
+		}
+		if na > 0 && nb > 0 && nab != na+nb {
+			t.Fatalf("countCPUList(%q) = %d, %q %d, joined %d", a, na, b, nb, nab)
+		}
+	})
 }

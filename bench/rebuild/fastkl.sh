@@ -10,7 +10,7 @@
 #   WORK=DIR          reuse a work directory (the export is kept there)
 #   LOWRANK=1         also fit rank-64 factors to the export's mixers
 #                     (forgectl rebuild lowrank: gdn and attn) and measure
-#                     that export, whose branches the fast mode runs in INT8
+#                     that export (both modes run the branches in float32)
 # Usage: bench/rebuild/fastkl.sh [preset]   (default small; heavy: run alone)
 set -euo pipefail
 preset=${1:-small}
